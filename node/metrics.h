@@ -1,0 +1,116 @@
+// CPU accounting and the per-process summary.
+//
+// Over the measured interval (first event in or out to end of stream) a
+// process counts events, tuples and bytes in and out, and reads user and
+// system CPU time with getrusage, per process and per stage thread. With F the
+// nominal clock and N the cores given to the process (DESIGN.md):
+//
+//   events  = events in + events out (as the study counts them)
+//   CPE_u, CPE_s = user, system cycles per event; CPE_p = CPE_u + CPE_s
+//   CPE_i   = (N x wall - busy) x F / events     (clamped at 0)
+//   CPB_p   = (user + system) x F / bytes         (bytes in + out)
+//   EPE     = P x (CPE_p + 0.7 x CPE_i) / (N x F) joules
+//
+// The summary is one JSON object per process, written at the end of a run;
+// sluice-deploy gathers them (yaml-cpp reads JSON) into the run's report.
+#pragma once
+
+#include <sys/resource.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "transport/status.h"
+
+namespace sluice {
+
+struct CpuTimes {
+  double user_s = 0;
+  double sys_s = 0;
+  static CpuTimes process();  // RUSAGE_SELF
+  static CpuTimes thread();   // RUSAGE_THREAD, the calling thread
+  CpuTimes operator-(const CpuTimes& o) const { return {user_s - o.user_s, sys_s - o.sys_s}; }
+  CpuTimes& operator+=(const CpuTimes& o) {
+    user_s += o.user_s;
+    sys_s += o.sys_s;
+    return *this;
+  }
+};
+
+double now_s();            // monotonic seconds
+uint64_t wall_clock_ns();  // CLOCK_REALTIME ns: the send timestamp, comparable across hosts
+uint64_t rss_max_bytes();
+
+// Counters one stage thread owns and bumps; read by the reporter thread.
+struct alignas(64) StageCounters {
+  std::atomic<uint64_t> events{0};
+  std::atomic<uint64_t> tuples{0};
+  std::atomic<uint64_t> bytes{0};
+  void add(uint64_t ev, uint64_t tu, uint64_t by) {
+    events.store(events.load(std::memory_order_relaxed) + ev, std::memory_order_relaxed);
+    tuples.store(tuples.load(std::memory_order_relaxed) + tu, std::memory_order_relaxed);
+    bytes.store(bytes.load(std::memory_order_relaxed) + by, std::memory_order_relaxed);
+  }
+};
+
+// Latency histogram: log-linear buckets (16 per power of two), fixed size,
+// nothing allocated per sample. Values in nanoseconds.
+class LatencyHistogram {
+ public:
+  void record(uint64_t ns);
+  void merge(const LatencyHistogram& o);
+  uint64_t count() const { return count_; }
+  uint64_t max() const { return max_; }
+  uint64_t percentile(double p) const;  // p in [0, 100]
+
+ private:
+  static constexpr int kSub = 16;
+  static constexpr int kBuckets = 64 * kSub;
+  static int bucket_of(uint64_t v);
+  static uint64_t bucket_high(int b);
+  std::array<uint64_t, kBuckets> buckets_{};
+  uint64_t count_ = 0;
+  uint64_t max_ = 0;
+};
+
+struct StageSummary {
+  std::string name;  // "receive/0", "process/0", "send/0"
+  double user_s = 0;
+  double sys_s = 0;
+  uint64_t events = 0;
+};
+
+struct ProcessSummary {
+  std::string name;
+  std::string role;
+  bool ok = true;
+  std::string error;
+  uint32_t instances = 0;
+
+  uint64_t events_in = 0, events_out = 0;
+  uint64_t tuples_in = 0, tuples_out = 0;
+  uint64_t bytes_in = 0, bytes_out = 0;
+  double wall_s = 0, user_s = 0, sys_s = 0;
+  double cores = 1, clock_ghz = 2.6, peak_watts = 200;
+
+  double cpe_p = 0, cpe_u = 0, cpe_s = 0, cpe_i = 0, cpb_p = 0, epe_joules = 0;
+  uint64_t rss_max_bytes = 0;
+
+  // Sink only.
+  uint64_t lost = 0, duplicated = 0, corrupt = 0, filtered = 0;
+  double latency_p50_us = 0, latency_p99_us = 0, latency_max_us = 0;
+
+  uint64_t credit_waits = 0;
+  std::vector<StageSummary> stages;
+
+  // Fills the cpe_*, cpb_p and epe_joules fields from the raw counts.
+  void compute();
+  std::string to_json() const;
+};
+
+Status summary_from_json(const std::string& text, ProcessSummary* out);
+
+}  // namespace sluice

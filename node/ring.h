@@ -1,0 +1,214 @@
+// Descriptor rings: bounded single-producer single-consumer queues between two
+// stages, and the one place where a stage decides how to wait.
+//
+// 1. The producer try_push()es; the consumer try_pop()s. Neither ever blocks:
+//    they return false / 0 when the ring is full / empty.
+// 2. A stage that must wait calls push() / pop_n() with a Wait policy:
+//    kBlock sleeps on a futex (the default: no cycles burnt while idle),
+//    kSpin spins, kHybrid spins a short while and then sleeps.
+// 3. close() wakes everybody; pop_n() then drains what is left and returns 0.
+//
+// Head, tail and each side's cached copy of the other's index live on their
+// own cache lines; a side re-reads the other's index only when its cached copy
+// says the ring is full (producer) or empty (consumer).
+#pragma once
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <string_view>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define SLUICE_CPU_RELAX() _mm_pause()
+#else
+#define SLUICE_CPU_RELAX() asm volatile("" ::: "memory")
+#endif
+
+namespace sluice {
+
+inline constexpr size_t kCacheLine = 64;
+
+enum class Wait { kBlock, kSpin, kHybrid };
+
+inline const char* wait_name(Wait w) {
+  switch (w) {
+    case Wait::kBlock: return "block";
+    case Wait::kSpin: return "spin";
+    case Wait::kHybrid: return "hybrid";
+  }
+  return "?";
+}
+
+inline bool parse_wait(std::string_view s, Wait* w) {
+  if (s == "block") *w = Wait::kBlock;
+  else if (s == "spin") *w = Wait::kSpin;
+  else if (s == "hybrid") *w = Wait::kHybrid;
+  else return false;
+  return true;
+}
+
+// An eventcount: a waiter announces itself, re-checks its condition, then
+// sleeps on a futex; a notifier makes a syscall only when somebody announced.
+class EventCount {
+ public:
+  uint32_t prepare_wait() {
+    waiters_.fetch_add(1, std::memory_order_seq_cst);
+    return seq_.load(std::memory_order_seq_cst);
+  }
+  void cancel_wait() { waiters_.fetch_sub(1, std::memory_order_relaxed); }
+  void wait(uint32_t key) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq_), FUTEX_WAIT_PRIVATE, key, nullptr,
+            nullptr, 0);
+    waiters_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  // Caller has published its change; the fence orders that store before the
+  // load of waiters_ (the waiter's fetch_add orders the other way).
+  void notify() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (waiters_.load(std::memory_order_relaxed) != 0) {
+      seq_.fetch_add(1, std::memory_order_seq_cst);
+      syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+              nullptr, 0);
+    }
+  }
+
+ private:
+  alignas(kCacheLine) std::atomic<uint32_t> seq_{0};
+  std::atomic<uint32_t> waiters_{0};
+};
+
+// Spins of kHybrid before it sleeps: about 10 us of pause instructions.
+inline constexpr int kHybridSpins = 2000;
+
+// Waits until ready() is true or closed() is true, by policy.
+template <class Ready, class Closed>
+void wait_until(Wait policy, EventCount& ec, Ready ready, Closed closed) {
+  int spins = 0;
+  while (!ready() && !closed()) {
+    if (policy == Wait::kSpin || (policy == Wait::kHybrid && spins < kHybridSpins)) {
+      ++spins;
+      SLUICE_CPU_RELAX();
+      continue;
+    }
+    uint32_t key = ec.prepare_wait();
+    if (ready() || closed()) {
+      ec.cancel_wait();
+      return;
+    }
+    ec.wait(key);
+  }
+}
+
+template <class T>
+class SpscRing {
+ public:
+  explicit SpscRing(size_t capacity) {
+    if (capacity < 2 || (capacity & (capacity - 1)) != 0)
+      throw std::invalid_argument("ring capacity must be a power of two >= 2");
+    mask_ = capacity - 1;
+    slots_ = std::make_unique<T[]>(capacity);
+  }
+  SpscRing(const SpscRing&) = delete;
+  SpscRing& operator=(const SpscRing&) = delete;
+
+  size_t capacity() const { return mask_ + 1; }
+
+  // Producer side.
+  bool try_push(const T& v) { return try_push_n(&v, 1) == 1; }
+  size_t try_push_n(const T* v, size_t n) {
+    const uint64_t tail = p_.tail.load(std::memory_order_relaxed);
+    size_t free = capacity() - (tail - p_.cached_head);
+    if (free < n) {
+      p_.cached_head = head_.load(std::memory_order_acquire);
+      free = capacity() - (tail - p_.cached_head);
+    }
+    if (n > free) n = free;
+    for (size_t i = 0; i < n; ++i) slots_[(tail + i) & mask_] = v[i];
+    if (n) {
+      p_.tail.store(tail + n, std::memory_order_release);
+      not_empty_.notify();
+    }
+    return n;
+  }
+
+  // Consumer side.
+  bool try_pop(T& out) { return try_pop_n(&out, 1) == 1; }
+  size_t try_pop_n(T* out, size_t max) {
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    size_t avail = c_.cached_tail - head;
+    if (avail == 0) {
+      c_.cached_tail = p_.tail.load(std::memory_order_acquire);
+      avail = c_.cached_tail - head;
+    }
+    if (avail > max) avail = max;
+    for (size_t i = 0; i < avail; ++i) out[i] = slots_[(head + i) & mask_];
+    if (avail) {
+      head_.store(head + avail, std::memory_order_release);
+      not_full_.notify();
+    }
+    return avail;
+  }
+
+  // Blocking forms. push() returns false if the ring was closed first.
+  bool push(const T& v, Wait policy) {
+    for (;;) {
+      if (try_push(v)) return true;
+      if (closed()) return false;
+      wait_until(policy, not_full_,
+                 [&] { return capacity() - (p_.tail.load(std::memory_order_relaxed) -
+                                            head_.load(std::memory_order_acquire)) > 0; },
+                 [&] { return closed(); });
+    }
+  }
+  // Waits for at least one item; returns how many it popped, 0 once closed
+  // and empty.
+  size_t pop_n(T* out, size_t max, Wait policy) {
+    for (;;) {
+      size_t n = try_pop_n(out, max);
+      if (n) return n;
+      if (closed()) {
+        n = try_pop_n(out, max);  // an item pushed just before close
+        return n;
+      }
+      wait_until(policy, not_empty_, [&] { return size() > 0; }, [&] { return closed(); });
+    }
+  }
+
+  size_t size() const {
+    return p_.tail.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
+  }
+  void close() {
+    closed_.store(true, std::memory_order_seq_cst);
+    not_empty_.notify();
+    not_full_.notify();
+  }
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
+
+ private:
+  struct alignas(kCacheLine) Producer {
+    std::atomic<uint64_t> tail{0};
+    uint64_t cached_head = 0;
+  };
+  struct alignas(kCacheLine) Consumer {
+    uint64_t cached_tail = 0;
+  };
+  Producer p_;
+  alignas(kCacheLine) std::atomic<uint64_t> head_{0};
+  Consumer c_;
+  alignas(kCacheLine) std::atomic<bool> closed_{false};
+  EventCount not_empty_;
+  EventCount not_full_;
+  size_t mask_ = 0;
+  std::unique_ptr<T[]> slots_;
+};
+
+}  // namespace sluice

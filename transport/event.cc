@@ -1,0 +1,127 @@
+#include "transport/event.h"
+
+#include <fmt/format.h>
+
+namespace sluice {
+namespace {
+
+constexpr uint64_t kP1 = 0x9E3779B185EBCA87ULL;
+constexpr uint64_t kP2 = 0xC2B2AE3D27D4EB4FULL;
+constexpr uint64_t kP3 = 0x165667B19E3779F9ULL;
+
+inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+inline uint64_t load64(const std::byte* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+inline uint64_t lane(uint64_t acc, uint64_t w) { return rotl(acc + w * kP2, 31) * kP1; }
+
+}  // namespace
+
+// xxHash64-shaped: four lanes hide the multiply latency, so this runs near
+// memory speed and costs the sink and the generator little per byte.
+uint64_t checksum64(const std::byte* p, size_t n, uint64_t seed) {
+  const std::byte* end = p + n;
+  uint64_t h;
+  if (n >= 32) {
+    uint64_t a = seed + kP1 + kP2, b = seed + kP2, c = seed, d = seed - kP1;
+    const std::byte* limit = end - 32;
+    do {
+      a = lane(a, load64(p));
+      b = lane(b, load64(p + 8));
+      c = lane(c, load64(p + 16));
+      d = lane(d, load64(p + 24));
+      p += 32;
+    } while (p <= limit);
+    h = rotl(a, 1) + rotl(b, 7) + rotl(c, 12) + rotl(d, 18);
+  } else {
+    h = seed + kP3;
+  }
+  h += n;
+  while (p + 8 <= end) {
+    h ^= lane(0, load64(p));
+    h = rotl(h, 27) * kP1 + kP3;
+    p += 8;
+  }
+  while (p < end) {
+    h ^= static_cast<uint64_t>(*p) * kP3;
+    h = rotl(h, 11) * kP1;
+    ++p;
+  }
+  h ^= h >> 33;
+  h *= kP2;
+  h ^= h >> 29;
+  h *= kP3;
+  h ^= h >> 32;
+  return h;
+}
+
+uint64_t event_checksum(const std::byte* event) {
+  EventHeader h;
+  std::memcpy(&h, event, sizeof h);
+  uint64_t c = checksum64(event, kChecksumOffset);
+  size_t body = h.tuple_block_bytes() + h.data_bytes;
+  return checksum64(event + kEventHeaderBytes, body, c);
+}
+
+void seal_event(std::byte* event) {
+  uint64_t c = event_checksum(event);
+  std::memcpy(event + kChecksumOffset, &c, sizeof c);
+}
+
+std::string check_event_header(const std::byte* p, size_t avail, uint32_t expect_tuple_bytes) {
+  if (avail < kEventHeaderBytes)
+    return fmt::format("event header cut off: {} of {} bytes", avail, kEventHeaderBytes);
+  EventHeader h;
+  std::memcpy(&h, p, sizeof h);
+  if (h.magic != kEventMagic) return fmt::format("bad event magic 0x{:08x}", h.magic);
+  if (h.version != kWireVersion)
+    return fmt::format("event version {} (this build speaks {})", h.version, kWireVersion);
+  if (h.header_bytes != kEventHeaderBytes)
+    return fmt::format("event header length {} (expected {})", h.header_bytes, kEventHeaderBytes);
+  if (h.tuple_bytes < kMinTupleBytes)
+    return fmt::format("tuple size {} below the minimum {}", h.tuple_bytes, kMinTupleBytes);
+  if (expect_tuple_bytes != 0 && h.tuple_bytes != expect_tuple_bytes)
+    return fmt::format("tuple size {} but the link's schema says {}", h.tuple_bytes,
+                       expect_tuple_bytes);
+  if (h.tuple_count > h.tuple_span)
+    return fmt::format("tuple count {} above tuple span {}", h.tuple_count, h.tuple_span);
+  if (h.stream >= kMaxStreams) return fmt::format("stream {} beyond {}", h.stream, kMaxStreams);
+  // 64-bit arithmetic: a hostile count times a hostile size cannot wrap.
+  uint64_t len = kEventHeaderBytes + uint64_t{h.tuple_count} * h.tuple_bytes + h.data_bytes;
+  if (len > avail)
+    return fmt::format("event length {} beyond the {} bytes left in the frame", len, avail);
+  return {};
+}
+
+std::string check_event_run(const std::byte* p, size_t bytes, uint32_t events,
+                            uint32_t expect_tuple_bytes, uint64_t* tuples) {
+  size_t off = 0;
+  uint64_t n_tuples = 0;
+  for (uint32_t i = 0; i < events; ++i) {
+    std::string err = check_event_header(p + off, bytes - off, expect_tuple_bytes);
+    if (!err.empty()) return fmt::format("event {} at byte {}: {}", i, off, err);
+    EventHeader h;
+    std::memcpy(&h, p + off, sizeof h);
+    off += h.wire_bytes();
+    n_tuples += h.tuple_count;
+  }
+  if (off != bytes)
+    return fmt::format("{} events fill {} bytes but the frame holds {}", events, off, bytes);
+  if (tuples) *tuples = n_tuples;
+  return {};
+}
+
+std::string check_end_of_stream(const std::byte* p, size_t bytes) {
+  if (bytes < 8) return fmt::format("end-of-stream cut off: {} bytes", bytes);
+  uint32_t n;
+  std::memcpy(&n, p, 4);
+  if (n > kMaxStreams) return fmt::format("end-of-stream names {} streams (max {})", n, kMaxStreams);
+  size_t want = 8 + size_t{n} * sizeof(EndOfStreamEntry);
+  if (bytes != want)
+    return fmt::format("end-of-stream of {} streams is {} bytes, frame says {}", n, want, bytes);
+  return {};
+}
+
+}  // namespace sluice

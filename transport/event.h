@@ -1,0 +1,183 @@
+// sluice event wire format.
+//
+// An event is the unit of transfer: an event header, a block of fixed-size
+// tuples, and an optional block of array data. The bytes of an event are the
+// same in a pool slot and on the wire (little-endian hosts only; the capnp
+// encoding exists for heterogeneous peers), so the tcp `sg` encoding and the
+// RDMA transports move them without touching them.
+//
+// Events travel in frames. A frame is what one credit pays for: its payload
+// lands in exactly one receiver slot, so a frame's payload is never larger than
+// the receiver's slot. A frame carries one or more whole events back to back.
+//
+// Lifecycle of an event:
+//   1. the load generator writes header, tuples and data into a slot and seals
+//      it (checksum);
+//   2. every hop carries the bytes unchanged, or (an operator that drops tuples)
+//      compacts them in place and reseals;
+//   3. the sink checks the checksum, the stream's tuple sequence and latency.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+
+namespace sluice {
+
+inline constexpr uint32_t kEventMagic = 0x45434C53;  // "SLCE"
+inline constexpr uint32_t kFrameMagic = 0x52464C53;  // "SLFR"
+inline constexpr uint32_t kCreditMagic = 0x52434C53; // "SLCR"
+inline constexpr uint16_t kWireVersion = 1;
+inline constexpr uint32_t kMinTupleBytes = 12;
+inline constexpr uint32_t kMaxStreams = 256;
+
+// Event header, 64 bytes (one cache line), little-endian.
+//
+//  byte  0      4      6      8           12          16
+//        +------+------+------+-----------+-----------+
+//        |magic |vers. |hdrlen| stream    |tuple_bytes|
+//        +------+------+------+-----------+-----------+
+//  16    | first_seq (u64)                |
+//  24    | tuple_count (u32) | tuple_span (u32)       |
+//  32    | data_bytes (u32)  | flags (u32)            |
+//  40    | send_ts_ns (u64)                           |
+//  48    | event_seq (u64)                            |
+//  56    | checksum (u64)                             |
+//  64    tuple block: tuple_count x tuple_bytes
+//        data block:  data_bytes
+//
+// first_seq is the stream sequence number of the first tuple the generator put
+// into this event, tuple_span how many it put there. Operators that drop tuples
+// lower tuple_count and keep tuple_span, so the sink tells filtered tuples from
+// lost ones. checksum covers bytes [0, 56) of the header and both blocks.
+struct EventHeader {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t header_bytes;
+  uint32_t stream;
+  uint32_t tuple_bytes;
+  uint64_t first_seq;
+  uint32_t tuple_count;
+  uint32_t tuple_span;
+  uint32_t data_bytes;
+  uint32_t flags;
+  uint64_t send_ts_ns;
+  uint64_t event_seq;
+  uint64_t checksum;
+
+  size_t tuple_block_bytes() const { return size_t{tuple_count} * tuple_bytes; }
+  size_t wire_bytes() const { return sizeof(EventHeader) + tuple_block_bytes() + data_bytes; }
+};
+static_assert(sizeof(EventHeader) == 64);
+inline constexpr size_t kEventHeaderBytes = sizeof(EventHeader);
+inline constexpr size_t kChecksumOffset = offsetof(EventHeader, checksum);
+
+// Tuple, at least 12 bytes: the first 12 are fixed, the rest is payload.
+//
+//  byte 0             8         12            tuple_bytes
+//       +-------------+---------+--- ... ---+
+//       | seq (u64)   |key (u32)| payload   |
+//       +-------------+---------+--- ... ---+
+struct TupleFields {
+  uint64_t seq;
+  uint32_t key;
+};
+inline constexpr size_t kTupleSeqOffset = 0;
+inline constexpr size_t kTupleKeyOffset = 8;
+
+inline uint64_t tuple_seq(const std::byte* t) {
+  uint64_t v;
+  std::memcpy(&v, t + kTupleSeqOffset, sizeof v);
+  return v;
+}
+inline uint32_t tuple_key(const std::byte* t) {
+  uint32_t v;
+  std::memcpy(&v, t + kTupleKeyOffset, sizeof v);
+  return v;
+}
+
+// Frame header, 16 bytes, precedes every frame on a byte-stream transport.
+//
+//  byte 0        4      6      8              12             16
+//       +--------+------+------+--------------+--------------+
+//       | magic  | kind |flags | payload_bytes| events       |
+//       +--------+------+------+--------------+--------------+
+enum class FrameKind : uint16_t {
+  kEvents = 1,     // payload: `events` whole events back to back (sg, copy)
+  kCapnpEvent = 2, // payload: one Cap'n Proto Event message, flat-array form
+  kEnd = 3,        // payload: EndOfStream; the sender will send nothing more
+};
+struct FrameHeader {
+  uint32_t magic;
+  uint16_t kind;
+  uint16_t flags;
+  uint32_t payload_bytes;
+  uint32_t events;
+};
+static_assert(sizeof(FrameHeader) == 16);
+
+// Credit frame, 8 bytes, receiver -> sender on the same link.
+struct CreditFrame {
+  uint32_t magic;
+  uint32_t credits;
+};
+static_assert(sizeof(CreditFrame) == 8);
+
+// End of stream, the payload of a kEnd frame. Per stream: the sequence number
+// one past the last tuple generated and the number of events generated, so the
+// sink sees a lost tail.
+//
+//  byte 0            4           8
+//       | n_streams  | reserved  | n x { stream u32, reserved u32, next_seq u64, events u64 }
+struct EndOfStreamEntry {
+  uint32_t stream;
+  uint32_t reserved;
+  uint64_t next_seq;
+  uint64_t events;
+};
+struct EndOfStream {
+  uint32_t n_streams;
+  uint32_t reserved;
+  EndOfStreamEntry streams[kMaxStreams];
+
+  size_t wire_bytes() const { return 8 + size_t{n_streams} * sizeof(EndOfStreamEntry); }
+};
+static_assert(sizeof(EndOfStreamEntry) == 24);
+
+// Fast 64-bit checksum over a byte range (4 independent multiply lanes).
+uint64_t checksum64(const std::byte* p, size_t n, uint64_t seed = 0);
+
+// Checksum of one event as laid out in memory (header + blocks).
+uint64_t event_checksum(const std::byte* event);
+
+// Writes the event's checksum field.
+void seal_event(std::byte* event);
+
+// Checks an event header found at `p` with `avail` bytes available. Returns an
+// empty string when it is well formed and fits, else what is wrong.
+// `expect_tuple_bytes` of 0 accepts any tuple size.
+std::string check_event_header(const std::byte* p, size_t avail, uint32_t expect_tuple_bytes);
+
+// Walks a frame payload of kEvents kind: checks every event header, that the
+// events tile the payload exactly, and that there are `events` of them.
+// Returns an empty string when good; counts tuples into *tuples.
+std::string check_event_run(const std::byte* p, size_t bytes, uint32_t events,
+                            uint32_t expect_tuple_bytes, uint64_t* tuples);
+
+// Checks an EndOfStream payload of `bytes` bytes.
+std::string check_end_of_stream(const std::byte* p, size_t bytes);
+
+// Event wire size for a tuple size and tuple count.
+inline size_t event_wire_bytes(uint32_t tuple_bytes, uint32_t tuples, uint32_t data_bytes = 0) {
+  return kEventHeaderBytes + size_t{tuple_bytes} * tuples + data_bytes;
+}
+
+// Tuples per event for a requested event size (0: one tuple per event).
+inline uint32_t tuples_per_event(uint32_t tuple_bytes, uint32_t event_bytes) {
+  if (event_bytes <= kEventHeaderBytes + tuple_bytes) return 1;
+  return static_cast<uint32_t>((event_bytes - kEventHeaderBytes) / tuple_bytes);
+}
+
+}  // namespace sluice

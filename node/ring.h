@@ -161,8 +161,8 @@ class SpscRing {
   // Blocking forms. push() returns false if the ring was closed first.
   bool push(const T& v, Wait policy) {
     for (;;) {
-      if (try_push(v)) return true;
       if (closed()) return false;
+      if (try_push(v)) return true;
       wait_until(policy, not_full_,
                  [&] { return capacity() - (p_.tail.load(std::memory_order_relaxed) -
                                             head_.load(std::memory_order_acquire)) > 0; },

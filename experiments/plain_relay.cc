@@ -1,0 +1,340 @@
+// sluice-plainrelay: the plain-socket baseline.
+//
+// Four minimal processes in the shape of a sluice pipeline
+// (source -> relay -> relay -> sink) that only read and write bytes over TCP:
+// no events, no tuples, no pool, no credits. What they reach on a machine is
+// the ceiling that sluice's data path is measured against in the same run.
+//
+//   1. sink --listen P3 [--json]             accepts one connection, counts bytes
+//   2. relay --listen P2 --connect H:P3      accepts one, connects on, copies
+//   3. relay --listen P1 --connect H:P2
+//   4. source --connect H:P1 --duration S    writes whole chunks, then closes
+//
+// Start them downstream first; connect retries for --connect-timeout seconds,
+// so the order is not critical. Blocking sockets, one thread per process: a
+// relay reads as much as is available (up to --chunk) and writes all of it
+// before it reads again. The sink reports when its upstream closes: bytes,
+// seconds from the first byte to the end, and Gb/s.
+//
+// --congestion sets TCP_CONGESTION on every socket (listening, accepted and
+// connected), so the baseline runs with the same choice as sluice's links.
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Fatal : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string errstr(int e) { return std::strerror(e); }
+
+// An owned file descriptor.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = o.fd_;
+      o.fd_ = -1;
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct Options {
+  std::string congestion;  // "" or "default": leave the system's choice
+  size_t chunk = 32768;
+  double connect_timeout_s = 10;
+  int sndbuf = 0;  // 0: kernel autotuning
+  int rcvbuf = 0;
+};
+
+void tune(int fd, const Options& o, const char* what) {
+  int one = 1;
+  if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
+    throw Fatal(std::string("setsockopt(TCP_NODELAY) on ") + what + ": " + errstr(errno));
+  if (!o.congestion.empty() && o.congestion != "default") {
+    if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, o.congestion.data(),
+                   static_cast<socklen_t>(o.congestion.size())) != 0)
+      throw Fatal("setsockopt(TCP_CONGESTION, \"" + o.congestion + "\") on " + what + ": " +
+                  errstr(errno) +
+                  " (see /proc/sys/net/ipv4/tcp_available_congestion_control; "
+                  "non-root also needs it in tcp_allowed_congestion_control)");
+  }
+  if (o.sndbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &o.sndbuf, sizeof o.sndbuf) != 0)
+    throw Fatal(std::string("setsockopt(SO_SNDBUF) on ") + what + ": " + errstr(errno));
+  if (o.rcvbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &o.rcvbuf, sizeof o.rcvbuf) != 0)
+    throw Fatal(std::string("setsockopt(SO_RCVBUF) on ") + what + ": " + errstr(errno));
+}
+
+// Splits "host:port"; the host may be empty ("" -> 127.0.0.1).
+void split_endpoint(const std::string& ep, std::string* host, std::string* port) {
+  auto colon = ep.rfind(':');
+  if (colon == std::string::npos || colon + 1 == ep.size())
+    throw Fatal("endpoint \"" + ep + "\" is not HOST:PORT");
+  *host = ep.substr(0, colon);
+  *port = ep.substr(colon + 1);
+  if (host->empty()) *host = "127.0.0.1";
+}
+
+Fd listen_on(uint16_t port, const Options& o) {
+  Fd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (s.get() < 0) throw Fatal("socket(): " + errstr(errno));
+  int one = 1;
+  setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  // Options set on the listener are inherited by accepted sockets; they are set
+  // again after accept() anyway so the choice does not depend on that.
+  tune(s.get(), o, "listening socket");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  a.sin_port = htons(port);
+  if (::bind(s.get(), reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    int e = errno;
+    if (e == EADDRINUSE)
+      throw Fatal("port " + std::to_string(port) + " is already in use (bind: " + errstr(e) + ")");
+    throw Fatal("bind(port " + std::to_string(port) + "): " + errstr(e));
+  }
+  if (::listen(s.get(), 4) != 0) throw Fatal("listen(port " + std::to_string(port) + "): " + errstr(errno));
+  return s;
+}
+
+Fd accept_one(const Fd& listener, uint16_t port, const Options& o) {
+  for (;;) {
+    int fd = ::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd >= 0) {
+      Fd c(fd);
+      tune(c.get(), o, "accepted socket");
+      return c;
+    }
+    if (errno == EINTR) continue;
+    throw Fatal("accept(port " + std::to_string(port) + "): " + errstr(errno));
+  }
+}
+
+// Connects, retrying refused/unreachable for connect_timeout_s so processes
+// can start in any order.
+Fd connect_to(const std::string& endpoint, const Options& o) {
+  std::string host, port;
+  split_endpoint(endpoint, &host, &port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &res); rc != 0)
+    throw Fatal("cannot resolve " + endpoint + ": " + gai_strerror(rc));
+  std::unique_ptr<addrinfo, void (*)(addrinfo*)> guard(res, freeaddrinfo);
+
+  const auto deadline = Clock::now() + std::chrono::duration<double>(o.connect_timeout_s);
+  int last = 0;
+  for (;;) {
+    for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+      Fd s(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol));
+      if (s.get() < 0) throw Fatal("socket(): " + errstr(errno));
+      // Before connect(), so the handshake already uses the chosen congestion control.
+      tune(s.get(), o, "connecting socket");
+      if (::connect(s.get(), ai->ai_addr, ai->ai_addrlen) == 0) return s;
+      last = errno;
+      if (last != ECONNREFUSED && last != ENETUNREACH && last != EHOSTUNREACH && last != ETIMEDOUT &&
+          last != EINTR)
+        throw Fatal("connect to " + endpoint + ": " + errstr(last));
+    }
+    if (Clock::now() >= deadline)
+      throw Fatal("connect to " + endpoint + ": " + errstr(last) + " (kept retrying for " +
+                  std::to_string(static_cast<int>(o.connect_timeout_s)) + " s)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// Writes all n bytes; false if the peer went away.
+bool write_all(int fd, const char* p, size_t n, const char* what) {
+  while (n) {
+    ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (w > 0) {
+      p += w;
+      n -= static_cast<size_t>(w);
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+      std::fprintf(stderr, "sluice-plainrelay: %s: peer closed (%s)\n", what, errstr(errno).c_str());
+      return false;
+    }
+    throw Fatal(std::string("send to ") + what + ": " + errstr(errno));
+  }
+  return true;
+}
+
+// Reads up to n bytes: >0 bytes read, 0 at end of stream.
+size_t read_some(int fd, char* p, size_t n, const char* what) {
+  for (;;) {
+    ssize_t r = ::recv(fd, p, n, 0);
+    if (r >= 0) return static_cast<size_t>(r);
+    if (errno == EINTR) continue;
+    if (errno == ECONNRESET) return 0;
+    throw Fatal(std::string("recv from ") + what + ": " + errstr(errno));
+  }
+}
+
+int run_source(const std::string& connect, uint64_t max_bytes, double duration_s, const Options& o) {
+  Fd s = connect_to(connect, o);
+  std::vector<char> chunk(o.chunk);
+  // Non-zero, varying content so nothing along the way can shortcut zero pages.
+  for (size_t i = 0; i < chunk.size(); ++i) chunk[i] = static_cast<char>(i * 131 + 7);
+  const auto start = Clock::now();
+  const auto end = start + std::chrono::duration<double>(duration_s > 0 ? duration_s : 1e9);
+  uint64_t sent = 0;
+  uint64_t chunks = 0;
+  for (;;) {
+    if (max_bytes && sent >= max_bytes) break;
+    // Checking the clock every 16 chunks keeps it off the per-write cost.
+    if ((chunks & 15) == 0 && duration_s > 0 && Clock::now() >= end) break;
+    size_t n = o.chunk;
+    if (max_bytes && max_bytes - sent < n) n = static_cast<size_t>(max_bytes - sent);
+    if (!write_all(s.get(), chunk.data(), n, connect.c_str())) return 1;
+    sent += n;
+    ++chunks;
+  }
+  ::shutdown(s.get(), SHUT_WR);
+  // Wait for the downstream to close so the bytes are really gone before we exit.
+  char sink[256];
+  while (read_some(s.get(), sink, sizeof sink, connect.c_str()) > 0) {
+  }
+  double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  std::fprintf(stderr, "sluice-plainrelay source: sent %" PRIu64 " bytes in %.3f s\n", sent, secs);
+  return 0;
+}
+
+int run_relay(uint16_t listen_port, const std::string& connect, const Options& o) {
+  Fd l = listen_on(listen_port, o);
+  // Connect downstream first, so a source connecting here finds a full path.
+  Fd down = connect_to(connect, o);
+  Fd up = accept_one(l, listen_port, o);
+  l.reset();
+  std::vector<char> buf(o.chunk);
+  uint64_t moved = 0;
+  for (;;) {
+    size_t n = read_some(up.get(), buf.data(), buf.size(), "upstream");
+    if (n == 0) break;
+    if (!write_all(down.get(), buf.data(), n, connect.c_str())) return 1;
+    moved += n;
+  }
+  ::shutdown(down.get(), SHUT_WR);
+  char tmp[256];
+  while (read_some(down.get(), tmp, sizeof tmp, connect.c_str()) > 0) {
+  }
+  std::fprintf(stderr, "sluice-plainrelay relay :%u: moved %" PRIu64 " bytes\n", listen_port, moved);
+  return 0;
+}
+
+int run_sink(uint16_t listen_port, bool json, const Options& o) {
+  Fd l = listen_on(listen_port, o);
+  Fd up = accept_one(l, listen_port, o);
+  l.reset();
+  std::vector<char> buf(o.chunk);
+  uint64_t got = 0;
+  Clock::time_point first{}, last{};
+  for (;;) {
+    size_t n = read_some(up.get(), buf.data(), buf.size(), "upstream");
+    if (n == 0) break;
+    // Timed from the first byte: connection set-up is not throughput.
+    if (got == 0) first = Clock::now();
+    got += n;
+  }
+  last = Clock::now();
+  double secs = got ? std::chrono::duration<double>(last - first).count() : 0.0;
+  double gbps = secs > 0 ? static_cast<double>(got) * 8 / secs / 1e9 : 0.0;
+  if (json)
+    std::printf("{\"bytes\":%" PRIu64 ",\"seconds\":%.6f,\"gbps\":%.4f}\n", got, secs, gbps);
+  else
+    std::printf("sink: %" PRIu64 " bytes in %.3f s = %.3f Gb/s\n", got, secs, gbps);
+  std::fflush(stdout);
+  return got ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"sluice-plainrelay: plain TCP source -> relay -> relay -> sink baseline"};
+  app.require_subcommand(1);
+  Options o;
+  auto add_common = [&](CLI::App* c) {
+    c->add_option("--chunk", o.chunk, "bytes per write (source) / largest read (relay, sink)")
+        ->check(CLI::Range(size_t{1}, size_t{1} << 30));
+    c->add_option("--congestion", o.congestion,
+                  "TCP_CONGESTION on every socket (reno, bbr, cubic, ...; 'default' = leave it)");
+    c->add_option("--connect-timeout", o.connect_timeout_s, "seconds to keep retrying a refused connect");
+    c->add_option("--sndbuf", o.sndbuf, "SO_SNDBUF (0: kernel autotuning)");
+    c->add_option("--rcvbuf", o.rcvbuf, "SO_RCVBUF (0: kernel autotuning)");
+  };
+
+  std::string connect;
+  uint16_t listen_port = 0;
+  uint64_t bytes = 0;
+  double duration = 0;
+  bool json = false;
+
+  auto* src = app.add_subcommand("source", "write chunks to --connect for --duration s or --bytes");
+  src->add_option("--connect", connect, "HOST:PORT of the first relay (or the sink)")->required();
+  src->add_option("--bytes", bytes, "stop after this many bytes (0: no limit)");
+  src->add_option("--duration", duration, "stop after this many seconds (0: no limit)");
+  add_common(src);
+
+  auto* rel = app.add_subcommand("relay", "accept one connection on --listen, copy it to --connect");
+  rel->add_option("--listen", listen_port, "port to listen on")->required();
+  rel->add_option("--connect", connect, "HOST:PORT downstream")->required();
+  add_common(rel);
+
+  auto* snk = app.add_subcommand("sink", "accept one connection, count bytes, report at end");
+  snk->add_option("--listen", listen_port, "port to listen on")->required();
+  snk->add_flag("--json", json, "print {\"bytes\",\"seconds\",\"gbps\"} on stdout");
+  add_common(snk);
+
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    if (*src) {
+      if (bytes == 0 && duration <= 0) duration = 5;
+      return run_source(connect, bytes, duration, o);
+    }
+    if (*rel) return run_relay(listen_port, connect, o);
+    if (*snk) return run_sink(listen_port, json, o);
+  } catch (const Fatal& e) {
+    std::fprintf(stderr, "sluice-plainrelay %s: error: %s\n", app.get_subcommands().front()->get_name().c_str(),
+                 e.what());
+    return 2;
+  }
+  return 1;
+}

@@ -1,0 +1,860 @@
+// The deployment parser. How a file becomes a Deployment:
+//   1. YAML::Load the text (a syntax error names file:line).
+//   2. Apply each `--set key=value` to the YAML tree, so an override is checked
+//      by exactly the same code as the file; the nodes it put there remember
+//      the override, and an error on them names "--set key=value".
+//   3. Read the top-level keys through one table (kKeys): `preset` first (it
+//      resets the link choices), then `host`, then every other key (explicit
+//      keys beat the preset), then `processes`.
+//   4. Check what only makes sense across keys (an event fits a slot, the
+//      chain runs loadgen -> nodes -> sink, ...).
+// dump_deployment() writes the same table back, so dumped text parses to the
+// identical Deployment.
+#include "graph/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "transport/event.h"
+
+namespace sluice {
+
+const char* role_name(Role r) {
+  switch (r) {
+    case Role::kLoadgen: return "loadgen";
+    case Role::kNode: return "node";
+    case Role::kSink: return "sink";
+  }
+  return "?";
+}
+
+Status apply_preset(const std::string& preset, LinkOptions* link) {
+  if (preset == "original") {
+    link->transport = "tcp";
+    link->encoding = Encoding::kCapnp;
+    link->async_send = true;
+    link->rx_select = true;
+    link->read_bytes = 4096;
+    link->poll_timeout_us = 1000;
+  } else if (preset == "tcp-opt") {
+    link->transport = "tcp";
+    link->encoding = Encoding::kSg;
+    link->async_send = false;
+    link->rx_select = false;
+    link->read_bytes = 65536;
+  } else if (preset == "fabric-opt" || preset == "ucx-opt") {
+    link->transport = preset == "fabric-opt" ? "fabric" : "ucx";
+    link->encoding = Encoding::kSg;
+    link->async_send = false;
+    link->rx_select = false;
+  } else {
+    return Status::Error(fmt::format(
+        "unknown preset '{}' (known: original, tcp-opt, fabric-opt, ucx-opt)", preset));
+  }
+  return {};
+}
+
+int Deployment::process_index(const std::string& name) const {
+  for (size_t i = 0; i < processes.size(); ++i)
+    if (processes[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+uint16_t Deployment::listen_port(size_t i, uint32_t instance) const {
+  const uint32_t first = processes[i].port ? processes[i].port : base_port + 100u * i;
+  return static_cast<uint16_t>(first + instance);
+}
+
+// One LinkOptions serves both ends of the link into process i: the sender
+// (process i-1) connects to it and the receiver (process i) listens on it.
+// local_name is the sending side and peer_name the receiving side, so errors
+// on either end read "link <local_name> -> <peer_name>".
+LinkOptions Deployment::link_into(size_t i, uint32_t instance) const {
+  LinkOptions l = link;
+  l.host = processes[i].host;
+  l.port = listen_port(i, instance);
+  l.local_name = i > 0 ? processes[i - 1].name : std::string();
+  l.peer_name = processes[i].name;
+  l.link_id = instance;
+  l.tuple_bytes = tuple_bytes;
+  l.wait = wait;
+  return l;
+}
+
+double Deployment::cores_of(size_t i) const {
+  if (processes[i].cores > 0) return processes[i].cores;
+  unsigned hw = std::thread::hardware_concurrency();
+  if (hw == 0) hw = 1;
+  size_t same_host = 0;
+  for (const auto& p : processes)
+    if (p.host == processes[i].host) ++same_host;
+  return std::max(0.25, double(hw) / double(std::max<size_t>(same_host, 1)));
+}
+
+namespace {
+
+// ---------------------------------------------------------------- helpers
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string did_you_mean(std::string_view key, const std::vector<std::string>& known) {
+  size_t best = 3;
+  std::string pick;
+  for (const auto& k : known) {
+    size_t d = edit_distance(key, k);
+    if (d < best) best = d, pick = k;
+  }
+  return pick.empty() ? std::string() : fmt::format(" (did you mean '{}'?)", pick);
+}
+
+std::string join(const std::vector<std::string>& v, std::string_view sep = ", ") {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += sep;
+    out += v[i];
+  }
+  return out;
+}
+
+const char* node_kind(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: return "a map";
+    case YAML::NodeType::Sequence: return "a list";
+    case YAML::NodeType::Null: return "nothing";
+    default: return "a scalar";
+  }
+}
+
+std::string fmt_double(double v) { return fmt::format("{}", v); }
+
+const std::vector<std::string> kEncodings = {"capnp", "copy", "sg"};
+const std::vector<std::string> kTransports = {"tcp", "fabric", "ucx"};
+const std::vector<std::string> kCongestion = {"default", "reno", "cubic", "bbr"};
+const std::vector<std::string> kWaits = {"block", "spin", "hybrid"};
+const std::vector<std::string> kRoles = {"loadgen", "node", "sink"};
+const std::vector<std::string> kProcessKeys = {"name", "role", "host", "port", "cores", "operators"};
+const std::vector<std::string> kOperatorKinds = {"filter"};
+const std::vector<std::string> kFilterKeys = {"field", "op", "value"};
+const std::vector<std::string> kFilterFields = {"key", "seq"};
+const std::vector<std::string> kFilterOps = {"lt", "le", "gt", "ge", "eq", "ne"};
+
+Encoding encoding_of(const std::string& s) {
+  if (s == "capnp") return Encoding::kCapnp;
+  if (s == "copy") return Encoding::kCopy;
+  return Encoding::kSg;
+}
+const char* encoding_str(Encoding e) {
+  switch (e) {
+    case Encoding::kCapnp: return "capnp";
+    case Encoding::kCopy: return "copy";
+    case Encoding::kSg: return "sg";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------- Reader
+
+// Reads typed values out of YAML nodes and words errors: "FILE:LINE: key
+// 'K': what" for nodes from the file, "--set K=V: what" for override nodes.
+class Reader {
+ public:
+  explicit Reader(std::string name) : name_(std::move(name)) {}
+
+  const std::string& name() const { return name_; }
+
+  // Remembers that `n` (and everything under it) came from `--set text`.
+  void mark_override(const YAML::Node& n, const std::string& text, bool root = true) {
+    overrides_.push_back({n, text, root});
+    if (n.IsMap()) {
+      for (auto kv : n) {
+        mark_override(kv.first, text, false);
+        mark_override(kv.second, text, false);
+      }
+    } else if (n.IsSequence()) {
+      for (auto e : n) mark_override(e, text, false);
+    }
+  }
+
+  // "file:line" or "--set k=v".
+  std::string where(const YAML::Node& n) const {
+    if (const Origin* o = origin(n)) return "--set " + o->text;
+    return file_line(n);
+  }
+
+  std::string file_line(const YAML::Node& n) const {
+    int line = -1;
+    try {
+      line = n.Mark().line;
+    } catch (const YAML::Exception&) {
+    }
+    return line >= 0 ? fmt::format("{}:{}", name_, line + 1) : name_;
+  }
+
+  Status error(const YAML::Node& at, std::string_view key, std::string_view msg) const {
+    const Origin* o = origin(at);
+    if (o && (o->root || key.empty())) return Status::Error(fmt::format("--set {}: {}", o->text, msg));
+    if (key.empty()) return Status::Error(fmt::format("{}: {}", where(at), msg));
+    return Status::Error(fmt::format("{}: key '{}': {}", where(at), key, msg));
+  }
+
+  Status get_uint(const YAML::Node& n, std::string_view key, uint64_t max, uint64_t* out) const {
+    if (!n.IsScalar())
+      return error(n, key, fmt::format("expected an unsigned integer, got {}", node_kind(n)));
+    const std::string& s = n.Scalar();
+    uint64_t v = 0;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec == std::errc::invalid_argument || p != s.data() + s.size())
+      return error(n, key, fmt::format("expected an unsigned integer, got '{}'", s));
+    if (ec == std::errc::result_out_of_range || v > max)
+      return error(n, key, fmt::format("{} is out of range (at most {})", s, max));
+    *out = v;
+    return {};
+  }
+
+  template <class T>
+  Status get(const YAML::Node& n, std::string_view key, T* out) const {
+    uint64_t v = 0;
+    if (Status st = get_uint(n, key, std::numeric_limits<T>::max(), &v); !st) return st;
+    *out = static_cast<T>(v);
+    return {};
+  }
+
+  // A finite number >= 0 (every double in the schema is a duration, a rate
+  // or a count of something).
+  Status get_double(const YAML::Node& n, std::string_view key, double* out) const {
+    if (!n.IsScalar()) return error(n, key, fmt::format("expected a number, got {}", node_kind(n)));
+    const std::string& s = n.Scalar();
+    char* end = nullptr;
+    double v = s.empty() ? 0 : std::strtod(s.c_str(), &end);
+    if (s.empty() || end != s.c_str() + s.size() || !std::isfinite(v))
+      return error(n, key, fmt::format("expected a number, got '{}'", s));
+    if (v < 0) return error(n, key, fmt::format("must not be negative, got {}", s));
+    *out = v;
+    return {};
+  }
+
+  // A string; `null` (an empty value) reads as "" when allow_empty.
+  Status get_string(const YAML::Node& n, std::string_view key, bool allow_empty,
+                    std::string* out) const {
+    if (n.IsNull() && allow_empty) {
+      out->clear();
+      return {};
+    }
+    if (!n.IsScalar()) return error(n, key, fmt::format("expected a string, got {}", node_kind(n)));
+    if (n.Scalar().empty() && !allow_empty) return error(n, key, "must not be empty");
+    *out = n.Scalar();
+    return {};
+  }
+
+  Status get_enum(const YAML::Node& n, std::string_view key, const std::vector<std::string>& allowed,
+                  std::string* out) const {
+    if (!n.IsScalar())
+      return error(n, key, fmt::format("expected one of {}, got {}", join(allowed), node_kind(n)));
+    if (std::find(allowed.begin(), allowed.end(), n.Scalar()) == allowed.end())
+      return error(n, key,
+                   fmt::format("invalid value '{}' (allowed: {})", n.Scalar(), join(allowed)));
+    *out = n.Scalar();
+    return {};
+  }
+
+  // Iterates a map's keys: checks each is a known one (with a suggestion) and
+  // appears once. `path` prefixes key names in messages ("processes.1").
+  Status keys_of(const YAML::Node& map, const std::string& path,
+                 const std::vector<std::string>& known,
+                 std::vector<std::pair<YAML::Node, YAML::Node>>* out) const {
+    std::map<std::string, YAML::Node> seen;
+    for (auto kv : map) {
+      std::string k = kv.first.IsScalar() ? kv.first.Scalar() : std::string();
+      std::string full = path.empty() ? k : path + "." + k;
+      if (!kv.first.IsScalar())
+        return error(kv.first, "", fmt::format("{}: a key must be a plain name", path));
+      if (std::find(known.begin(), known.end(), k) == known.end())
+        return error(kv.first, "",
+                     fmt::format("unknown key '{}'{}", full, did_you_mean(k, known)));
+      if (auto it = seen.find(k); it != seen.end())
+        return error(kv.first, "",
+                     fmt::format("key '{}' given twice (first at {})", full, where(it->second)));
+      seen.emplace(k, kv.first);
+      out->push_back({kv.first, kv.second});
+    }
+    return {};
+  }
+
+ private:
+  struct Origin {
+    YAML::Node node;
+    std::string text;
+    bool root;
+  };
+  const Origin* origin(const YAML::Node& n) const {
+    try {
+      for (auto it = overrides_.rbegin(); it != overrides_.rend(); ++it)
+        if (it->node.is(n)) return &*it;
+    } catch (const YAML::Exception&) {
+    }
+    return nullptr;
+  }
+
+  std::string name_;
+  std::vector<Origin> overrides_;
+};
+
+// ---------------------------------------------------------------- the table
+
+// One top-level key: how it is read into a Deployment and written back.
+struct Key {
+  std::string name;
+  std::function<Status(const Reader&, const YAML::Node&, Deployment*)> read;
+  std::function<void(YAML::Emitter&, const Deployment&)> write;
+};
+
+template <class T>
+Key uint_key(const char* name, T Deployment::*m) {
+  return {name,
+          [=](const Reader& r, const YAML::Node& n, Deployment* d) { return r.get(n, name, &(d->*m)); },
+          [=](YAML::Emitter& e, const Deployment& d) { e << YAML::Key << name << YAML::Value << uint64_t(d.*m); }};
+}
+
+template <class T>
+Key link_uint_key(const char* name, T LinkOptions::*m) {
+  return {name,
+          [=](const Reader& r, const YAML::Node& n, Deployment* d) {
+            return r.get(n, name, &(d->link.*m));
+          },
+          [=](YAML::Emitter& e, const Deployment& d) {
+            e << YAML::Key << name << YAML::Value << uint64_t(d.link.*m);
+          }};
+}
+
+Key double_key(const char* name, double Deployment::*m) {
+  return {name,
+          [=](const Reader& r, const YAML::Node& n, Deployment* d) {
+            return r.get_double(n, name, &(d->*m));
+          },
+          [=](YAML::Emitter& e, const Deployment& d) {
+            e << YAML::Key << name << YAML::Value << fmt_double(d.*m);
+          }};
+}
+
+Key link_string_key(const char* name, std::string LinkOptions::*m) {
+  return {name,
+          [=](const Reader& r, const YAML::Node& n, Deployment* d) {
+            return r.get_string(n, name, true, &(d->link.*m));
+          },
+          [=](YAML::Emitter& e, const Deployment& d) {
+            e << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << d.link.*m;
+          }};
+}
+
+// An enum: read as one of `allowed`, stored by `set`, written by `get`.
+Key enum_key(const char* name, const std::vector<std::string>* allowed,
+             std::function<void(Deployment*, const std::string&)> set,
+             std::function<std::string(const Deployment&)> get) {
+  return {name,
+          [=](const Reader& r, const YAML::Node& n, Deployment* d) {
+            std::string v;
+            if (Status st = r.get_enum(n, name, *allowed, &v); !st) return st;
+            set(d, v);
+            return Status();
+          },
+          [=](YAML::Emitter& e, const Deployment& d) {
+            e << YAML::Key << name << YAML::Value << get(d);
+          }};
+}
+
+const std::vector<std::string> kSendQueues = {"sync", "async"};
+const std::vector<std::string> kRxPolls = {"block", "select"};
+const std::vector<std::string> kCongestionIn = {"", "default", "reno", "cubic", "bbr"};
+
+// In the order dump_deployment writes them. `preset`, `host` and `processes`
+// are read specially (see parse_root), but listed here for the key check.
+const std::vector<Key>& keys() {
+  static const std::vector<Key> k = {
+      {"preset", nullptr,
+       [](YAML::Emitter& e, const Deployment& d) { e << YAML::Key << "preset" << YAML::Value << d.preset; }},
+      // The link: the preset's choices, then any of these.
+      enum_key("transport", &kTransports,
+               [](Deployment* d, const std::string& v) { d->link.transport = v; },
+               [](const Deployment& d) { return d.link.transport; }),
+      enum_key("encoding", &kEncodings,
+               [](Deployment* d, const std::string& v) { d->link.encoding = encoding_of(v); },
+               [](const Deployment& d) { return std::string(encoding_str(d.link.encoding)); }),
+      enum_key("send_queue", &kSendQueues,
+               [](Deployment* d, const std::string& v) { d->link.async_send = v == "async"; },
+               [](const Deployment& d) { return std::string(d.link.async_send ? "async" : "sync"); }),
+      enum_key("rx_poll", &kRxPolls,
+               [](Deployment* d, const std::string& v) { d->link.rx_select = v == "select"; },
+               [](const Deployment& d) { return std::string(d.link.rx_select ? "select" : "block"); }),
+      link_uint_key("read_bytes", &LinkOptions::read_bytes),
+      link_uint_key("poll_timeout_us", &LinkOptions::poll_timeout_us),
+      {"congestion",
+       [](const Reader& r, const YAML::Node& n, Deployment* d) {
+         std::string v;
+         if (n.IsNull()) v.clear();
+         else if (Status st = r.get_enum(n, "congestion", kCongestionIn, &v); !st) return st;
+         d->link.congestion = v == "default" ? "" : v;
+         return Status();
+       },
+       [](YAML::Emitter& e, const Deployment& d) {
+         e << YAML::Key << "congestion" << YAML::Value
+           << (d.link.congestion.empty() ? std::string("default") : d.link.congestion);
+       }},
+      link_uint_key("slot_bytes", &LinkOptions::slot_bytes),
+      link_uint_key("slots", &LinkOptions::slots),
+      link_uint_key("credit_batch", &LinkOptions::credit_batch),
+      link_uint_key("connect_timeout_ms", &LinkOptions::connect_timeout_ms),
+      link_string_key("token", &LinkOptions::token),
+      link_string_key("schema", &LinkOptions::schema),
+      // The stream.
+      uint_key("tuple_bytes", &Deployment::tuple_bytes),
+      uint_key("event_bytes", &Deployment::event_bytes),
+      uint_key("data_bytes", &Deployment::data_bytes),
+      double_key("duration_s", &Deployment::duration_s),
+      uint_key("tuples", &Deployment::tuples),
+      double_key("rate", &Deployment::rate),
+      uint_key("burst_events", &Deployment::burst_events),
+      double_key("burst_ms", &Deployment::burst_ms),
+      uint_key("streams", &Deployment::streams),
+      uint_key("instances", &Deployment::instances),
+      // The node.
+      enum_key("wait", &kWaits,
+               [](Deployment* d, const std::string& v) { parse_wait(v, &d->wait); },
+               [](const Deployment& d) { return std::string(wait_name(d.wait)); }),
+      uint_key("ring_slots", &Deployment::ring_slots),
+      uint_key("loadgen_slots", &Deployment::loadgen_slots),
+      // Accounting.
+      double_key("clock_ghz", &Deployment::clock_ghz),
+      double_key("peak_watts", &Deployment::peak_watts),
+      double_key("progress_s", &Deployment::progress_s),
+      uint_key("base_port", &Deployment::base_port),
+      // The default host of processes; processes are written with their own.
+      {"host", nullptr, nullptr},
+      {"processes", nullptr, nullptr},
+  };
+  return k;
+}
+
+const std::vector<std::string>& key_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& k : keys()) v.push_back(k.name);
+    return v;
+  }();
+  return names;
+}
+
+// ---------------------------------------------------------------- overrides
+
+// Which part of the schema a YAML node stands for; says which keys a map
+// may have when an override walks into it.
+enum class Shape { kRoot, kProcessList, kProcess, kOperatorList, kOperator, kFilter, kOther };
+
+Shape child_shape(Shape s, const std::string& key) {
+  switch (s) {
+    case Shape::kRoot: return key == "processes" ? Shape::kProcessList : Shape::kOther;
+    case Shape::kProcessList: return Shape::kProcess;
+    case Shape::kProcess: return key == "operators" ? Shape::kOperatorList : Shape::kOther;
+    case Shape::kOperatorList: return Shape::kOperator;
+    case Shape::kOperator: return key == "filter" ? Shape::kFilter : Shape::kOther;
+    default: return Shape::kOther;
+  }
+}
+
+const std::vector<std::string>* known_keys(Shape s) {
+  switch (s) {
+    case Shape::kRoot: return &key_names();
+    case Shape::kProcess: return &kProcessKeys;
+    case Shape::kOperator: return &kOperatorKinds;
+    case Shape::kFilter: return &kFilterKeys;
+    default: return nullptr;
+  }
+}
+
+Status apply_override(YAML::Node& root, const std::string& text, Reader* reader) {
+  auto fail = [&](std::string msg) { return Status::Error(fmt::format("--set {}: {}", text, msg)); };
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) return fail("expected key=value");
+  const std::string path = text.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(text.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    return fail(fmt::format("the value is not valid YAML: {}", e.msg));
+  }
+
+  std::vector<std::string> parts;
+  for (size_t b = 0;;) {
+    size_t dot = path.find('.', b);
+    parts.push_back(path.substr(b, dot == std::string::npos ? std::string::npos : dot - b));
+    if (dot == std::string::npos) break;
+    b = dot + 1;
+  }
+
+  YAML::Node cur = root;
+  Shape shape = Shape::kRoot;
+  std::string walked;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string& part = parts[i];
+    const std::string here = walked.empty() ? part : walked + "." + part;
+    const bool last = i + 1 == parts.size();
+    if (part.empty()) return fail(fmt::format("empty name in key '{}'", path));
+    if (cur.IsSequence()) {
+      size_t idx = 0;
+      auto [p, ec] = std::from_chars(part.data(), part.data() + part.size(), idx);
+      if (ec != std::errc() || p != part.data() + part.size())
+        return fail(fmt::format("'{}' is a list; '{}' is not an index", walked, part));
+      if (idx >= cur.size())
+        return fail(fmt::format("'{}' has {} entries; there is no index {}", walked, cur.size(), idx));
+      if (last) {
+        cur[idx] = value;
+      } else {
+        cur.reset(cur[idx]);
+      }
+    } else if (cur.IsMap()) {
+      const auto* known = known_keys(shape);
+      const YAML::Node& view = cur;  // const: looking must not insert
+      const bool present = view.IsMap() && view[part].IsDefined();
+      if (!present && known && std::find(known->begin(), known->end(), part) == known->end())
+        return fail(fmt::format("unknown key '{}'{}", here, did_you_mean(part, *known)));
+      if (!present && !known) return fail(fmt::format("'{}' has no key '{}'", walked, part));
+      if (last) {
+        cur[part] = value;
+      } else {
+        if (!present) return fail(fmt::format("'{}' is not set in the file", here));
+        cur.reset(cur[part]);
+      }
+    } else {
+      return fail(fmt::format("'{}' is {}, it has no '{}'", walked, node_kind(cur), part));
+    }
+    shape = child_shape(shape, part);
+    walked = here;
+  }
+  reader->mark_override(value, text);
+  return {};
+}
+
+// ---------------------------------------------------------------- processes
+
+Status parse_operator(const Reader& r, const YAML::Node& n, const std::string& path,
+                      OperatorConfig* op) {
+  if (!n.IsMap() || n.size() != 1)
+    return r.error(n, path,
+                   fmt::format("an operator is a map with exactly one key naming its kind ({})",
+                               join(kOperatorKinds)));
+  std::vector<std::pair<YAML::Node, YAML::Node>> kv;
+  if (Status st = r.keys_of(n, path, kOperatorKinds, &kv); !st) return st;
+  op->kind = kv[0].first.Scalar();
+  const YAML::Node& body = kv[0].second;
+  const std::string bpath = path + "." + op->kind;
+  if (body.IsNull()) return {};  // all defaults
+  if (!body.IsMap()) return r.error(body, bpath, fmt::format("expected a map, got {}", node_kind(body)));
+  std::vector<std::pair<YAML::Node, YAML::Node>> fields;
+  if (Status st = r.keys_of(body, bpath, kFilterKeys, &fields); !st) return st;
+  for (auto& [k, v] : fields) {
+    const std::string& key = k.Scalar();
+    const std::string kpath = bpath + "." + key;
+    Status st;
+    if (key == "field") st = r.get_enum(v, kpath, kFilterFields, &op->field);
+    else if (key == "op") st = r.get_enum(v, kpath, kFilterOps, &op->op);
+    else if (key == "value") st = r.get(v, kpath, &op->value);
+    if (!st) return st;
+  }
+  return {};
+}
+
+Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::string& default_host,
+                     ProcessConfig* p) {
+  const std::string path = fmt::format("processes.{}", i);
+  if (!n.IsMap()) return r.error(n, path, fmt::format("expected a map, got {}", node_kind(n)));
+  p->source_line = r.where(n);
+  p->host = default_host;
+  std::vector<std::pair<YAML::Node, YAML::Node>> kv;
+  if (Status st = r.keys_of(n, path, kProcessKeys, &kv); !st) return st;
+  bool have_name = false, have_role = false;
+  for (auto& [k, v] : kv) {
+    const std::string& key = k.Scalar();
+    const std::string kpath = path + "." + key;
+    Status st;
+    if (key == "name") {
+      have_name = true;
+      st = r.get_string(v, kpath, false, &p->name);
+      if (st && p->name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789._-") != std::string::npos)
+        st = r.error(v, kpath,
+                     fmt::format("'{}': a process name may hold only letters, digits, '.', '_' "
+                                 "and '-' (it names the process's log and summary files)",
+                                 p->name));
+    } else if (key == "role") {
+      have_role = true;
+      std::string role;
+      st = r.get_enum(v, kpath, kRoles, &role);
+      p->role = role == "loadgen" ? Role::kLoadgen : role == "sink" ? Role::kSink : Role::kNode;
+    } else if (key == "host") {
+      st = r.get_string(v, kpath, false, &p->host);
+    } else if (key == "port") {
+      st = r.get(v, kpath, &p->port);
+    } else if (key == "cores") {
+      st = r.get_double(v, kpath, &p->cores);
+    } else if (key == "operators") {
+      if (v.IsNull()) continue;
+      if (!v.IsSequence()) {
+        st = r.error(v, kpath, fmt::format("expected a list of operators, got {}", node_kind(v)));
+      } else {
+        for (size_t j = 0; j < v.size() && st; ++j) {
+          OperatorConfig op;
+          st = parse_operator(r, v[j], fmt::format("{}.{}", kpath, j), &op);
+          p->operators.push_back(op);
+        }
+      }
+    }
+    if (!st) return st;
+  }
+  if (!have_name) return r.error(n, "", fmt::format("{}: missing required key 'name'", path));
+  if (!have_role)
+    return r.error(n, "", fmt::format("{} ('{}'): missing required key 'role' ({})", path, p->name,
+                                      join(kRoles)));
+  return {};
+}
+
+// ---------------------------------------------------------------- validate
+
+struct Places {
+  const Reader& r;
+  std::string root;                           // file:line of the top-level map
+  std::map<std::string, std::string> of;      // key -> where it was given
+  std::string at(const std::string& key) const {
+    auto it = of.find(key);
+    return it == of.end() ? root : it->second;
+  }
+  Status error(const std::string& key, const std::string& msg) const {
+    const std::string w = at(key);
+    if (w.rfind("--set ", 0) == 0) return Status::Error(fmt::format("{}: {}", w, msg));
+    return Status::Error(fmt::format("{}: key '{}': {}", w, key, msg));
+  }
+};
+
+Status validate(const Deployment& d, const Places& at) {
+  const LinkOptions& l = d.link;
+  if (d.tuple_bytes < kMinTupleBytes)
+    return at.error("tuple_bytes", fmt::format("must be at least {} (sequence and key), got {}",
+                                               kMinTupleBytes, d.tuple_bytes));
+  if (l.slots < 1) return at.error("slots", "must be at least 1");
+  if (l.slot_bytes < 1) return at.error("slot_bytes", "must be at least 1");
+  if (l.read_bytes < 1) return at.error("read_bytes", "must be at least 1");
+  const uint32_t tpe = tuples_per_event(d.tuple_bytes, d.event_bytes);
+  const size_t wire = event_wire_bytes(d.tuple_bytes, tpe, d.data_bytes);
+  if (wire + sizeof(FrameHeader) > l.slot_bytes) {
+    std::string key = "event_bytes";
+    if (!at.of.count("event_bytes")) {
+      if (at.of.count("data_bytes")) key = "data_bytes";
+      else if (at.of.count("slot_bytes")) key = "slot_bytes";
+    }
+    return at.error(key, fmt::format(
+        "an event does not fit a slot: {} tuples of {} bytes + {}-byte header + {} data bytes "
+        "= {} bytes, plus a {}-byte frame header, is more than slot_bytes {}; raise slot_bytes "
+        "or lower event_bytes",
+        tpe, d.tuple_bytes, kEventHeaderBytes, d.data_bytes, wire, sizeof(FrameHeader),
+        l.slot_bytes));
+  }
+  if (d.ring_slots < 2 || (d.ring_slots & (d.ring_slots - 1)) != 0)
+    return at.error("ring_slots", fmt::format("must be a power of two >= 2, got {}", d.ring_slots));
+  if (d.loadgen_slots < 1) return at.error("loadgen_slots", "must be at least 1");
+  if (d.instances < 1) return at.error("instances", "must be at least 1");
+  if (d.streams < 1 || d.streams > kMaxStreams)
+    return at.error("streams", fmt::format("must be 1..{}, got {}", kMaxStreams, d.streams));
+  if (d.duration_s <= 0 && d.tuples == 0)
+    return at.error(at.of.count("duration_s") ? "duration_s" : "tuples",
+                    "the load generator needs duration_s > 0 or tuples > 0");
+  if (d.clock_ghz <= 0) return at.error("clock_ghz", "must be greater than 0");
+  if (d.burst_events > 0 && d.burst_ms <= 0)
+    return at.error("burst_ms", "must be greater than 0 when burst_events is set");
+
+  // The chain: loadgen, nodes, sink.
+  const auto& ps = d.processes;
+  if (ps.size() < 2)
+    return at.error("processes", fmt::format("the chain needs at least a loadgen and a sink, got {} "
+                                             "process{}", ps.size(), ps.size() == 1 ? "" : "es"));
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const Role want = i == 0 ? Role::kLoadgen : i + 1 == ps.size() ? Role::kSink : Role::kNode;
+    if (ps[i].role != want) {
+      const char* rule = i == 0 ? "the chain must start with exactly one loadgen"
+                         : i + 1 == ps.size() ? "the chain must end with exactly one sink"
+                         : ps[i].role == Role::kSink ? "only the last process may be a sink"
+                                                     : "only the first process may be a loadgen";
+      return Status::Error(fmt::format("{}: process '{}' has role {}: {} (processes run in the "
+                                       "order listed: loadgen, node..., sink)",
+                                       ps[i].source_line, ps[i].name, role_name(ps[i].role), rule));
+    }
+  }
+  // Every process listens on its own ports (instances of them).
+  std::map<std::pair<std::string, uint32_t>, size_t> used;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const uint32_t first = ps[i].port ? ps[i].port : d.base_port + 100u * i;
+    if (first + d.instances - 1 > 65535)
+      return Status::Error(fmt::format("{}: process '{}' would listen on port {}, beyond 65535 "
+                                       "(lower base_port or its port)",
+                                       ps[i].source_line, ps[i].name, first + d.instances - 1));
+    for (uint32_t k = 0; k < d.instances; ++k) {
+      auto [it, fresh] = used.emplace(std::make_pair(ps[i].host, first + k), i);
+      if (!fresh)
+        return Status::Error(fmt::format("{}: process '{}' and process '{}' would both listen on "
+                                         "{}:{}",
+                                         ps[i].source_line, ps[it->second].name, ps[i].name,
+                                         ps[i].host, first + k));
+    }
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------- the root
+
+Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
+  if (!root.IsMap())
+    return r.error(root, "", fmt::format("a deployment is a map of keys, got {}", node_kind(root)));
+  std::vector<std::pair<YAML::Node, YAML::Node>> kv;
+  if (Status st = r.keys_of(root, "", key_names(), &kv); !st) return st;
+  Places places{r, r.file_line(root), {}};
+  std::map<std::string, YAML::Node> given;
+  for (auto& [k, v] : kv) {
+    given[k.Scalar()] = v;
+    // The key's line: a block list's value starts on the next one.
+    const std::string w = r.where(v);
+    places.of[k.Scalar()] = w.rfind("--set ", 0) == 0 ? w : r.file_line(k);
+  }
+
+  // The preset first: explicit keys then override its choices.
+  if (auto it = given.find("preset"); it != given.end()) {
+    if (Status st = r.get_string(it->second, "preset", false, &d->preset); !st) return st;
+  }
+  if (Status st = apply_preset(d->preset, &d->link); !st)
+    return given.count("preset") ? r.error(given["preset"], "preset", st.message()) : st;
+
+  std::string default_host = ProcessConfig().host;
+  if (auto it = given.find("host"); it != given.end())
+    if (Status st = r.get_string(it->second, "host", false, &default_host); !st) return st;
+
+  for (const auto& key : keys()) {
+    if (!key.read) continue;
+    auto it = given.find(key.name);
+    if (it == given.end()) continue;
+    if (Status st = key.read(r, it->second, d); !st) return st;
+  }
+  d->link.tuple_bytes = d->tuple_bytes;
+  d->link.wait = d->wait;
+
+  auto pit = given.find("processes");
+  if (pit == given.end())
+    return Status::Error(fmt::format("{}: missing required key 'processes' (the chain: loadgen, "
+                                     "node..., sink)",
+                                     places.root));
+  const YAML::Node& list = pit->second;
+  if (!list.IsSequence())
+    return r.error(list, "processes", fmt::format("expected a list of processes, got {}", node_kind(list)));
+  std::map<std::string, std::string> first_at;
+  for (size_t i = 0; i < list.size(); ++i) {
+    ProcessConfig p;
+    if (Status st = parse_process(r, list[i], i, default_host, &p); !st) return st;
+    if (auto [it, fresh] = first_at.emplace(p.name, p.source_line); !fresh)
+      return Status::Error(fmt::format("{}: duplicate process name '{}' (first at {})",
+                                       p.source_line, p.name, it->second));
+    d->processes.push_back(std::move(p));
+  }
+  return validate(*d, places);
+}
+
+}  // namespace
+
+Status parse_deployment(const std::string& yaml, const std::string& name,
+                        const std::vector<std::string>& overrides, Deployment* out) {
+  Reader reader(name);
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::ParserException& e) {
+    return Status::Error(fmt::format("{}:{}: invalid YAML: {}", name, e.mark.line + 1, e.msg));
+  } catch (const YAML::Exception& e) {
+    return Status::Error(fmt::format("{}: invalid YAML: {}", name, e.what()));
+  }
+  Deployment d;
+  d.file = name;
+  try {
+    if (!root.IsNull() && !root.IsMap())
+      return reader.error(root, "", fmt::format("a deployment is a map of keys, got {}",
+                                                node_kind(root)));
+    // An empty file is an empty map: it then lacks 'processes'.
+    if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+    for (const auto& o : overrides)
+      if (Status st = apply_override(root, o, &reader); !st) return st;
+    if (Status st = parse_root(reader, root, &d); !st) return st;
+  } catch (const YAML::Exception& e) {
+    // Should not happen (every access is checked); keep it a value anyway.
+    return Status::Error(fmt::format("{}: {}", name, e.what()));
+  }
+  *out = std::move(d);
+  return {};
+}
+
+Status load_deployment(const std::string& path, const std::vector<std::string>& overrides,
+                       Deployment* out) {
+  std::ifstream in(path);
+  if (!in) return Status::Error(fmt::format("{}: cannot open the deployment file", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Status::Error(fmt::format("{}: read failed", path));
+  return parse_deployment(text.str(), path, overrides, out);
+}
+
+std::string dump_deployment(const Deployment& d) {
+  YAML::Emitter e;
+  e << YAML::BeginMap;
+  for (const auto& key : keys())
+    if (key.write) key.write(e, d);
+  e << YAML::Key << "processes" << YAML::Value << YAML::BeginSeq;
+  for (const auto& p : d.processes) {
+    e << YAML::Flow << YAML::BeginMap;
+    e << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << p.name;
+    e << YAML::Key << "role" << YAML::Value << role_name(p.role);
+    e << YAML::Key << "host" << YAML::Value << YAML::DoubleQuoted << p.host;
+    e << YAML::Key << "port" << YAML::Value << p.port;
+    e << YAML::Key << "cores" << YAML::Value << fmt_double(p.cores);
+    e << YAML::Key << "operators" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (const auto& op : p.operators) {
+      e << YAML::BeginMap << YAML::Key << op.kind << YAML::Value << YAML::BeginMap;
+      e << YAML::Key << "field" << YAML::Value << op.field;
+      e << YAML::Key << "op" << YAML::Value << op.op;
+      e << YAML::Key << "value" << YAML::Value << op.value;
+      e << YAML::EndMap << YAML::EndMap;
+    }
+    e << YAML::EndSeq << YAML::EndMap;
+  }
+  e << YAML::EndSeq << YAML::EndMap;
+  return std::string(e.c_str()) + "\n";
+}
+
+}  // namespace sluice

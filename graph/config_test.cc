@@ -1,0 +1,534 @@
+#include "graph/config.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace sluice {
+namespace {
+
+// A minimal valid deployment; tests append keys above `processes`.
+const char* kChain = R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node}
+  - {name: sink, role: sink}
+)";
+
+Deployment parse_ok(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  Deployment d;
+  Status st = parse_deployment(yaml, "test.yaml", sets, &d);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return d;
+}
+
+std::string parse_err(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  Deployment d;
+  Status st = parse_deployment(yaml, "test.yaml", sets, &d);
+  EXPECT_FALSE(st.ok()) << "expected an error for:\n" << yaml;
+  return st.message();
+}
+
+#define EXPECT_HAS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+TEST(Config, DefaultsAreTheStructInitializers) {
+  Deployment d = parse_ok(kChain);
+  Deployment def;
+  EXPECT_EQ(d.preset, "tcp-opt");
+  EXPECT_EQ(d.tuple_bytes, def.tuple_bytes);
+  EXPECT_EQ(d.event_bytes, def.event_bytes);
+  EXPECT_EQ(d.duration_s, def.duration_s);
+  EXPECT_EQ(d.link.encoding, Encoding::kSg);
+  EXPECT_FALSE(d.link.async_send);
+  EXPECT_EQ(d.link.slot_bytes, LinkOptions().slot_bytes);
+  ASSERT_EQ(d.processes.size(), 3u);
+  EXPECT_EQ(d.processes[1].name, "node-a");
+  EXPECT_EQ(d.processes[1].role, Role::kNode);
+  EXPECT_EQ(d.processes[1].host, "127.0.0.1");
+  EXPECT_EQ(d.processes[1].source_line, "test.yaml:3");
+  EXPECT_EQ(d.file, "test.yaml");
+}
+
+TEST(Config, PresetOriginal) {
+  Deployment d = parse_ok(std::string("preset: original\n") + kChain);
+  EXPECT_EQ(d.link.encoding, Encoding::kCapnp);
+  EXPECT_TRUE(d.link.async_send);
+  EXPECT_TRUE(d.link.rx_select);
+  EXPECT_EQ(d.link.read_bytes, 4096u);
+  EXPECT_EQ(d.link.poll_timeout_us, 1000u);
+}
+
+TEST(Config, ApplyPreset) {
+  LinkOptions l;
+  EXPECT_TRUE(apply_preset("original", &l).ok());
+  EXPECT_TRUE(apply_preset("tcp-opt", &l).ok());
+  EXPECT_EQ(l.encoding, Encoding::kSg);
+  EXPECT_FALSE(l.rx_select);
+  EXPECT_EQ(l.read_bytes, 65536u);
+  EXPECT_TRUE(apply_preset("fabric-opt", &l).ok());
+  EXPECT_EQ(l.transport, "fabric");
+  EXPECT_TRUE(apply_preset("ucx-opt", &l).ok());
+  EXPECT_EQ(l.transport, "ucx");
+  Status st = apply_preset("fast", &l);
+  EXPECT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "original, tcp-opt, fabric-opt, ucx-opt");
+}
+
+TEST(Config, UnknownPresetNamesLine) {
+  std::string e = parse_err(std::string("tuple_bytes: 64\npreset: turbo\n") + kChain);
+  EXPECT_HAS(e, "test.yaml:2: key 'preset': unknown preset 'turbo'");
+  EXPECT_HAS(e, "tcp-opt");
+}
+
+TEST(Config, ExplicitKeyBeatsPresetWhateverTheOrder) {
+  // encoding before preset in the file: the preset still comes first.
+  Deployment d = parse_ok(std::string("encoding: copy\npreset: original\n") + kChain);
+  EXPECT_EQ(d.link.encoding, Encoding::kCopy);
+  EXPECT_TRUE(d.link.async_send);  // the rest of `original` holds
+}
+
+TEST(Config, SetBeatsPresetAndFile) {
+  Deployment d = parse_ok(std::string("preset: tcp-opt\nencoding: sg\ntuple_bytes: 64\n") + kChain,
+                          {"preset=original", "encoding=copy", "tuple_bytes=256"});
+  EXPECT_EQ(d.preset, "original");
+  EXPECT_EQ(d.link.encoding, Encoding::kCopy);
+  EXPECT_TRUE(d.link.async_send);
+  EXPECT_EQ(d.tuple_bytes, 256u);
+  EXPECT_EQ(d.link.tuple_bytes, 256u);
+
+  // The preset alone from --set, over a file without one.
+  Deployment o = parse_ok(kChain, {"preset=original"});
+  EXPECT_EQ(o.link.encoding, Encoding::kCapnp);
+  // An explicit file key still beats a preset given by --set.
+  Deployment f = parse_ok(std::string("encoding: copy\n") + kChain, {"preset=original"});
+  EXPECT_EQ(f.link.encoding, Encoding::kCopy);
+}
+
+TEST(Config, DottedOverrides) {
+  Deployment d = parse_ok(kChain, {"processes.1.host=10.0.0.2", "processes.0.cores=1.5",
+                                   "processes.2.port=9000", "send_queue=async", "rx_poll=select",
+                                   "wait=hybrid", "congestion=bbr"});
+  EXPECT_EQ(d.processes[1].host, "10.0.0.2");
+  EXPECT_EQ(d.processes[0].cores, 1.5);
+  EXPECT_EQ(d.processes[2].port, 9000);
+  EXPECT_EQ(d.listen_port(2, 3), 9003);
+  EXPECT_TRUE(d.link.async_send);
+  EXPECT_TRUE(d.link.rx_select);
+  EXPECT_EQ(d.wait, Wait::kHybrid);
+  EXPECT_EQ(d.link.wait, Wait::kHybrid);
+  EXPECT_EQ(d.link.congestion, "bbr");
+  EXPECT_EQ(d.processes[1].source_line, "test.yaml:3");  // the process itself is the file's
+}
+
+TEST(Config, OverrideIntoOperatorsAndWholeValues) {
+  std::string y = R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node, operators: [{filter: {field: key, op: ge, value: 0}}]}
+  - {name: sink, role: sink}
+)";
+  Deployment d = parse_ok(y, {"processes.1.operators.0.filter.value=7",
+                              "processes.1.operators.0.filter.op=lt"});
+  ASSERT_EQ(d.processes[1].operators.size(), 1u);
+  EXPECT_EQ(d.processes[1].operators[0].value, 7u);
+  EXPECT_EQ(d.processes[1].operators[0].op, "lt");
+
+  Deployment w = parse_ok(y, {"processes.1.operators=[{filter: {field: seq, op: ne, value: 3}}]"});
+  EXPECT_EQ(w.processes[1].operators[0].field, "seq");
+  std::string e = parse_err(y, {"processes.1.operators=[{filter: {field: seq, op: neq}}]"});
+  EXPECT_HAS(e, "--set processes.1.operators=[{filter: {field: seq, op: neq}}]: key "
+                "'processes.1.operators.0.filter.op': invalid value 'neq'");
+}
+
+TEST(Config, OverrideErrors) {
+  EXPECT_HAS(parse_err(kChain, {"tuple_bytes=abc"}),
+             "--set tuple_bytes=abc: expected an unsigned integer, got 'abc'");
+  EXPECT_HAS(parse_err(kChain, {"tuple_byte=64"}),
+             "--set tuple_byte=64: unknown key 'tuple_byte' (did you mean 'tuple_bytes'?)");
+  EXPECT_HAS(parse_err(kChain, {"processes.1.hots=x"}),
+             "--set processes.1.hots=x: unknown key 'processes.1.hots' (did you mean 'host'?)");
+  EXPECT_HAS(parse_err(kChain, {"processes.7.host=x"}), "'processes' has 3 entries");
+  EXPECT_HAS(parse_err(kChain, {"processes.one.host=x"}), "not an index");
+  EXPECT_HAS(parse_err(kChain, {"tuple_bytes"}), "--set tuple_bytes: expected key=value");
+  EXPECT_HAS(parse_err(kChain, {"encoding=json"}),
+             "--set encoding=json: invalid value 'json' (allowed: capnp, copy, sg)");
+  EXPECT_HAS(parse_err(kChain, {"tuple_bytes=8"}), "--set tuple_bytes=8: must be at least 12");
+  EXPECT_HAS(parse_err(kChain, {"processes.2.role=node"}),
+             "the chain must end with exactly one sink");
+  EXPECT_HAS(parse_err(kChain, {"tuple_bytes=[1"}), "--set tuple_bytes=[1: the value is not valid YAML");
+}
+
+TEST(Config, UnknownKeyWithSuggestion) {
+  std::string e = parse_err(std::string("preset: tcp-opt\ntuple_byte: 64\n") + kChain);
+  EXPECT_HAS(e, "test.yaml:2: unknown key 'tuple_byte' (did you mean 'tuple_bytes'?)");
+  e = parse_err(std::string("zzzzzzz: 1\n") + kChain);
+  EXPECT_HAS(e, "test.yaml:1: unknown key 'zzzzzzz'");
+  EXPECT_EQ(e.find("did you mean"), std::string::npos);
+  e = parse_err(R"(processes:
+  - {name: loadgen, role: loadgen}
+  - name: node-a
+    role: node
+    cors: 2
+  - {name: sink, role: sink}
+)");
+  EXPECT_HAS(e, "test.yaml:5: unknown key 'processes.1.cors' (did you mean 'cores'?)");
+}
+
+TEST(Config, WrongType) {
+  std::string y = std::string("preset: tcp-opt\nslots: 8\nduration_s: 2\ntuple_bytes: abc\n") + kChain;
+  EXPECT_HAS(parse_err(y), "test.yaml:4: key 'tuple_bytes': expected an unsigned integer, got 'abc'");
+  EXPECT_HAS(parse_err(std::string("tuple_bytes: -5\n") + kChain), "got '-5'");
+  EXPECT_HAS(parse_err(std::string("tuple_bytes: 1.5\n") + kChain), "got '1.5'");
+  EXPECT_HAS(parse_err(std::string("tuple_bytes: [1]\n") + kChain), "got a list");
+  EXPECT_HAS(parse_err(std::string("base_port: 70000\n") + kChain),
+             "test.yaml:1: key 'base_port': 70000 is out of range (at most 65535)");
+  EXPECT_HAS(parse_err(std::string("duration_s: soon\n") + kChain),
+             "test.yaml:1: key 'duration_s': expected a number, got 'soon'");
+  EXPECT_HAS(parse_err(std::string("rate: -1\n") + kChain), "key 'rate': must not be negative");
+  EXPECT_HAS(parse_err(std::string("processes: {a: 1}\n")), "key 'processes': expected a list");
+  EXPECT_HAS(parse_err(std::string("- a\n- b\n")), "test.yaml:1: a deployment is a map of keys");
+}
+
+TEST(Config, InvalidEnum) {
+  EXPECT_HAS(parse_err(std::string("\nwait: sleepy\n") + kChain),
+             "test.yaml:2: key 'wait': invalid value 'sleepy' (allowed: block, spin, hybrid)");
+  EXPECT_HAS(parse_err(std::string("send_queue: maybe\n") + kChain), "(allowed: sync, async)");
+  EXPECT_HAS(parse_err(std::string("rx_poll: epoll\n") + kChain), "(allowed: block, select)");
+  EXPECT_HAS(parse_err(std::string("congestion: vegas\n") + kChain),
+             "(allowed: , default, reno, cubic, bbr)");
+  EXPECT_HAS(parse_err(R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: relay}
+  - {name: sink, role: sink}
+)"),
+             "test.yaml:3: key 'processes.1.role': invalid value 'relay' (allowed: loadgen, node, sink)");
+  EXPECT_HAS(parse_err(R"(processes:
+  - {name: loadgen, role: loadgen}
+  - name: node-a
+    role: node
+    operators:
+      - filter: {field: key, op: ge, value: 0}
+      - filter: {field: when, op: ge, value: 0}
+  - {name: sink, role: sink}
+)"),
+             "test.yaml:7: key 'processes.1.operators.1.filter.field': invalid value 'when'");
+  EXPECT_HAS(parse_err(R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node, operators: [{map: {}}]}
+  - {name: sink, role: sink}
+)"),
+             "test.yaml:3: unknown key 'processes.1.operators.0.map'");
+  EXPECT_HAS(parse_err(R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node, operators: [{filter: {}, map: {}}]}
+  - {name: sink, role: sink}
+)"),
+             "exactly one key");
+}
+
+TEST(Config, MissingRequired) {
+  EXPECT_HAS(parse_err("\n\npreset: tcp-opt\n"), "test.yaml:3: missing required key 'processes'");
+  EXPECT_HAS(parse_err(""), "missing required key 'processes'");
+  EXPECT_HAS(parse_err(R"(processes:
+  - {name: loadgen, role: loadgen}
+  - role: node
+    host: 127.0.0.1
+  - {name: sink, role: sink}
+)"),
+             "test.yaml:3: processes.1: missing required key 'name'");
+  EXPECT_HAS(parse_err(R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a}
+  - {name: sink, role: sink}
+)"),
+             "test.yaml:3: processes.1 ('node-a'): missing required key 'role'");
+}
+
+TEST(Config, DuplicateNamesAndKeys) {
+  EXPECT_HAS(parse_err(R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node}
+  - {name: node-a, role: node}
+  - {name: sink, role: sink}
+)"),
+             "test.yaml:4: duplicate process name 'node-a' (first at test.yaml:3)");
+  EXPECT_HAS(parse_err(std::string("slots: 4\nslots: 8\n") + kChain),
+             "test.yaml:2: key 'slots' given twice (first at test.yaml:1)");
+  EXPECT_HAS(parse_err(R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: "node a", role: node}
+  - {name: sink, role: sink}
+)"),
+             "may hold only letters");
+}
+
+TEST(Config, Chain) {
+  EXPECT_HAS(parse_err(R"(processes:
+  - {name: node-a, role: node}
+  - {name: sink, role: sink}
+)"),
+             "test.yaml:2: process 'node-a' has role node: the chain must start with exactly one loadgen");
+  EXPECT_HAS(parse_err(R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: l2, role: loadgen}
+  - {name: sink, role: sink}
+)"),
+             "test.yaml:3: process 'l2' has role loadgen: only the first process may be a loadgen");
+  EXPECT_HAS(parse_err(R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: sink, role: sink}
+  - {name: node-a, role: node}
+)"),
+             "test.yaml:3: process 'sink' has role sink: only the last process may be a sink");
+  EXPECT_HAS(parse_err(R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node}
+)"),
+             "test.yaml:3: process 'node-a' has role node: the chain must end with exactly one sink");
+  EXPECT_HAS(parse_err("processes:\n  - {name: sink, role: sink}\n"),
+             "test.yaml:1: key 'processes': the chain needs at least a loadgen and a sink");
+  // Loadgen straight into sink is a valid chain.
+  parse_ok("processes:\n  - {name: l, role: loadgen}\n  - {name: s, role: sink}\n");
+}
+
+TEST(Config, RangeChecks) {
+  EXPECT_HAS(parse_err(std::string("\ntuple_bytes: 11\n") + kChain),
+             "test.yaml:2: key 'tuple_bytes': must be at least 12");
+  parse_ok(std::string("tuple_bytes: 12\n") + kChain);
+  EXPECT_HAS(parse_err(std::string("slots: 0\n") + kChain), "test.yaml:1: key 'slots': must be at least 1");
+  EXPECT_HAS(parse_err(std::string("ring_slots: 1000\n") + kChain),
+             "test.yaml:1: key 'ring_slots': must be a power of two >= 2, got 1000");
+  EXPECT_HAS(parse_err(std::string("ring_slots: 1\n") + kChain), "power of two");
+  EXPECT_HAS(parse_err(std::string("instances: 0\n") + kChain),
+             "test.yaml:1: key 'instances': must be at least 1");
+  EXPECT_HAS(parse_err(std::string("streams: 0\n") + kChain), "key 'streams': must be 1..256, got 0");
+  EXPECT_HAS(parse_err(std::string("streams: 257\n") + kChain), "key 'streams': must be 1..256, got 257");
+  parse_ok(std::string("streams: 256\n") + kChain);
+  EXPECT_HAS(parse_err(std::string("duration_s: 0\n") + kChain),
+             "test.yaml:1: key 'duration_s': the load generator needs duration_s > 0 or tuples > 0");
+  parse_ok(std::string("duration_s: 0\ntuples: 1000\n") + kChain);
+  EXPECT_HAS(parse_err(std::string("base_port: 65500\ninstances: 2\n") + kChain),
+             "beyond 65535");
+  EXPECT_HAS(parse_err(std::string("instances: 101\n") + kChain), "would both listen on");
+}
+
+TEST(Config, EventMustFitSlot) {
+  // 32768-byte events fit the default 65536-byte slot...
+  parse_ok(std::string("event_bytes: 32768\n") + kChain);
+  // ...and exactly: 64 + 511*128 = 65472, + 16 = 65488 <= 65536.
+  parse_ok(std::string("event_bytes: 65536\n") + kChain);
+  std::string e = parse_err(std::string("slot_bytes: 65536\nevent_bytes: 131072\n") + kChain);
+  EXPECT_HAS(e, "test.yaml:2: key 'event_bytes': an event does not fit a slot");
+  EXPECT_HAS(e, "slot_bytes 65536");
+  // Boundary: 64 + 2*128 = 320 bytes of event + 16 of frame = 336.
+  parse_ok(std::string("event_bytes: 320\nslot_bytes: 336\n") + kChain);
+  e = parse_err(std::string("event_bytes: 320\nslot_bytes: 335\n") + kChain);
+  EXPECT_HAS(e, "test.yaml:1: key 'event_bytes'");
+  // Only slot_bytes given: the error points at it.
+  e = parse_err(std::string("preset: tcp-opt\nslot_bytes: 1024\n") + kChain);
+  EXPECT_HAS(e, "test.yaml:2: key 'slot_bytes': an event does not fit a slot");
+  // Array data counts too.
+  e = parse_err(std::string("data_bytes: 40000\n") + kChain);
+  EXPECT_HAS(e, "test.yaml:1: key 'data_bytes'");
+}
+
+TEST(Config, InvalidYaml) {
+  std::string e = parse_err("preset: tcp-opt\nprocesses: [\n  {name: a\n");
+  EXPECT_HAS(e, "test.yaml:");
+  EXPECT_HAS(e, "invalid YAML");
+  e = parse_err("preset: tcp-opt\n  tuple_bytes: 12\n bad: [\n");
+  EXPECT_HAS(e, "invalid YAML");
+}
+
+TEST(Config, LoadDeploymentMissingFile) {
+  Deployment d;
+  Status st = load_deployment("/nonexistent/x.yaml", {}, &d);
+  EXPECT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "/nonexistent/x.yaml: cannot open");
+}
+
+TEST(Config, Helpers) {
+  Deployment d = parse_ok(std::string("base_port: 20000\ninstances: 2\ntoken: s3cret\n") + R"(processes:
+  - {name: loadgen, role: loadgen, cores: 1}
+  - {name: node-a, role: node, host: 10.0.0.5}
+  - {name: node-b, role: node, port: 31000}
+  - {name: sink, role: sink}
+)");
+  EXPECT_EQ(d.process_index("node-b"), 2);
+  EXPECT_EQ(d.process_index("nope"), -1);
+  EXPECT_EQ(d.listen_port(0, 0), 20000);
+  EXPECT_EQ(d.listen_port(1, 1), 20101);
+  EXPECT_EQ(d.listen_port(2, 1), 31001);
+  EXPECT_EQ(d.listen_port(3, 0), 20300);
+
+  LinkOptions l = d.link_into(1, 1);
+  EXPECT_EQ(l.host, "10.0.0.5");
+  EXPECT_EQ(l.port, 20101);
+  EXPECT_EQ(l.local_name, "loadgen");
+  EXPECT_EQ(l.peer_name, "node-a");
+  EXPECT_EQ(l.link_id, 1u);
+  EXPECT_EQ(l.tuple_bytes, d.tuple_bytes);
+  EXPECT_EQ(l.token, "s3cret");
+
+  EXPECT_EQ(d.cores_of(0), 1.0);
+  unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_DOUBLE_EQ(d.cores_of(1), std::max(0.25, double(hw)));          // alone on its host
+  EXPECT_DOUBLE_EQ(d.cores_of(2), std::max(0.25, double(hw) / 3));      // 3 on 127.0.0.1
+  EXPECT_STREQ(role_name(Role::kLoadgen), "loadgen");
+  EXPECT_STREQ(role_name(Role::kNode), "node");
+  EXPECT_STREQ(role_name(Role::kSink), "sink");
+}
+
+TEST(Config, TopLevelHostIsTheProcessDefault) {
+  Deployment d = parse_ok(std::string("host: 10.1.1.1\n") + R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node, host: 10.1.1.2}
+  - {name: sink, role: sink}
+)");
+  EXPECT_EQ(d.processes[0].host, "10.1.1.1");
+  EXPECT_EQ(d.processes[1].host, "10.1.1.2");
+  EXPECT_EQ(d.processes[2].host, "10.1.1.1");
+}
+
+void expect_same(const Deployment& a, const Deployment& b) {
+  EXPECT_EQ(a.preset, b.preset);
+  EXPECT_EQ(a.link.transport, b.link.transport);
+  EXPECT_EQ(a.link.encoding, b.link.encoding);
+  EXPECT_EQ(a.link.async_send, b.link.async_send);
+  EXPECT_EQ(a.link.rx_select, b.link.rx_select);
+  EXPECT_EQ(a.link.read_bytes, b.link.read_bytes);
+  EXPECT_EQ(a.link.poll_timeout_us, b.link.poll_timeout_us);
+  EXPECT_EQ(a.link.congestion, b.link.congestion);
+  EXPECT_EQ(a.link.slot_bytes, b.link.slot_bytes);
+  EXPECT_EQ(a.link.slots, b.link.slots);
+  EXPECT_EQ(a.link.credit_batch, b.link.credit_batch);
+  EXPECT_EQ(a.link.connect_timeout_ms, b.link.connect_timeout_ms);
+  EXPECT_EQ(a.link.wait, b.link.wait);
+  EXPECT_EQ(a.link.token, b.link.token);
+  EXPECT_EQ(a.link.tuple_bytes, b.link.tuple_bytes);
+  EXPECT_EQ(a.link.schema, b.link.schema);
+  EXPECT_EQ(a.tuple_bytes, b.tuple_bytes);
+  EXPECT_EQ(a.event_bytes, b.event_bytes);
+  EXPECT_EQ(a.data_bytes, b.data_bytes);
+  EXPECT_EQ(a.duration_s, b.duration_s);
+  EXPECT_EQ(a.tuples, b.tuples);
+  EXPECT_EQ(a.rate, b.rate);
+  EXPECT_EQ(a.burst_events, b.burst_events);
+  EXPECT_EQ(a.burst_ms, b.burst_ms);
+  EXPECT_EQ(a.streams, b.streams);
+  EXPECT_EQ(a.instances, b.instances);
+  EXPECT_EQ(a.wait, b.wait);
+  EXPECT_EQ(a.ring_slots, b.ring_slots);
+  EXPECT_EQ(a.loadgen_slots, b.loadgen_slots);
+  EXPECT_EQ(a.clock_ghz, b.clock_ghz);
+  EXPECT_EQ(a.peak_watts, b.peak_watts);
+  EXPECT_EQ(a.progress_s, b.progress_s);
+  EXPECT_EQ(a.base_port, b.base_port);
+  ASSERT_EQ(a.processes.size(), b.processes.size());
+  for (size_t i = 0; i < a.processes.size(); ++i) {
+    const auto &p = a.processes[i], &q = b.processes[i];
+    EXPECT_EQ(p.name, q.name);
+    EXPECT_EQ(p.role, q.role);
+    EXPECT_EQ(p.host, q.host);
+    EXPECT_EQ(p.port, q.port);
+    EXPECT_EQ(p.cores, q.cores);
+    ASSERT_EQ(p.operators.size(), q.operators.size());
+    for (size_t j = 0; j < p.operators.size(); ++j) {
+      EXPECT_EQ(p.operators[j].kind, q.operators[j].kind);
+      EXPECT_EQ(p.operators[j].field, q.operators[j].field);
+      EXPECT_EQ(p.operators[j].op, q.operators[j].op);
+      EXPECT_EQ(p.operators[j].value, q.operators[j].value);
+    }
+  }
+}
+
+TEST(Config, DumpRoundTrip) {
+  // Every key away from its default (and the preset's), so a key the dump
+  // forgot would show.
+  std::string y = R"(preset: original
+transport: tcp
+encoding: copy
+send_queue: sync
+rx_poll: block
+read_bytes: 8192
+poll_timeout_us: 250
+congestion: cubic
+slot_bytes: 131072
+slots: 16
+credit_batch: 3
+connect_timeout_ms: 2500
+token: "a \"quoted\": token"
+schema: my.schema
+tuple_bytes: 96
+event_bytes: 65536
+data_bytes: 1024
+duration_s: 2.75
+tuples: 123456789
+rate: 1000.5
+burst_events: 10
+burst_ms: 0.3
+streams: 4
+instances: 2
+wait: spin
+ring_slots: 256
+loadgen_slots: 512
+clock_ghz: 3.1
+peak_watts: 95.25
+progress_s: 0.5
+base_port: 21000
+host: 10.9.9.9
+processes:
+  - {name: gen, role: loadgen, cores: 0.5, port: 22000}
+  - name: mid
+    role: node
+    host: null.example
+    operators:
+      - filter: {field: seq, op: lt, value: 18446744073709551615}
+      - filter: {field: key, op: ne, value: 5}
+  - {name: "null", role: node}
+  - {name: end, role: sink, host: 10.9.9.10}
+)";
+  Deployment a = parse_ok(y);
+  EXPECT_EQ(a.link.token, "a \"quoted\": token");
+  EXPECT_EQ(a.processes[2].name, "null");
+  std::string text = dump_deployment(a);
+  Deployment b = parse_ok(text);
+  expect_same(a, b);
+  EXPECT_EQ(dump_deployment(b), text);
+
+  // And the defaults.
+  Deployment c = parse_ok(kChain);
+  Deployment c2 = parse_ok(dump_deployment(c));
+  expect_same(c, c2);
+  EXPECT_EQ(c2.link.congestion, "");
+}
+
+TEST(Config, ExamplePipelineParses) {
+  Deployment d;
+  Status st = load_deployment(SLUICE_SOURCE_DIR "/deploy/examples/pipeline.yaml", {}, &d);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(d.preset, "tcp-opt");
+  EXPECT_EQ(d.link.encoding, Encoding::kSg);
+  EXPECT_EQ(d.link.congestion, "reno");
+  EXPECT_EQ(d.tuple_bytes, 128u);
+  EXPECT_EQ(d.event_bytes, 32768u);
+  EXPECT_EQ(d.duration_s, 5);
+  EXPECT_EQ(d.instances, 1u);
+  ASSERT_EQ(d.processes.size(), 4u);
+  EXPECT_EQ(d.processes[0].role, Role::kLoadgen);
+  EXPECT_EQ(d.processes[1].name, "node-a");
+  ASSERT_EQ(d.processes[1].operators.size(), 1u);
+  EXPECT_EQ(d.processes[1].operators[0].kind, "filter");
+  EXPECT_EQ(d.processes[1].operators[0].field, "key");
+  EXPECT_EQ(d.processes[1].operators[0].op, "ge");
+  EXPECT_EQ(d.processes[1].operators[0].value, 0u);
+  EXPECT_EQ(d.processes[2].name, "node-b");
+  EXPECT_EQ(d.processes[3].role, Role::kSink);
+  // And with the README's variation.
+  st = load_deployment(SLUICE_SOURCE_DIR "/deploy/examples/pipeline.yaml",
+                       {"preset=original", "tuple_bytes=64"}, &d);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(d.link.encoding, Encoding::kCapnp);
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine to build and test sluice, then builds it.
+#
+#   scripts/setup.sh [--no-build] [--build-dir DIR]
+#
+# 1. Installs whichever of the packages below are missing (apt-get update runs
+#    only if something is missing). Needs root, or sudo.
+# 2. Configures and builds: cmake -S . -B DIR -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo.
+#
+# Idempotent: a second run installs nothing and rebuilds only what changed.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config python3 iproute2
+  libfabric-dev libucx-dev libasio-dev capnproto libcapnp-dev
+  libspdlog-dev libfmt-dev prometheus-cpp-dev libyaml-cpp-dev libcli11-dev
+  libbenchmark-dev libgtest-dev
+  clang libclang-rt-14-dev   # sanitizer and libFuzzer runtimes for clang builds
+)
+
+build=1
+build_dir=build
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --no-build) build=0 ;;
+    --build-dir) build_dir="${2:?--build-dir needs a directory}"; shift ;;
+    --build-dir=*) build_dir="${1#*=}" ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown argument: $1 (try --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+say() { echo "setup.sh: $*"; }
+
+cd "$(dirname "$0")/.."
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+  say "all ${#PACKAGES[@]} packages already installed"
+else
+  if [[ $(id -u) -eq 0 ]]; then
+    as_root=()
+  elif command -v sudo >/dev/null 2>&1; then
+    as_root=(sudo)
+  else
+    echo "setup.sh: missing packages (${missing[*]}) and not root, and no sudo to install them" >&2
+    exit 1
+  fi
+  say "installing: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+if [[ $build -eq 0 ]]; then
+  say "--no-build: not building"
+  exit 0
+fi
+
+say "configuring $build_dir"
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+say "building $build_dir"
+cmake --build "$build_dir"
+say "done"

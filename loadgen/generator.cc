@@ -1,0 +1,156 @@
+#include "loadgen/generator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+#include "transport/event.h"
+
+namespace sluice {
+
+Generator::Generator(const Deployment& d, uint32_t instance)
+    : tuple_bytes_(d.tuple_bytes),
+      tuples_per_event_(tuples_per_event(d.tuple_bytes, d.event_bytes)),
+      data_bytes_(d.data_bytes),
+      streams_(d.streams),
+      tuple_limit_(d.tuples),
+      duration_s_(d.duration_s),
+      rate_(d.rate),
+      burst_ms_(d.burst_ms),
+      burst_events_(d.burst_events),
+      wait_(d.wait),
+      pool_(d.loadgen_slots,
+            std::max(event_wire_bytes(d.tuple_bytes, tuples_per_event(d.tuple_bytes, d.event_bytes),
+                                      d.data_bytes),
+                     8 + size_t{d.streams} * sizeof(EndOfStreamEntry))),
+      releaser_(pool_),
+      next_seq_(d.streams, 0),
+      events_(d.streams, 0) {
+  // Payload bytes depend only on their offset inside a tuple (or the data
+  // block), so they stay right when an operator moves tuples around.
+  for (uint32_t s = 0; s < pool_.slots(); ++s) {
+    std::byte* tuples = pool_.slot(s) + kEventHeaderBytes;
+    for (uint32_t t = 0; t < tuples_per_event_; ++t)
+      for (uint32_t j = 12; j < tuple_bytes_; ++j)
+        tuples[size_t{t} * tuple_bytes_ + j] = std::byte((j * 31 + 7) & 0xff);
+    std::byte* data = tuples + size_t{tuples_per_event_} * tuple_bytes_;
+    for (uint32_t j = 0; j < data_bytes_; ++j) data[j] = std::byte((j * 17 + 3) & 0xff);
+  }
+}
+
+void Generator::shutdown() {
+  stop();
+  pool_.close();
+}
+
+// How many events may be made now under the rate or burst schedule; sleeps
+// until at least one may.
+size_t Generator::allowed_now(double now) {
+  if (rate_ <= 0 && burst_events_ == 0) return SIZE_MAX;
+  for (;;) {
+    double due_s;
+    int64_t allowed;
+    if (burst_events_ > 0) {
+      double period = burst_ms_ / 1e3;
+      uint64_t p = period > 0 ? static_cast<uint64_t>((now - t0_) / period) : 0;
+      allowed = int64_t((p + 1) * burst_events_) - int64_t(generated_events_);
+      due_s = t0_ + (p + 1) * period;
+    } else {
+      allowed = int64_t(std::floor((now - t0_) * rate_)) + 1 - int64_t(generated_events_);
+      due_s = t0_ + generated_events_ / rate_;
+    }
+    if (allowed > 0) return static_cast<size_t>(allowed);
+    double sleep_s = std::min(due_s - now, 0.05);  // wake now and then to see stop()
+    if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
+    now = now_s();
+    if (stop_.load(std::memory_order_relaxed) || now - t0_ >= duration_s_) return 0;
+  }
+}
+
+Descriptor Generator::make_event(uint32_t slot, uint64_t ts) {
+  std::byte* p = pool_.slot(slot);
+  const uint32_t stream = static_cast<uint32_t>(generated_events_ % streams_);
+  uint32_t count = tuples_per_event_;
+  if (tuple_limit_) count = static_cast<uint32_t>(std::min<uint64_t>(count, tuple_limit_ - generated_tuples_));
+  EventHeader h{};
+  h.magic = kEventMagic;
+  h.version = kWireVersion;
+  h.header_bytes = kEventHeaderBytes;
+  h.stream = stream;
+  h.tuple_bytes = tuple_bytes_;
+  h.first_seq = next_seq_[stream];
+  h.tuple_count = count;
+  h.tuple_span = count;
+  h.data_bytes = data_bytes_;
+  h.send_ts_ns = ts;
+  h.event_seq = events_[stream];
+  std::memcpy(p, &h, sizeof h);
+  std::byte* t = p + kEventHeaderBytes;
+  for (uint32_t i = 0; i < count; ++i, t += tuple_bytes_) {
+    const uint64_t seq = h.first_seq + i;
+    const uint32_t key = tuple_key_for(seq);
+    std::memcpy(t + kTupleSeqOffset, &seq, 8);
+    std::memcpy(t + kTupleKeyOffset, &key, 4);
+  }
+  if (data_bytes_ && count != tuples_per_event_) {
+    // A short last event: its data block follows its fewer tuples.
+    std::byte* data = p + kEventHeaderBytes + size_t{count} * tuple_bytes_;
+    for (uint32_t j = 0; j < data_bytes_; ++j) data[j] = std::byte((j * 17 + 3) & 0xff);
+  }
+  seal_event(p);
+  next_seq_[stream] += count;
+  ++events_[stream];
+  ++generated_events_;
+  generated_tuples_ += count;
+  return {slot, 0, static_cast<uint32_t>(h.wire_bytes()), 1, count, 0};
+}
+
+Descriptor Generator::make_end(uint32_t slot) {
+  std::byte* p = pool_.slot(slot);
+  EndOfStream eos{};
+  eos.n_streams = streams_;
+  for (uint32_t s = 0; s < streams_; ++s) eos.streams[s] = {s, 0, next_seq_[s], events_[s]};
+  std::memcpy(p, &eos, eos.wire_bytes());
+  return {slot, 0, static_cast<uint32_t>(eos.wire_bytes()), 0, 0, kDescEnd};
+}
+
+Status Generator::next(std::span<Descriptor> out, size_t* n) {
+  *n = 0;
+  if (ended_) return {};
+  double now = now_s();
+  if (t0_ < 0) t0_ = now;
+  bool finished = stop_.load(std::memory_order_relaxed) ||
+                  (tuple_limit_ ? generated_tuples_ >= tuple_limit_ : now - t0_ >= duration_s_);
+  size_t want = finished ? 0 : std::min(out.size(), allowed_now(now));
+  if (!finished && want == 0) finished = true;  // the schedule ran past the end
+  const uint64_t ts = wall_clock_ns();
+  size_t k = 0;
+  while (k < want) {
+    if (tuple_limit_ && generated_tuples_ >= tuple_limit_) {
+      finished = true;
+      break;
+    }
+    // Wait for a slot only when there is nothing to hand out yet: never hold
+    // made events back waiting for more.
+    uint32_t slot = k ? pool_.try_acquire() : pool_.acquire(wait_);
+    if (slot == kNoSlot) {
+      if (k == 0) return Status::Error("load generator stopped while waiting for a free slot");
+      break;
+    }
+    out[k++] = make_event(slot, ts);
+  }
+  if (finished && k < out.size()) {
+    uint32_t slot = k ? pool_.try_acquire() : pool_.acquire(wait_);
+    if (slot != kNoSlot) {
+      out[k++] = make_end(slot);
+      ended_ = true;
+    } else if (k == 0) {
+      return Status::Error("load generator stopped while waiting for a free slot");
+    }
+  }
+  *n = k;
+  return {};
+}
+
+}  // namespace sluice

@@ -1,0 +1,58 @@
+// The load generator: a Source that makes events instead of receiving them.
+//
+// Each event goes into its own slot of a pool sized once at start: the tuple
+// payload pattern and the constant header fields are written then, so making
+// an event costs the header, each tuple's sequence number and key, and the
+// checksum. Streams take events round-robin; each stream numbers its tuples
+// from 0. The run ends after `duration_s` or `tuples`, or on stop(), with an
+// END descriptor that tells the sink, per stream, how many tuples and events
+// there were, so a lost tail is seen.
+//
+// Tuple keys are a multiplicative hash of the sequence number, uniform in
+// [0, 1024), so a filter on key selects a predictable fraction.
+#pragma once
+
+#include <atomic>
+#include <vector>
+
+#include "graph/config.h"
+#include "node/node.h"
+
+namespace sluice {
+
+inline uint32_t tuple_key_for(uint64_t seq) {
+  return static_cast<uint32_t>((seq * 0x9E3779B97F4A7C15ull) >> 54);
+}
+
+class Generator final : public Source {
+ public:
+  Generator(const Deployment& d, uint32_t instance);
+  Status next(std::span<Descriptor> out, size_t* n) override;
+  SlotPool& pool() override { return pool_; }
+  SlotReleaser& releaser() override { return releaser_; }
+  void shutdown() override;
+  // Ends the stream early but cleanly (SIGINT): END goes out after what was made.
+  void stop() { stop_.store(true, std::memory_order_relaxed); }
+
+ private:
+  size_t allowed_now(double now);
+  Descriptor make_event(uint32_t slot, uint64_t ts);
+  Descriptor make_end(uint32_t slot);
+
+  uint32_t tuple_bytes_, tuples_per_event_, data_bytes_, streams_;
+  uint64_t tuple_limit_;
+  double duration_s_, rate_, burst_ms_;
+  uint32_t burst_events_;
+  Wait wait_;
+  SlotPool pool_;
+  PoolReleaser releaser_;
+  std::vector<uint64_t> next_seq_;     // per stream
+  std::vector<uint64_t> events_;       // per stream
+  uint64_t generated_events_ = 0;
+  uint64_t generated_tuples_ = 0;
+  double t0_ = -1;
+  bool ended_ = false;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace sluice

@@ -1,0 +1,3 @@
+#include "node/process.h"
+
+int main(int argc, char** argv) { return sluice::process_main(sluice::Role::kNode, argc, argv); }

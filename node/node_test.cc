@@ -1,0 +1,257 @@
+// The node's stages without a network: a load generator as the receive stage,
+// the sink's verifier as the send stage, operators in between. What the
+// verifier counts is what a real pipeline would count.
+#include "node/node.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "graph/operator.h"
+#include "loadgen/generator.h"
+#include "sink/verifier.h"
+#include "transport/event.h"
+
+namespace sluice {
+namespace {
+
+Deployment small_deployment(uint32_t tuple_bytes, uint32_t event_bytes, uint64_t tuples) {
+  Deployment d;
+  d.tuple_bytes = tuple_bytes;
+  d.event_bytes = event_bytes;
+  d.tuples = tuples;
+  d.streams = 3;
+  d.loadgen_slots = 8;  // few slots: the generator waits for the verifier often
+  d.ring_slots = 4;
+  return d;
+}
+
+struct Result {
+  VerifyCounts counts;
+  uint64_t latency_samples;
+  Status status;
+  uint64_t events_out;
+};
+
+Result run_local(const Deployment& d, std::vector<OperatorConfig> ops, Wait wait) {
+  auto gen = std::make_unique<Generator>(d, 0);
+  auto ver = std::make_unique<Verifier>(gen->pool(), gen->releaser());
+  Verifier* v = ver.get();
+  OperatorChain chain;
+  EXPECT_TRUE(OperatorChain::make(ops, &chain).ok());
+  InstanceConfig ic;
+  ic.wait = wait;
+  ic.ring_slots = d.ring_slots;
+  Instance in(ic, std::move(gen), std::move(ver), std::move(chain), [] {});
+  in.start();
+  in.join();
+  return {v->counts(), v->latency().count(), in.status(), in.out().events.load()};
+}
+
+TEST(Node, EveryTupleArrivesOnceAndIntact) {
+  for (Wait w : {Wait::kBlock, Wait::kSpin, Wait::kHybrid}) {
+    // Spinning stages on a shared 2-core machine crawl: fewer tuples there.
+    const uint64_t n = w == Wait::kBlock ? 20000 : 2000;
+    Deployment d = small_deployment(12, 0, n);
+    Result r = run_local(d, {}, w);
+    ASSERT_TRUE(r.status.ok()) << r.status.message();
+    EXPECT_TRUE(r.counts.end_seen);
+    EXPECT_EQ(r.counts.tuples, n) << wait_name(w);
+    EXPECT_EQ(r.counts.events, n);
+    EXPECT_EQ(r.counts.lost, 0u);
+    EXPECT_EQ(r.counts.duplicated, 0u);
+    EXPECT_EQ(r.counts.corrupt, 0u);
+    EXPECT_EQ(r.latency_samples, n);
+  }
+}
+
+TEST(Node, ALastShortEventCarriesTheRemainder) {
+  Deployment d = small_deployment(128, 4096, 1000);  // 31 tuples per event
+  d.data_bytes = 100;
+  Result r = run_local(d, {}, Wait::kBlock);
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(r.counts.tuples, 1000u);
+  EXPECT_EQ(r.counts.events, (1000u + 30) / 31);
+  EXPECT_EQ(r.counts.corrupt, 0u);
+  EXPECT_EQ(r.counts.lost, 0u);
+}
+
+TEST(Node, AFilterDropsTuplesWhichAreFilteredNotLost) {
+  Deployment d = small_deployment(64, 2048, 50000);
+  d.data_bytes = 24;
+  OperatorConfig f;
+  f.field = "key";
+  f.op = "lt";
+  f.value = 256;  // keys are uniform in [0, 1024): about a quarter pass
+  Result r = run_local(d, {f}, Wait::kBlock);
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_EQ(r.counts.tuples + r.counts.filtered, 50000u);
+  EXPECT_GT(r.counts.tuples, 50000u / 5);
+  EXPECT_LT(r.counts.tuples, 50000u / 3);
+  EXPECT_EQ(r.counts.lost, 0u);
+  EXPECT_EQ(r.counts.corrupt, 0u);  // resealed after compaction
+}
+
+TEST(Node, AFilterThatDropsEverythingKeepsTheEventsForAccounting) {
+  Deployment d = small_deployment(12, 1024, 5000);
+  OperatorConfig f;
+  f.field = "seq";
+  f.op = "gt";
+  f.value = UINT64_MAX - 1;
+  Result r = run_local(d, {f}, Wait::kBlock);
+  ASSERT_TRUE(r.status.ok());
+  EXPECT_EQ(r.counts.tuples, 0u);
+  EXPECT_EQ(r.counts.filtered, 5000u);
+  EXPECT_EQ(r.counts.lost, 0u);
+}
+
+// ---- the verifier alone -------------------------------------------------------
+
+struct Events {
+  std::vector<std::byte> buf;
+  uint32_t events = 0;
+  void add(uint32_t stream, uint64_t first, uint32_t count, uint32_t span) {
+    size_t off = buf.size();
+    buf.resize(off + event_wire_bytes(12, count));
+    EventHeader h{};
+    h.magic = kEventMagic;
+    h.version = kWireVersion;
+    h.header_bytes = kEventHeaderBytes;
+    h.stream = stream;
+    h.tuple_bytes = 12;
+    h.first_seq = first;
+    h.tuple_count = count;
+    h.tuple_span = span;
+    std::memcpy(&buf[off], &h, sizeof h);
+    for (uint32_t i = 0; i < count; ++i) {
+      uint64_t s = first + i;
+      std::memcpy(&buf[off + kEventHeaderBytes + 12 * i], &s, 8);
+    }
+    seal_event(&buf[off]);
+    ++events;
+  }
+  Descriptor desc() const { return {0, 0, uint32_t(buf.size()), events, 0, 0}; }
+};
+
+class NullReleaser : public SlotReleaser {
+ public:
+  void release(uint32_t) override {}
+};
+
+TEST(Verifier, CountsGapsOverlapsCorruptionAndALostTail) {
+  SlotPool pool(1, 64);
+  NullReleaser rel;
+  Verifier v(pool, rel);
+  Events ev;
+  ev.add(0, 0, 10, 10);
+  ev.add(0, 15, 5, 5);   // 10..14 lost
+  ev.add(0, 18, 4, 4);   // 18, 19 duplicated
+  ev.add(1, 0, 3, 8);    // 5 filtered upstream
+  ev.add(1, 8, 2, 2);
+  v.verify_run(ev.buf.data(), ev.desc(), 0);
+  EXPECT_EQ(v.counts().lost, 5u);
+  EXPECT_EQ(v.counts().duplicated, 2u);
+  EXPECT_EQ(v.counts().filtered, 5u);
+  EXPECT_EQ(v.counts().corrupt, 0u);
+
+  Events bad;
+  bad.add(2, 0, 4, 4);
+  bad.buf[kEventHeaderBytes + 12 + 9] ^= std::byte{1};  // a key byte of tuple 1
+  v.verify_run(bad.buf.data(), bad.desc(), 0);
+  EXPECT_EQ(v.counts().corrupt, 4u);
+
+  EndOfStream eos{};
+  eos.n_streams = 2;
+  eos.streams[0] = {0, 0, 30, 3};  // stream 0 generated 30: 22..29 never came
+  eos.streams[1] = {1, 0, 10, 2};
+  v.verify_end(reinterpret_cast<std::byte*>(&eos), eos.wire_bytes());
+  EXPECT_EQ(v.counts().lost, 5u + 8u);
+  EXPECT_TRUE(v.counts().end_seen);
+}
+
+TEST(Verifier, ATupleOutsideItsEventSpanIsCorrupt) {
+  SlotPool pool(1, 64);
+  NullReleaser rel;
+  Verifier v(pool, rel);
+  Events ev;
+  ev.add(0, 100, 3, 3);
+  uint64_t wrong = 7;
+  std::memcpy(&ev.buf[kEventHeaderBytes + 12], &wrong, 8);
+  seal_event(ev.buf.data());  // checksum right, content wrong
+  v.verify_run(ev.buf.data(), ev.desc(), 0);
+  EXPECT_EQ(v.counts().corrupt, 1u);  // tuple 1 lies outside [100, 103)
+}
+
+// ---- the filter alone ---------------------------------------------------------
+
+TEST(Filter, PassAllWritesNothing) {
+  Events ev;
+  ev.add(0, 0, 50, 50);
+  ev.add(0, 50, 50, 50);
+  std::vector<std::byte> before = ev.buf;
+  OperatorConfig f;  // key >= 0: everything passes
+  Status st;
+  auto op = make_operator(f, &st);
+  ASSERT_TRUE(op);
+  Descriptor d = ev.desc();
+  d.tuples = 100;
+  op->process(ev.buf.data(), d);
+  EXPECT_EQ(ev.buf, before);
+  EXPECT_EQ(d.bytes, before.size());
+  EXPECT_EQ(d.tuples, 100u);
+}
+
+TEST(Filter, CompactsEventsAndTheirDataInPlace) {
+  // Three events with data blocks; keep even sequence numbers only.
+  std::vector<std::byte> run;
+  uint32_t events = 0;
+  for (uint32_t e = 0; e < 3; ++e) {
+    size_t off = run.size();
+    run.resize(off + event_wire_bytes(16, 6, 8));
+    EventHeader h{kEventMagic, kWireVersion, kEventHeaderBytes, 0, 16, e * 6ull, 6, 6, 8, 0, 0, e, 0};
+    std::memcpy(&run[off], &h, sizeof h);
+    for (uint32_t i = 0; i < 6; ++i) {
+      uint64_t s = e * 6 + i;
+      std::memcpy(&run[off + kEventHeaderBytes + 16 * i], &s, 8);
+    }
+    std::memset(&run[off + kEventHeaderBytes + 96], int('A' + e), 8);
+    seal_event(&run[off]);
+    ++events;
+  }
+  OperatorConfig f;
+  f.field = "seq";
+  f.op = "lt";
+  f.value = 4;  // event 0 keeps 4 of 6, events 1 and 2 keep 0
+  Status st;
+  auto op = make_operator(f, &st);
+  Descriptor d{0, 0, uint32_t(run.size()), events, 18, 0};
+  op->process(run.data(), d);
+  EXPECT_EQ(d.tuples, 4u);
+  EXPECT_EQ(d.bytes, event_wire_bytes(16, 4, 8) + 2 * event_wire_bytes(16, 0, 8));
+  uint64_t tuples = 0;
+  EXPECT_EQ(check_event_run(run.data(), d.bytes, 3, 16, &tuples), "");
+  size_t off = 0;
+  for (uint32_t e = 0; e < 3; ++e) {
+    EventHeader h;
+    std::memcpy(&h, &run[off], sizeof h);
+    EXPECT_EQ(h.tuple_span, 6u);
+    EXPECT_EQ(event_checksum(&run[off]), h.checksum);
+    EXPECT_EQ(run[off + kEventHeaderBytes + h.tuple_block_bytes()], std::byte('A' + e));
+    off += h.wire_bytes();
+  }
+}
+
+TEST(Filter, UnknownFieldsAndOpsAreErrors) {
+  Status st;
+  OperatorConfig f;
+  f.field = "price";
+  EXPECT_EQ(make_operator(f, &st), nullptr);
+  EXPECT_NE(st.message().find("price"), std::string::npos);
+  f.field = "key";
+  f.op = "like";
+  EXPECT_EQ(make_operator(f, &st), nullptr);
+  EXPECT_NE(st.message().find("like"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,285 @@
+#include "node/process.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "loadgen/generator.h"
+#include "node/node.h"
+#include "sink/verifier.h"
+
+namespace sluice {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop.store(true); }
+
+struct Built {
+  std::vector<std::unique_ptr<Instance>> instances;
+  std::vector<Generator*> generators;
+  std::vector<Verifier*> verifiers;
+};
+
+Status build(const Deployment& d, size_t index, Built* b, ProcessSummary* first_event_sink,
+             std::function<void()> on_first) {
+  const ProcessConfig& pc = d.processes[index];
+  for (uint32_t k = 0; k < d.instances; ++k) {
+    Status st;
+    std::unique_ptr<Source> source;
+    if (pc.role == Role::kLoadgen) {
+      auto g = std::make_unique<Generator>(d, k);
+      b->generators.push_back(g.get());
+      source = std::move(g);
+    } else {
+      auto ns = NetSource::make(d.link_into(index, k), &st);
+      if (!ns) return st;
+      source = std::move(ns);
+    }
+    std::unique_ptr<Destination> dest;
+    if (pc.role == Role::kSink) {
+      auto v = std::make_unique<Verifier>(source->pool(), source->releaser());
+      b->verifiers.push_back(v.get());
+      dest = std::move(v);
+    } else {
+      dest = std::make_unique<NetDestination>(d.link_into(index + 1, k), source->pool(),
+                                              source->releaser());
+    }
+    OperatorChain chain;
+    st = OperatorChain::make(pc.operators, &chain);
+    if (!st.ok()) return Status::Error(fmt::format("{}: {}", pc.name, st.message()));
+    InstanceConfig ic;
+    ic.index = k;
+    ic.wait = d.wait;
+    ic.ring_slots = d.ring_slots;
+    ic.operators = pc.operators;
+    b->instances.push_back(std::make_unique<Instance>(ic, std::move(source), std::move(dest),
+                                                      std::move(chain), on_first));
+  }
+  return {};
+}
+
+}  // namespace
+
+Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* stop,
+                   ProcessSummary* out) {
+  const ProcessConfig& pc = d.processes[index];
+  ProcessSummary& s = *out;
+  s.name = pc.name;
+  s.role = role_name(pc.role);
+  s.instances = d.instances;
+  s.cores = d.cores_of(index);
+  s.clock_ghz = d.clock_ghz;
+  s.peak_watts = d.peak_watts;
+
+  // The measured interval starts at the first event any instance sees.
+  std::atomic<bool> started{false};
+  std::mutex start_mu;
+  double t0 = 0;
+  CpuTimes cpu0;
+  auto on_first = [&] {
+    if (started.exchange(true)) return;
+    std::lock_guard lk(start_mu);
+    t0 = now_s();
+    cpu0 = CpuTimes::process();
+  };
+
+  Built b;
+  Status st = build(d, index, &b, out, on_first);
+  if (!st.ok()) {
+    s.ok = false;
+    s.error = st.message();
+    return st;
+  }
+  for (auto& in : b.instances) in->start();
+
+  const double start = now_s();
+  double last_print = start;
+  uint64_t last_in = 0, last_out = 0, last_bytes = 0;
+  bool stopping = false;
+  for (;;) {
+    bool all_done = true;
+    for (auto& in : b.instances) all_done = all_done && in->done();
+    if (all_done) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (stop && stop->load() && !stopping) {
+      stopping = true;
+      for (auto* g : b.generators) g->stop();
+      spdlog::info("stopping: the stream ends after the events already made");
+    }
+    double now = now_s();
+    if (d.progress_s > 0 && now - last_print >= d.progress_s) {
+      uint64_t ev_in = 0, ev_out = 0, bytes = 0;
+      for (auto& in : b.instances) {
+        ev_in += in->in().events.load(std::memory_order_relaxed);
+        ev_out += in->out().events.load(std::memory_order_relaxed);
+        bytes += in->in().bytes.load(std::memory_order_relaxed) +
+                 in->out().bytes.load(std::memory_order_relaxed);
+      }
+      double dt = now - last_print;
+      spdlog::info("{:.0f} s: events in {} ({:.0f}/s), out {} ({:.0f}/s), {:.2f} Gb/s",
+                   now - start, ev_in, (ev_in - last_in) / dt, ev_out, (ev_out - last_out) / dt,
+                   (bytes - last_bytes) * 8 / dt / 1e9);
+      last_print = now;
+      last_in = ev_in;
+      last_out = ev_out;
+      last_bytes = bytes;
+    }
+  }
+  for (auto& in : b.instances) in->join();
+  const double t1 = now_s();
+  const CpuTimes cpu1 = CpuTimes::process();
+
+  LatencyHistogram lat;
+  std::string errors;
+  for (auto& in : b.instances) {
+    s.events_in += in->in().events;
+    s.tuples_in += in->in().tuples;
+    s.bytes_in += in->in().bytes;
+    s.events_out += in->out().events;
+    s.tuples_out += in->out().tuples;
+    s.bytes_out += in->out().bytes;
+    in->report(s);
+    Status ist = in->status();
+    if (!ist.ok()) errors += (errors.empty() ? "" : "; ") + ist.message();
+  }
+  for (auto* v : b.verifiers) {
+    lat.merge(v->latency());
+    if (!v->counts().end_seen && errors.empty()) errors = "stream ended without END";
+  }
+  // A load generator counts what it makes as events out, not in.
+  if (pc.role == Role::kLoadgen) {
+    s.events_in = s.tuples_in = s.bytes_in = 0;
+  }
+  if (pc.role == Role::kSink) {
+    s.events_out = s.tuples_out = s.bytes_out = 0;
+  }
+  if (started) {
+    s.wall_s = t1 - t0;
+    CpuTimes c = cpu1 - cpu0;
+    s.user_s = c.user_s;
+    s.sys_s = c.sys_s;
+  }
+  s.latency_p50_us = lat.percentile(50) / 1e3;
+  s.latency_p99_us = lat.percentile(99) / 1e3;
+  s.latency_max_us = lat.max() / 1e3;
+  s.rss_max_bytes = rss_max_bytes();
+  s.compute();
+  s.ok = errors.empty();
+  s.error = errors;
+  return s.ok ? Status() : Status::Error(errors);
+}
+
+int process_main(Role role, int argc, char** argv) {
+  const std::string prog = fmt::format("sluice-{}", role_name(role));
+  CLI::App app{fmt::format(
+      "{}: the {} of a sluice pipeline.\n"
+      "Reads its settings from a deployment file (as sluice-deploy starts it), or runs "
+      "standalone from flags.",
+      prog, role == Role::kLoadgen ? "load generator" : role == Role::kSink ? "sink" : "node")};
+  std::string deployment, process, summary, listen, connect;
+  std::vector<std::string> sets;
+  app.add_option("--deployment", deployment, "deployment file (YAML)");
+  app.add_option("--process", process, "this process's name in the deployment file")
+      ->needs("--deployment");
+  app.add_option("--set", sets, "override a deployment key: key=value (repeatable)");
+  app.add_option("--summary", summary, "write the JSON summary to this file");
+  if (role != Role::kLoadgen)
+    app.add_option("--listen", listen, "standalone: HOST:PORT to receive on");
+  if (role != Role::kSink)
+    app.add_option("--connect", connect, "standalone: HOST:PORT of the downstream process");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  spdlog::set_default_logger(spdlog::stderr_color_mt(process.empty() ? prog : process));
+  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e [%n] %l: %v");
+
+  Deployment d;
+  Status st;
+  if (!deployment.empty()) {
+    st = load_deployment(deployment, sets, &d);
+  } else {
+    // Standalone: a two- or three-process chain around this one, from flags.
+    auto split = [](const std::string& hp, std::string* host, std::string* port) {
+      auto c = hp.rfind(':');
+      if (c == std::string::npos) return false;
+      *host = hp.substr(0, c);
+      *port = hp.substr(c + 1);
+      return !host->empty() && !port->empty();
+    };
+    std::string lh, lp, ch, cp;
+    if (role != Role::kLoadgen && !split(listen, &lh, &lp)) {
+      fmt::print(stderr, "{}: give --deployment FILE --process NAME, or --listen HOST:PORT\n", prog);
+      return 2;
+    }
+    if (role != Role::kSink && !split(connect, &ch, &cp)) {
+      fmt::print(stderr, "{}: give --deployment FILE --process NAME, or --connect HOST:PORT\n", prog);
+      return 2;
+    }
+    std::string yaml = "processes:\n";
+    if (role != Role::kLoadgen) yaml += "  - {name: upstream, role: loadgen}\n";
+    yaml += fmt::format("  - {{name: {}, role: {}{}}}\n", role_name(role), role_name(role),
+                        role != Role::kLoadgen ? fmt::format(", host: '{}', port: {}", lh, lp) : "");
+    if (role != Role::kSink)
+      yaml += fmt::format("  - {{name: downstream, role: sink, host: '{}', port: {}}}\n", ch, cp);
+    st = parse_deployment(yaml, "(command line)", sets, &d);
+    process = role_name(role);
+  }
+  if (!st.ok()) {
+    spdlog::error("{}", st.message());
+    return 2;
+  }
+  if (process.empty()) {
+    for (const auto& p : d.processes)
+      if (p.role == role) {
+        if (!process.empty()) {
+          spdlog::error("{}: several {} processes in {}; name one with --process", prog,
+                        role_name(role), d.file);
+          return 2;
+        }
+        process = p.name;
+      }
+  }
+  int index = d.process_index(process);
+  if (index < 0) {
+    spdlog::error("no process '{}' in {}", process, d.file);
+    return 2;
+  }
+  if (d.processes[index].role != role) {
+    spdlog::error("process '{}' in {} has role {}, but this is {}", process, d.file,
+                  role_name(d.processes[index].role), prog);
+    return 2;
+  }
+  if (role == Role::kLoadgen) {
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+  }
+  signal(SIGPIPE, SIG_IGN);
+
+  ProcessSummary s;
+  st = run_process(d, static_cast<size_t>(index), &g_stop, &s);
+  if (!summary.empty()) {
+    std::ofstream f(summary);
+    f << s.to_json() << "\n";
+    if (!f) spdlog::error("cannot write summary to {}", summary);
+  }
+  if (!st.ok()) {
+    spdlog::error("{}", st.message());
+    return 1;
+  }
+  spdlog::info("done: {} events in, {} out, {:.3f} s, CPE_p {:.0f}, lost {}, duplicated {}, corrupt {}",
+               s.events_in, s.events_out, s.wall_s, s.cpe_p, s.lost, s.duplicated, s.corrupt);
+  if (summary.empty()) fmt::print("{}\n", s.to_json());
+  return (s.lost || s.duplicated || s.corrupt) ? 1 : 0;
+}
+
+}  // namespace sluice

@@ -1,0 +1,22 @@
+// One sluice process: `instances` node instances, progress lines, and the
+// summary. sluice-node, sluice-loadgen and sluice-sink are this with a role.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "graph/config.h"
+#include "node/metrics.h"
+
+namespace sluice {
+
+// Runs process `index` of the deployment to the end of its stream. `stop`,
+// when set (by a signal), makes a load generator end its stream early.
+Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* stop,
+                   ProcessSummary* out);
+
+// main() of the three programs: parses the command line (a deployment file,
+// or standalone flags), runs, writes the summary. Returns the exit code.
+int process_main(Role role, int argc, char** argv);
+
+}  // namespace sluice

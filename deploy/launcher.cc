@@ -1,0 +1,464 @@
+#include "deploy/launcher.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+extern char** environ;
+
+namespace sluice {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kLoadgenProgram = "sluice-loadgen";
+constexpr const char* kNodeProgram = "sluice-node";
+constexpr const char* kSinkProgram = "sluice-sink";
+
+bool is_executable(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0;
+}
+
+double mono_s() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+std::string describe_exit(int status) {
+  if (WIFEXITED(status)) return fmt::format("exit code {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return fmt::format("signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  return fmt::format("wait status {}", status);
+}
+
+std::string read_file(const std::string& path, bool* ok) {
+  std::ifstream in(path);
+  *ok = static_cast<bool>(in);
+  std::stringstream s;
+  if (in) s << in.rdbuf();
+  return s.str();
+}
+
+std::string default_run_dir() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  return fmt::format("runs/{}-{}", stamp, getpid());
+}
+
+// A running child: its own process group, so a signal reaches whatever it
+// started too.
+struct Child {
+  size_t index;  // into the chain
+  pid_t pid = -1;
+  bool running = false;
+  bool stopped = false;  // still running when the launcher stopped the run
+  int status = 0;
+};
+
+Status spawn(const std::string& program, const std::vector<std::string>& args,
+             const std::string& log_path, pid_t* pid) {
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT}) sigaddset(&defaults, s);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(program.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  int rc = posix_spawn(pid, program.c_str(), &fa, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) return Status::Error(fmt::format("posix_spawn {} failed: {}", program, strerror(rc)));
+  return {};
+}
+
+// Reaps children that have exited; returns how many are still running.
+size_t reap(std::vector<Child>& children) {
+  size_t alive = 0;
+  for (auto& c : children) {
+    if (!c.running) continue;
+    int st = 0;
+    pid_t r = waitpid(c.pid, &st, WNOHANG);
+    if (r == c.pid || (r < 0 && errno == ECHILD)) {
+      c.running = false;
+      c.status = r == c.pid ? st : 0;
+    } else {
+      ++alive;
+    }
+  }
+  return alive;
+}
+
+// SIGTERM (or `first`) to every running child's group, SIGKILL after `grace`,
+// and everything reaped. Groups of children that already exited are killed
+// too, so nothing they started outlives the run.
+void stop_all(std::vector<Child>& children, int first, double grace) {
+  for (auto& c : children)
+    if (c.running) {
+      c.stopped = true;
+      kill(-c.pid, first);
+    }
+  const double deadline = mono_s() + grace;
+  while (reap(children) > 0 && mono_s() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (auto& c : children) kill(-c.pid, SIGKILL);
+  for (auto& c : children) {
+    if (!c.running) continue;
+    int st = 0;
+    while (waitpid(c.pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    c.running = false;
+    c.status = st;
+  }
+}
+
+std::string names_of_running(const std::vector<Child>& children, const Deployment& d) {
+  std::vector<const Child*> run;
+  for (const auto& c : children)
+    if (c.running) run.push_back(&c);
+  std::sort(run.begin(), run.end(), [](auto* a, auto* b) { return a->index < b->index; });
+  std::string out;
+  for (auto* c : run) out += (out.empty() ? "" : ", ") + d.processes[c->index].name;
+  return out;
+}
+
+std::string num(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "0"; }
+
+void fill_pipeline(RunReport* r) {
+  for (const auto& p : r->processes) {
+    if (p.role != Role::kSink || !p.have_summary) continue;
+    const ProcessSummary& s = p.summary;
+    r->tuples = s.tuples_in;
+    r->tuples_per_s = s.wall_s > 0 ? s.tuples_in / s.wall_s : 0;
+    r->gbps = s.wall_s > 0 ? s.bytes_in * 8.0 / s.wall_s / 1e9 : 0;
+    r->lost = s.lost;
+    r->duplicated = s.duplicated;
+    r->corrupt = s.corrupt;
+    r->filtered = s.filtered;
+    r->latency_p50_us = s.latency_p50_us;
+    r->latency_p99_us = s.latency_p99_us;
+    r->latency_max_us = s.latency_max_us;
+  }
+}
+
+}  // namespace
+
+Status find_programs(const std::string& bin_dir, Programs* out) {
+  const std::pair<const char*, std::string*> want[] = {
+      {kLoadgenProgram, &out->loadgen}, {kNodeProgram, &out->node}, {kSinkProgram, &out->sink}};
+  if (!bin_dir.empty()) {
+    std::vector<std::string> missing;
+    for (auto [name, slot] : want) {
+      fs::path p = fs::path(bin_dir) / name;
+      if (is_executable(p)) *slot = p.string();
+      else missing.push_back(p.string());
+    }
+    if (!missing.empty())
+      return Status::Error(fmt::format("--bin-dir {}: no executable {}", bin_dir,
+                                       fmt::join(missing, ", ")));
+    return {};
+  }
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return Status::Error(fmt::format("readlink /proc/self/exe failed: {}", ec.message()));
+  const fs::path here = self.parent_path();
+  const fs::path build = here.parent_path();
+  for (auto [name, slot] : want) {
+    std::vector<fs::path> tried = {build / "loadgen" / name, build / "node" / name,
+                                   build / "sink" / name, here / name};
+    for (const auto& p : tried)
+      if (is_executable(p)) {
+        *slot = fs::weakly_canonical(p, ec).string();
+        break;
+      }
+    if (slot->empty()) {
+      std::vector<std::string> t;
+      for (const auto& p : tried) t.push_back(p.lexically_normal().string());
+      return Status::Error(fmt::format("cannot find {} (looked for {}); build it (ninja {}) or "
+                                       "pass --bin-dir",
+                                       name, fmt::join(t, ", "), name));
+    }
+  }
+  return {};
+}
+
+double default_timeout_s(const Deployment& d) { return d.tuples > 0 ? 120 : d.duration_s + 60; }
+
+std::string last_error_line(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::string line, last, last_error;
+  while (std::getline(in, line)) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (line.empty()) continue;
+    last = line;
+    std::string lower = line;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (lower.find("error") != std::string::npos || lower.find("fatal") != std::string::npos ||
+        lower.find("failed") != std::string::npos || lower.find("[critical]") != std::string::npos)
+      last_error = line;
+  }
+  return last_error.empty() ? last : last_error;
+}
+
+RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
+  RunReport r;
+  r.deployment = d.file;
+  r.preset = d.preset;
+  std::error_code ec;
+  fs::path run = fs::absolute(o.run_dir.empty() ? default_run_dir() : o.run_dir, ec);
+  r.run_dir = run.string();
+  fs::create_directories(run, ec);
+  if (ec) {
+    r.error = fmt::format("cannot make the run directory {}: {}", r.run_dir, ec.message());
+    return r;
+  }
+  const std::string resolved = (run / "resolved.yaml").string();
+  {
+    std::ofstream out(resolved);
+    out << "# The deployment as sluice-deploy resolved it from " << d.file
+        << " (every key, overrides applied).\n"
+        << dump_deployment(d);
+    if (!out) {
+      r.error = fmt::format("cannot write {}", resolved);
+      return r;
+    }
+  }
+
+  for (const auto& p : d.processes) {
+    ProcessOutcome out;
+    out.name = p.name;
+    out.role = p.role;
+    out.log_path = (run / (p.name + ".log")).string();
+    out.summary_path = (run / (p.name + ".json")).string();
+    fs::remove(out.summary_path, ec);  // a stale one must not pass for this run's
+    r.processes.push_back(std::move(out));
+  }
+
+  // Start downstream first: sink, nodes from last to first, loadgen.
+  std::vector<Child> children;
+  for (size_t k = d.processes.size(); k-- > 0;) {
+    ProcessOutcome& p = r.processes[k];
+    const std::string& program = o.programs.of(p.role);
+    Child c{k};
+    Status st = program.empty()
+                    ? Status::Error(fmt::format("no program for role {}", role_name(p.role)))
+                    : spawn(program,
+                            {"--deployment", resolved, "--process", p.name, "--summary",
+                             p.summary_path},
+                            p.log_path, &c.pid);
+    if (!st) {
+      r.error = fmt::format("process '{}' (role {}) did not start: {}", p.name, role_name(p.role),
+                            st.message());
+      p.error = st.message();
+      stop_all(children, SIGTERM, o.grace_s);
+      return r;
+    }
+    c.running = true;
+    p.pid = c.pid;
+    children.push_back(c);
+    r.started.push_back(p.name);
+  }
+
+  // Wait for all of them, or the first failure, the timeout or a stop signal.
+  const double timeout = o.timeout_s > 0 ? o.timeout_s : default_timeout_s(d);
+  const double period =
+      o.progress_period_s >= 0 ? o.progress_period_s : (isatty(STDERR_FILENO) ? 1.0 : 5.0);
+  const double t0 = mono_s();
+  double next_progress = t0 + period;
+  std::string failure;
+  for (;;) {
+    size_t alive = reap(children);
+    // The first child (in chain order) that failed ends the run.
+    for (const auto& c : children) {
+      if (c.running || (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0)) continue;
+      ProcessOutcome& p = r.processes[c.index];
+      if (!p.error.empty()) continue;
+      std::string why = last_error_line(p.log_path);
+      p.error = fmt::format("failed with {}{}{}", describe_exit(c.status), why.empty() ? "" : ": ", why);
+      if (failure.empty())
+        failure = fmt::format("process '{}' (role {}) {}; log: {}", p.name, role_name(p.role),
+                              p.error, p.log_path);
+    }
+    if (!failure.empty()) {
+      stop_all(children, SIGTERM, o.grace_s);
+      break;
+    }
+    if (alive == 0) break;
+    const double now = mono_s();
+    if (o.stop_signal && *o.stop_signal) {
+      const int sig = *o.stop_signal;
+      failure = fmt::format("interrupted by signal {} ({}); stopped {}", sig, strsignal(sig),
+                            names_of_running(children, d));
+      stop_all(children, sig, o.grace_s);
+      break;
+    }
+    if (now - t0 >= timeout) {
+      failure = fmt::format("timed out after {} s; still running: {}", num(timeout),
+                            names_of_running(children, d));
+      stop_all(children, SIGTERM, o.grace_s);
+      break;
+    }
+    if (period > 0 && now >= next_progress && o.progress) {
+      next_progress += period;
+      std::string expect = d.tuples > 0 ? fmt::format("{} tuples to send", d.tuples)
+                                        : fmt::format("{} s expected", num(d.duration_s));
+      fmt::print(o.progress, "sluice-deploy: {:.0f} s / {}; alive {}/{}: {}\n", now - t0, expect,
+                 alive, children.size(), names_of_running(children, d));
+      std::fflush(o.progress);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  // Whatever a child left in its group goes too.
+  for (const auto& c : children) kill(-c.pid, SIGKILL);
+
+  // Gather the summaries.
+  std::vector<bool> stopped(r.processes.size(), false);
+  for (const auto& c : children) stopped[c.index] = c.stopped;
+  for (size_t i = 0; i < r.processes.size(); ++i) {
+    ProcessOutcome& p = r.processes[i];
+    bool have = false;
+    std::string text = read_file(p.summary_path, &have);
+    if (have) {
+      Status st = summary_from_json(text, &p.summary);
+      if (st) p.have_summary = true;
+      else if (p.error.empty()) p.error = fmt::format("{}: {}", p.summary_path, st.message());
+    }
+    if (stopped[i] && p.error.empty()) {
+      p.error = "stopped by sluice-deploy when the run ended early";
+    } else if (!p.error.empty()) {
+    } else if (!p.have_summary) {
+      p.error = fmt::format("exited 0 but wrote no summary {}", p.summary_path);
+    } else if (!p.summary.ok) {
+      p.error = fmt::format("reported an error: {}", p.summary.error);
+    }
+    if (!p.error.empty() && failure.empty())
+      failure = fmt::format("process '{}' (role {}) {}; log: {}", p.name, role_name(p.role),
+                            p.error, p.log_path);
+    p.ok = p.error.empty();
+  }
+  fill_pipeline(&r);
+  if (failure.empty() && (r.lost || r.duplicated || r.corrupt))
+    failure = fmt::format("the sink counted {} lost, {} duplicated and {} corrupt tuples", r.lost,
+                          r.duplicated, r.corrupt);
+  r.error = failure;
+  r.ok = failure.empty();
+  return r;
+}
+
+std::string json_escape(std::string_view s) {
+  std::string out;
+  out.reserve(s.size() + 2);
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) out += fmt::format("\\u{:04x}", c);
+        else out += ch;  // UTF-8 passes through as is
+    }
+  }
+  return out;
+}
+
+std::string report_json(const RunReport& r) {
+  auto str = [](std::string_view s) { return "\"" + json_escape(s) + "\""; };
+  std::string procs;
+  for (const auto& p : r.processes) {
+    const ProcessSummary& s = p.summary;
+    std::string stages;
+    for (const auto& st : s.stages)
+      stages += fmt::format("{}{{\"name\":{},\"user_s\":{},\"sys_s\":{},\"events\":{}}}",
+                            stages.empty() ? "" : ",", str(st.name), num(st.user_s), num(st.sys_s),
+                            st.events);
+    procs += fmt::format(
+        "{}{{\"name\":{},\"role\":{},\"ok\":{},\"error\":{},\"log\":{},"
+        "\"events_in\":{},\"events_out\":{},\"tuples_in\":{},\"tuples_out\":{},"
+        "\"bytes_in\":{},\"bytes_out\":{},\"wall_s\":{},\"user_s\":{},\"sys_s\":{},\"cores\":{},"
+        "\"cpe_p\":{},\"cpe_u\":{},\"cpe_s\":{},\"cpe_i\":{},\"cpb_p\":{},\"epe_joules\":{},"
+        "\"rss_max_bytes\":{},\"credit_waits\":{},\"stages\":[{}]}}",
+        procs.empty() ? "" : ",", str(p.name), str(role_name(p.role)), p.ok ? "true" : "false",
+        str(p.error), str(p.log_path), s.events_in, s.events_out, s.tuples_in, s.tuples_out,
+        s.bytes_in, s.bytes_out, num(s.wall_s), num(s.user_s), num(s.sys_s), num(s.cores),
+        num(s.cpe_p), num(s.cpe_u), num(s.cpe_s), num(s.cpe_i), num(s.cpb_p), num(s.epe_joules),
+        s.rss_max_bytes, s.credit_waits, stages);
+  }
+  return fmt::format(
+      "{{\"deployment\":{},\"preset\":{},\"run_dir\":{},\"ok\":{},\"error\":{},"
+      "\"tuples\":{},\"tuples_per_s\":{},\"gbps\":{},\"lost\":{},\"duplicated\":{},"
+      "\"corrupt\":{},\"filtered\":{},\"latency_us\":{{\"p50\":{},\"p99\":{},\"max\":{}}},"
+      "\"processes\":[{}]}}",
+      str(r.deployment), str(r.preset), str(r.run_dir), r.ok ? "true" : "false", str(r.error),
+      r.tuples, num(r.tuples_per_s), num(r.gbps), r.lost, r.duplicated, r.corrupt, r.filtered,
+      num(r.latency_p50_us), num(r.latency_p99_us), num(r.latency_max_us), procs);
+}
+
+std::string report_table(const RunReport& r) {
+  std::string out = fmt::format("{:<12} {:<8} {:>10} {:>10} {:>12} {:>7} {:>9} {:>9} {:>9} {:>9} "
+                                "{:>7} {:>9} {:>8}\n",
+                                "process", "role", "events in", "events out", "tuples/s", "Gb/s",
+                                "CPE_p", "CPE_u", "CPE_s", "CPE_i", "CPB_p", "EPE (uJ)", "RSS MiB");
+  for (const auto& p : r.processes) {
+    if (!p.have_summary) {
+      out += fmt::format("{:<12} {:<8} {}\n", p.name, role_name(p.role),
+                         p.error.empty() ? "no summary" : p.error);
+      continue;
+    }
+    const ProcessSummary& s = p.summary;
+    const double w = s.wall_s > 0 ? s.wall_s : 0;
+    const double tps = w ? std::max(s.tuples_in, s.tuples_out) / w : 0;
+    const double gbps = w ? std::max(s.bytes_in, s.bytes_out) * 8.0 / w / 1e9 : 0;
+    out += fmt::format("{:<12} {:<8} {:>10} {:>10} {:>12.0f} {:>7.2f} {:>9.0f} {:>9.0f} {:>9.0f} "
+                       "{:>9.0f} {:>7.2f} {:>9.2f} {:>8.1f}\n",
+                       p.name, role_name(p.role), s.events_in, s.events_out, tps, gbps, s.cpe_p,
+                       s.cpe_u, s.cpe_s, s.cpe_i, s.cpb_p, s.epe_joules * 1e6,
+                       s.rss_max_bytes / 1048576.0);
+  }
+  out += fmt::format("pipeline: {} tuples, {:.0f} tuples/s, {:.2f} Gb/s, lost {}, duplicated {}, "
+                     "corrupt {}, filtered {}, latency p50/p99/max {:.1f}/{:.1f}/{:.1f} us\n",
+                     r.tuples, r.tuples_per_s, r.gbps, r.lost, r.duplicated, r.corrupt, r.filtered,
+                     r.latency_p50_us, r.latency_p99_us, r.latency_max_us);
+  out += r.ok ? fmt::format("ok; logs and summaries in {}\n", r.run_dir)
+              : fmt::format("FAILED: {}\nlogs and summaries in {}\n", r.error, r.run_dir);
+  return out;
+}
+
+}  // namespace sluice

@@ -1,0 +1,99 @@
+// The launcher: runs a deployment's chain on this host as child processes and
+// gathers what each one measured into one report.
+//
+//   1. find_programs(): sluice-loadgen, sluice-node and sluice-sink, by role.
+//   2. run_deployment(): makes the run directory, writes resolved.yaml (every
+//      child reads that one file), then starts the sink first, the nodes from
+//      last to first and the load generator last, so every listener is up
+//      before its upstream connects. Each child runs in its own process
+//      group with stdout and stderr in <run>/NAME.log.
+//   3. It waits. The first child that exits non-zero or by a signal, a
+//      timeout, or a stop signal ends the run: the others get SIGTERM, then
+//      SIGKILL after a grace period, and nothing is left running.
+//   4. It reads <run>/NAME.json (ProcessSummary) of every process; the sink's
+//      counts make the pipeline line. A run is ok only if every process
+//      succeeded and the sink counted no lost, duplicated or corrupt tuple.
+//   5. report_table() / report_json() print it.
+#pragma once
+
+#include <sys/types.h>
+
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graph/config.h"
+#include "node/metrics.h"
+#include "transport/status.h"
+
+namespace sluice {
+
+// The program each role runs.
+struct Programs {
+  std::string loadgen, node, sink;
+  const std::string& of(Role r) const {
+    return r == Role::kLoadgen ? loadgen : r == Role::kSink ? sink : node;
+  }
+};
+
+// bin_dir non-empty: all three must be in it. Empty: each is looked for beside
+// this executable's build folder (<self>/../loadgen, ../node, ../sink, <self>).
+Status find_programs(const std::string& bin_dir, Programs* out);
+
+struct LaunchOptions {
+  std::string run_dir;            // "": ./runs/<YYYYmmdd-HHMMSS>-<pid>
+  Programs programs;
+  double timeout_s = 0;           // 0: default_timeout_s()
+  double grace_s = 3;             // SIGTERM -> SIGKILL
+  double progress_period_s = -1;  // progress lines on `progress`: <0: 1 s on a TTY else 5 s; 0: none
+  std::FILE* progress = stderr;
+  // Set (to a signal number) by the caller's signal handler: the launcher
+  // forwards that signal to every child and stops the run.
+  const volatile std::sig_atomic_t* stop_signal = nullptr;
+};
+
+// 120 s when sending a fixed number of tuples, else duration_s + 60.
+double default_timeout_s(const Deployment& d);
+
+struct ProcessOutcome {
+  std::string name;
+  Role role = Role::kNode;
+  pid_t pid = -1;
+  bool ok = false;
+  std::string error;
+  std::string log_path;
+  std::string summary_path;
+  bool have_summary = false;
+  ProcessSummary summary;
+};
+
+struct RunReport {
+  std::string deployment;  // the file as given
+  std::string preset;
+  std::string run_dir;
+  bool ok = false;
+  std::string error;
+  std::vector<ProcessOutcome> processes;  // in chain order
+  std::vector<std::string> started;       // names in the order they were started
+
+  // The pipeline, as the sink saw it.
+  uint64_t tuples = 0;
+  double tuples_per_s = 0, gbps = 0;
+  uint64_t lost = 0, duplicated = 0, corrupt = 0, filtered = 0;
+  double latency_p50_us = 0, latency_p99_us = 0, latency_max_us = 0;
+};
+
+RunReport run_deployment(const Deployment& d, const LaunchOptions& opts);
+
+// One JSON object (field names are relied on by experiments/ tools).
+std::string report_json(const RunReport& r);
+// A table, one row per process, then the pipeline line and the verdict.
+std::string report_table(const RunReport& r);
+
+std::string json_escape(std::string_view s);
+// The last line of a log that looks like an error, else its last non-empty line.
+std::string last_error_line(const std::string& log_path);
+
+}  // namespace sluice

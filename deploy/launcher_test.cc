@@ -1,0 +1,363 @@
+#include "deploy/launcher.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace sluice {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kYaml = R"(preset: tcp-opt
+duration_s: 1
+base_port: 27100
+processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node}
+  - {name: node-b, role: node}
+  - {name: sink, role: sink}
+)";
+
+#define EXPECT_HAS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+// Alive and not a zombie.
+bool alive(pid_t pid) {
+  if (pid <= 0 || kill(pid, 0) != 0) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  size_t paren = line.rfind(')');
+  return paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'Z';
+}
+
+// Dead within a short while (a killed grandchild is reaped by init).
+bool gone(pid_t pid) {
+  for (int i = 0; i < 100 && alive(pid); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return !alive(pid);
+}
+
+pid_t grandchild_of(const ProcessOutcome& p) {
+  std::ifstream in(p.summary_path + ".grandchild");
+  pid_t g = -1;
+  in >> g;
+  return g;
+}
+
+class Launcher : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/sluice-launcher-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    Status st = parse_deployment(kYaml, "test.yaml", {}, &d_);
+    ASSERT_TRUE(st.ok()) << st.message();
+    opts_.run_dir = dir_ + "/run";
+    opts_.programs = {SLUICE_FAKE_PROCESS, SLUICE_FAKE_PROCESS, SLUICE_FAKE_PROCESS};
+    opts_.grace_s = 0.5;
+    opts_.progress_period_s = 0;
+  }
+  void TearDown() override {
+    unsetenv("SLUICE_FAKE");
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  RunReport run_with(const char* fake) {
+    setenv("SLUICE_FAKE", fake, 1);
+    return run_deployment(d_, opts_);
+  }
+  void expect_nothing_left(const RunReport& r) {
+    for (const auto& p : r.processes) {
+      EXPECT_TRUE(gone(p.pid)) << p.name << " pid " << p.pid << " still running";
+      pid_t g = grandchild_of(p);
+      if (g > 0) {
+        EXPECT_TRUE(gone(g)) << p.name << "'s grandchild " << g << " still running";
+      }
+      if (p.pid > 0) {
+        EXPECT_TRUE(fs::exists(p.log_path)) << p.log_path;  // logs are kept
+      }
+    }
+  }
+
+  std::string dir_;
+  Deployment d_;
+  LaunchOptions opts_;
+};
+
+TEST_F(Launcher, GathersSummariesOfASuccessfulRun) {
+  RunReport r = run_with("");
+  ASSERT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(r.error, "");
+  EXPECT_EQ(r.run_dir, dir_ + "/run");
+  EXPECT_EQ(r.started, (std::vector<std::string>{"sink", "node-b", "node-a", "loadgen"}));
+  ASSERT_EQ(r.processes.size(), 4u);
+  for (const auto& p : r.processes) {
+    EXPECT_TRUE(p.ok) << p.name << ": " << p.error;
+    EXPECT_TRUE(p.have_summary) << p.name;
+    EXPECT_EQ(p.summary.name, p.name);
+    EXPECT_EQ(p.summary.role, role_name(p.role));
+    EXPECT_EQ(p.log_path, r.run_dir + "/" + p.name + ".log");
+  }
+  EXPECT_EQ(r.tuples, 255000u);
+  EXPECT_DOUBLE_EQ(r.tuples_per_s, 255000 / 2.0);
+  EXPECT_DOUBLE_EQ(r.gbps, 32768000 * 8.0 / 2.0 / 1e9);
+  EXPECT_DOUBLE_EQ(r.latency_p99_us, 120.5);
+  EXPECT_EQ(r.lost, 0u);
+  // Each child read resolved.yaml; it is the same deployment.
+  Deployment back;
+  Status st = load_deployment(r.run_dir + "/resolved.yaml", {}, &back);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(dump_deployment(back), dump_deployment(d_));
+  std::ifstream log(r.run_dir + "/node-a.log");
+  std::string first;
+  std::getline(log, first);
+  EXPECT_EQ(first, "fake node-a (node) starting, mode ok");
+  expect_nothing_left(r);
+
+  // The JSON report: parse it back (yaml-cpp reads JSON).
+  YAML::Node j = YAML::Load(report_json(r));
+  EXPECT_EQ(j["deployment"].as<std::string>(), "test.yaml");
+  EXPECT_EQ(j["preset"].as<std::string>(), "tcp-opt");
+  EXPECT_EQ(j["run_dir"].as<std::string>(), r.run_dir);
+  EXPECT_TRUE(j["ok"].as<bool>());
+  EXPECT_EQ(j["error"].as<std::string>(), "");
+  EXPECT_EQ(j["tuples"].as<uint64_t>(), 255000u);
+  EXPECT_DOUBLE_EQ(j["tuples_per_s"].as<double>(), 127500);
+  EXPECT_DOUBLE_EQ(j["gbps"].as<double>(), r.gbps);
+  for (const char* k : {"lost", "duplicated", "corrupt", "filtered"}) EXPECT_EQ(j[k].as<uint64_t>(), 0u) << k;
+  EXPECT_DOUBLE_EQ(j["latency_us"]["p50"].as<double>(), 40);
+  EXPECT_DOUBLE_EQ(j["latency_us"]["p99"].as<double>(), 120.5);
+  EXPECT_DOUBLE_EQ(j["latency_us"]["max"].as<double>(), 900);
+  ASSERT_EQ(j["processes"].size(), 4u);
+  YAML::Node p = j["processes"][1];
+  EXPECT_EQ(p["name"].as<std::string>(), "node-a");
+  EXPECT_EQ(p["role"].as<std::string>(), "node");
+  EXPECT_TRUE(p["ok"].as<bool>());
+  for (const char* k : {"events_in", "events_out", "tuples_in", "tuples_out", "bytes_in", "bytes_out",
+                        "wall_s", "user_s", "sys_s", "cores", "cpe_p", "cpe_u", "cpe_s", "cpe_i",
+                        "cpb_p", "epe_joules", "rss_max_bytes", "credit_waits", "error"})
+    EXPECT_TRUE(p[k].IsDefined()) << k;
+  EXPECT_EQ(p["events_in"].as<uint64_t>(), 1000u);
+  EXPECT_DOUBLE_EQ(p["cpe_p"].as<double>(), r.processes[1].summary.cpe_p);
+  ASSERT_EQ(p["stages"].size(), 1u);
+  EXPECT_EQ(p["stages"][0]["name"].as<std::string>(), "receive/0");
+
+  std::string table = report_table(r);
+  EXPECT_HAS(table, "node-a");
+  EXPECT_HAS(table, "CPE_p");
+  EXPECT_HAS(table, "pipeline: 255000 tuples");
+  EXPECT_HAS(table, "ok; logs and summaries in");
+}
+
+TEST_F(Launcher, AFailingProcessEndsTheRunAndNamesItself) {
+  RunReport r = run_with("loadgen:hang,node-a:fail,node-b:hang,sink:stubborn");
+  EXPECT_FALSE(r.ok);
+  EXPECT_HAS(r.error, "process 'node-a' (role node) failed with exit code 1: [error] node-a: link "
+                      "node-a -> next: connection refused; log: " + r.run_dir + "/node-a.log");
+  EXPECT_FALSE(r.processes[1].ok);
+  for (size_t i : {0, 2, 3}) {
+    EXPECT_FALSE(r.processes[i].ok);
+    EXPECT_HAS(r.processes[i].error, "stopped by sluice-deploy");
+  }
+  expect_nothing_left(r);
+  std::string table = report_table(r);
+  EXPECT_HAS(table, "FAILED: process 'node-a'");
+  YAML::Node j = YAML::Load(report_json(r));
+  EXPECT_FALSE(j["ok"].as<bool>());
+  EXPECT_EQ(j["error"].as<std::string>(), r.error);
+  EXPECT_FALSE(j["processes"][1]["ok"].as<bool>());
+}
+
+TEST_F(Launcher, ACrashNamesTheSignal) {
+  RunReport r = run_with("loadgen:hang,node-b:crash,node-a:hang,sink:hang");
+  EXPECT_FALSE(r.ok);
+  EXPECT_HAS(r.error, "process 'node-b' (role node) failed with signal 6");
+  expect_nothing_left(r);
+}
+
+TEST_F(Launcher, TimeoutStopsEverything) {
+  opts_.timeout_s = 1;
+  auto t0 = std::chrono::steady_clock::now();
+  RunReport r = run_with("loadgen:hang,node-a:hang,node-b:hang,sink:stubborn");
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_FALSE(r.ok);
+  EXPECT_HAS(r.error, "timed out after 1 s; still running: loadgen, node-a, node-b, sink");
+  EXPECT_LT(took, 10);  // a bound against hanging, not a timing assertion
+  expect_nothing_left(r);
+}
+
+TEST_F(Launcher, TimeoutNamesOnlyWhatStillRuns) {
+  opts_.timeout_s = 1;
+  RunReport r = run_with("node-b:hang");
+  EXPECT_FALSE(r.ok);
+  EXPECT_HAS(r.error, "timed out after 1 s; still running: node-b");
+  EXPECT_TRUE(r.processes[0].ok) << r.processes[0].error;  // finished before the timeout
+  EXPECT_TRUE(r.processes[3].have_summary);
+  expect_nothing_left(r);
+}
+
+TEST_F(Launcher, StopSignalIsForwarded) {
+  static volatile std::sig_atomic_t stop = 0;
+  stop = 0;
+  opts_.stop_signal = &stop;
+  std::thread t([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop = SIGINT;
+  });
+  RunReport r = run_with("loadgen:hang,node-a:hang,node-b:hang,sink:hang");
+  t.join();
+  EXPECT_FALSE(r.ok);
+  EXPECT_HAS(r.error, "interrupted by signal 2");
+  expect_nothing_left(r);
+}
+
+TEST_F(Launcher, LostTuplesFailTheRun) {
+  RunReport r = run_with("sink:lost");
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.lost, 3u);
+  EXPECT_HAS(r.error, "the sink counted 3 lost, 0 duplicated and 0 corrupt tuples");
+  // Every process itself succeeded.
+  for (const auto& p : r.processes) EXPECT_TRUE(p.ok) << p.name;
+}
+
+TEST_F(Launcher, MissingSummaryFailsTheRun) {
+  RunReport r = run_with("node-b:nosummary");
+  EXPECT_FALSE(r.ok);
+  EXPECT_HAS(r.error, "process 'node-b' (role node) exited 0 but wrote no summary");
+}
+
+TEST_F(Launcher, ProgramThatDoesNotStart) {
+  opts_.programs.node = dir_ + "/no-such-program";
+  RunReport r = run_with("sink:hang");
+  EXPECT_FALSE(r.ok);
+  EXPECT_HAS(r.error, "process 'node-b' (role node) did not start");
+  EXPECT_HAS(r.error, "no-such-program");
+  EXPECT_EQ(r.started, std::vector<std::string>{"sink"});
+  expect_nothing_left(r);
+}
+
+TEST(LauncherHelpers, JsonEscape) {
+  EXPECT_EQ(json_escape("plain"), "plain");
+  EXPECT_EQ(json_escape("a\"b\\c"), "a\\\"b\\\\c");
+  EXPECT_EQ(json_escape("l1\nl2\tx\r"), "l1\\nl2\\tx\\r");
+  EXPECT_EQ(json_escape(std::string("\x01\x1f", 2)), "\\u0001\\u001f");
+  EXPECT_EQ(json_escape("h\xc3\xa9"), "h\xc3\xa9");
+  // Round trip through a JSON reader.
+  std::string nasty = "quote \" back \\ nl \n tab \t bell \x07 end";
+  YAML::Node n = YAML::Load("{\"s\": \"" + json_escape(nasty) + "\"}");
+  EXPECT_EQ(n["s"].as<std::string>(), nasty);
+}
+
+TEST(LauncherHelpers, LastErrorLine) {
+  char tmpl[] = "/tmp/sluice-log-XXXXXX";
+  int fd = mkstemp(tmpl);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  std::ofstream(tmpl) << "starting\n[error] first\nmore\n[error] second\nshutting down\n\n";
+  EXPECT_EQ(last_error_line(tmpl), "[error] second");
+  std::ofstream(tmpl) << "starting\nlast words\n";
+  EXPECT_EQ(last_error_line(tmpl), "last words");
+  unlink(tmpl);
+  EXPECT_EQ(last_error_line("/nonexistent"), "");
+}
+
+TEST(LauncherHelpers, DefaultTimeout) {
+  Deployment d;
+  d.duration_s = 5;
+  EXPECT_EQ(default_timeout_s(d), 65);
+  d.tuples = 10;
+  EXPECT_EQ(default_timeout_s(d), 120);
+}
+
+TEST(LauncherHelpers, BinDirMustHoldAllThree) {
+  Programs p;
+  Status st = find_programs("/nonexistent-dir", &p);
+  EXPECT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "--bin-dir /nonexistent-dir: no executable /nonexistent-dir/sluice-loadgen");
+  EXPECT_HAS(st.message(), "sluice-sink");
+}
+
+// sluice-deploy itself, end to end, over the fake programs.
+class DeployProgram : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/sluice-deploy-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    fs::create_directory(dir_ + "/bin");
+    for (const char* n : {"sluice-loadgen", "sluice-node", "sluice-sink"})
+      fs::create_symlink(SLUICE_FAKE_PROCESS, dir_ + "/bin/" + n);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  // Runs a shell command; returns its exit code, stdout in *out.
+  int sh(const std::string& cmd, std::string* out) {
+    FILE* f = popen(cmd.c_str(), "r");
+    char buf[4096];
+    size_t n;
+    out->clear();
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) out->append(buf, n);
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  }
+  std::string dir_;
+};
+
+TEST_F(DeployProgram, RunJsonOverFakes) {
+  std::string out;
+  int rc = sh(std::string(SLUICE_DEPLOY) + " run " SLUICE_SOURCE_DIR "/deploy/examples/pipeline.yaml" +
+                  " --set duration_s=1 --set base_port=27500 --json --bin-dir " + dir_ +
+                  "/bin --run-dir " + dir_ + "/run 2>" + dir_ + "/stderr",
+              &out);
+  EXPECT_EQ(rc, 0) << out;
+  YAML::Node j = YAML::Load(out);
+  EXPECT_TRUE(j["ok"].as<bool>());
+  EXPECT_EQ(j["preset"].as<std::string>(), "tcp-opt");
+  EXPECT_EQ(j["processes"].size(), 4u);
+  EXPECT_EQ(j["tuples"].as<uint64_t>(), 255000u);
+  Deployment d;
+  ASSERT_TRUE(load_deployment(dir_ + "/run/resolved.yaml", {}, &d).ok());
+  EXPECT_EQ(d.duration_s, 1);
+  EXPECT_EQ(d.base_port, 27500);
+}
+
+TEST_F(DeployProgram, FailureExitsOneAndBadFileTwo) {
+  std::string out;
+  int rc = sh("SLUICE_FAKE=node-b:fail " + std::string(SLUICE_DEPLOY) +
+                  " run " SLUICE_SOURCE_DIR "/deploy/examples/pipeline.yaml --json --bin-dir " +
+                  dir_ + "/bin --run-dir " + dir_ + "/run 2>/dev/null",
+              &out);
+  EXPECT_EQ(rc, 1);
+  YAML::Node j = YAML::Load(out);
+  EXPECT_FALSE(j["ok"].as<bool>());
+  EXPECT_HAS(j["error"].as<std::string>(), "process 'node-b' (role node) failed with exit code 1");
+
+  rc = sh(std::string(SLUICE_DEPLOY) + " check " SLUICE_SOURCE_DIR
+              "/deploy/examples/pipeline.yaml --set tuple_bytes=abc 2>&1",
+          &out);
+  EXPECT_EQ(rc, 2);
+  EXPECT_HAS(out, "--set tuple_bytes=abc: expected an unsigned integer");
+
+  rc = sh(std::string(SLUICE_DEPLOY) + " check " SLUICE_SOURCE_DIR
+              "/deploy/examples/pipeline.yaml --set preset=original --set encoding=copy",
+          &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_HAS(out, "preset: original");
+  EXPECT_HAS(out, "encoding: copy");
+  EXPECT_HAS(out, "send_queue: async");
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,112 @@
+// A stand-in for sluice-loadgen/-node/-sink in the launcher's tests. It takes
+// the same arguments, reads the resolved deployment (so the tests also check
+// what the launcher hands its children), and then does what SLUICE_FAKE says
+// for its process name: a comma list of name:mode, mode one of
+//   ok         write a summary and exit 0 (the default)
+//   fail       print an error line and exit 1
+//   hang       start a grandchild (its pid in <summary>.grandchild), sleep forever
+//   stubborn   like hang, but ignore SIGTERM
+//   nosummary  exit 0 without a summary
+//   lost       (sink) an ok summary that counts 3 lost tuples
+//   crash      die by SIGSEGV-like abort
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "graph/config.h"
+#include "node/metrics.h"
+
+using namespace sluice;
+
+namespace {
+
+std::string mode_for(const std::string& name) {
+  const char* env = std::getenv("SLUICE_FAKE");
+  std::string spec = env ? env : "";
+  size_t b = 0;
+  while (b <= spec.size()) {
+    size_t e = spec.find(',', b);
+    if (e == std::string::npos) e = spec.size();
+    std::string item = spec.substr(b, e - b);
+    size_t colon = item.find(':');
+    if (colon != std::string::npos && item.substr(0, colon) == name) return item.substr(colon + 1);
+    b = e + 1;
+  }
+  return "ok";
+}
+
+void sleep_forever() {
+  for (;;) pause();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string deployment, process, summary;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i];
+    if (k == "--deployment") deployment = argv[i + 1];
+    else if (k == "--process") process = argv[i + 1];
+    else if (k == "--summary") summary = argv[i + 1];
+  }
+  Deployment d;
+  Status st = load_deployment(deployment, {}, &d);
+  if (!st) {
+    std::fprintf(stderr, "[error] fake: %s\n", st.message().c_str());
+    return 3;
+  }
+  int idx = d.process_index(process);
+  if (idx < 0) {
+    std::fprintf(stderr, "[error] fake: no process '%s'\n", process.c_str());
+    return 3;
+  }
+  const std::string mode = mode_for(process);
+  std::printf("fake %s (%s) starting, mode %s\n", process.c_str(), role_name(d.processes[idx].role),
+              mode.c_str());
+  std::fflush(stdout);
+
+  if (mode == "fail") {
+    std::fprintf(stderr, "[error] %s: link %s -> %s: connection refused\n", process.c_str(),
+                 process.c_str(), "next");
+    std::fprintf(stderr, "shutting down\n");
+    return 1;
+  }
+  if (mode == "crash") abort();
+  if (mode == "hang" || mode == "stubborn") {
+    if (mode == "stubborn") signal(SIGTERM, SIG_IGN);
+    pid_t g = fork();
+    if (g == 0) sleep_forever();
+    std::ofstream(summary + ".grandchild") << g << "\n";
+    sleep_forever();
+  }
+  if (mode == "nosummary") return 0;
+
+  ProcessSummary s;
+  s.name = process;
+  s.role = role_name(d.processes[idx].role);
+  s.instances = d.instances;
+  s.cores = d.cores_of(idx);
+  s.wall_s = 2.0;
+  s.user_s = 0.5;
+  s.sys_s = 0.25;
+  const uint64_t events = 1000, tuples = 255000, bytes = 32768000;
+  if (d.processes[idx].role != Role::kLoadgen) s.events_in = events, s.tuples_in = tuples, s.bytes_in = bytes;
+  if (d.processes[idx].role != Role::kSink) s.events_out = events, s.tuples_out = tuples, s.bytes_out = bytes;
+  if (d.processes[idx].role == Role::kSink) {
+    s.latency_p50_us = 40;
+    s.latency_p99_us = 120.5;
+    s.latency_max_us = 900;
+    if (mode == "lost") s.lost = 3;
+  }
+  s.rss_max_bytes = 10 << 20;
+  s.stages.push_back({"receive/0", 0.1, 0.2, events});
+  s.compute();
+  std::ofstream(summary) << s.to_json() << "\n";
+  std::printf("fake %s done\n", process.c_str());
+  return 0;
+}

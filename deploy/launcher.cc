@@ -432,23 +432,25 @@ std::string report_json(const RunReport& r) {
 }
 
 std::string report_table(const RunReport& r) {
-  std::string out = fmt::format("{:<12} {:<8} {:>10} {:>10} {:>12} {:>7} {:>9} {:>9} {:>9} {:>9} "
+  size_t w = 12;
+  for (const auto& p : r.processes) w = std::max(w, p.name.size());
+  std::string out = fmt::format("{:<{}} {:<8} {:>10} {:>10} {:>12} {:>7} {:>9} {:>9} {:>9} {:>9} "
                                 "{:>7} {:>9} {:>8}\n",
-                                "process", "role", "events in", "events out", "tuples/s", "Gb/s",
+                                "process", w, "role", "events in", "events out", "tuples/s", "Gb/s",
                                 "CPE_p", "CPE_u", "CPE_s", "CPE_i", "CPB_p", "EPE (uJ)", "RSS MiB");
   for (const auto& p : r.processes) {
     if (!p.have_summary) {
-      out += fmt::format("{:<12} {:<8} {}\n", p.name, role_name(p.role),
+      out += fmt::format("{:<{}} {:<8} {}\n", p.name, w, role_name(p.role),
                          p.error.empty() ? "no summary" : p.error);
       continue;
     }
     const ProcessSummary& s = p.summary;
-    const double w = s.wall_s > 0 ? s.wall_s : 0;
-    const double tps = w ? std::max(s.tuples_in, s.tuples_out) / w : 0;
-    const double gbps = w ? std::max(s.bytes_in, s.bytes_out) * 8.0 / w / 1e9 : 0;
-    out += fmt::format("{:<12} {:<8} {:>10} {:>10} {:>12.0f} {:>7.2f} {:>9.0f} {:>9.0f} {:>9.0f} "
+    const double wall = s.wall_s > 0 ? s.wall_s : 0;
+    const double tps = wall ? std::max(s.tuples_in, s.tuples_out) / wall : 0;
+    const double gbps = wall ? std::max(s.bytes_in, s.bytes_out) * 8.0 / wall / 1e9 : 0;
+    out += fmt::format("{:<{}} {:<8} {:>10} {:>10} {:>12.0f} {:>7.2f} {:>9.0f} {:>9.0f} {:>9.0f} "
                        "{:>9.0f} {:>7.2f} {:>9.2f} {:>8.1f}\n",
-                       p.name, role_name(p.role), s.events_in, s.events_out, tps, gbps, s.cpe_p,
+                       p.name, w, role_name(p.role), s.events_in, s.events_out, tps, gbps, s.cpe_p,
                        s.cpe_u, s.cpe_s, s.cpe_i, s.cpb_p, s.epe_joules * 1e6,
                        s.rss_max_bytes / 1048576.0);
   }

@@ -71,7 +71,7 @@ struct Deployment {
   // The node.
   Wait wait = Wait::kBlock;        // descriptor rings: block | spin | hybrid
   uint32_t ring_slots = 1024;      // descriptors per ring (power of two)
-  uint32_t loadgen_slots = 1024;   // generator pool slots
+  uint32_t loadgen_slots = 1024;   // generator pool slots, at most (about 4 MiB of events)
 
   // Accounting.
   double clock_ghz = 2.6;          // nominal clock F

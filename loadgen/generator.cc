@@ -8,6 +8,18 @@
 #include "transport/event.h"
 
 namespace sluice {
+namespace {
+
+// Events made but not yet sent wait in the pool: more than a few MiB of them
+// adds queueing latency and buys no throughput. loadgen_slots is the ceiling.
+size_t generator_slots(const Deployment& d) {
+  constexpr size_t kQueueBytes = 4u << 20;
+  size_t ev = event_wire_bytes(d.tuple_bytes, tuples_per_event(d.tuple_bytes, d.event_bytes),
+                               d.data_bytes);
+  return std::min<size_t>(d.loadgen_slots, std::max<size_t>(16, kQueueBytes / ev));
+}
+
+}  // namespace
 
 Generator::Generator(const Deployment& d, uint32_t instance)
     : tuple_bytes_(d.tuple_bytes),
@@ -20,7 +32,7 @@ Generator::Generator(const Deployment& d, uint32_t instance)
       burst_ms_(d.burst_ms),
       burst_events_(d.burst_events),
       wait_(d.wait),
-      pool_(d.loadgen_slots,
+      pool_(generator_slots(d),
             std::max(event_wire_bytes(d.tuple_bytes, tuples_per_event(d.tuple_bytes, d.event_bytes),
                                       d.data_bytes),
                      8 + size_t{d.streams} * sizeof(EndOfStreamEntry))),

@@ -54,8 +54,13 @@ Status NetDestination::start() {
   return sender_ ? Status() : st;
 }
 
+void NetDestination::abort() {
+  if (sender_) last_stats_ = sender_->stats();
+  sender_.reset();  // closes the socket: the receiver sees the stream cut short
+}
+
 void NetDestination::report(ProcessSummary& s) const {
-  if (sender_) s.credit_waits += sender_->stats().credit_waits;
+  s.credit_waits += sender_ ? sender_->stats().credit_waits : last_stats_.credit_waits;
 }
 
 // ---- Instance ---------------------------------------------------------------
@@ -190,6 +195,7 @@ void Instance::send_loop() {
   }
   if (st.ok() && ended) st = dest_->finish();
   if (!st.ok()) fail(st);
+  if (!st.ok() || !ended) dest_->abort();
   cpu_[2] = CpuTimes::thread() - c0;
   done_.fetch_add(1, std::memory_order_acq_rel);
 }

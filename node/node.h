@@ -59,6 +59,8 @@ class Destination {
   virtual Status consume(std::span<const Descriptor> descs) = 0;
   // After END was consumed: flush and close.
   virtual Status finish() { return {}; }
+  // After a failure: close at once, without END, so downstream learns of it.
+  virtual void abort() {}
   virtual void report(ProcessSummary&) const {}
 };
 
@@ -92,6 +94,7 @@ class NetDestination final : public Destination {
   Status start() override;
   Status consume(std::span<const Descriptor> descs) override { return sender_->send(descs); }
   Status finish() override { return sender_->close(); }
+  void abort() override;
   void report(ProcessSummary& s) const override;
 
  private:
@@ -99,6 +102,7 @@ class NetDestination final : public Destination {
   const SlotPool& pool_;
   SlotReleaser& releaser_;
   std::unique_ptr<Sender> sender_;
+  LinkStats last_stats_;
 };
 
 struct InstanceConfig {

@@ -1,0 +1,96 @@
+// A node with two instances: one upstream link shakes hands properly and then
+// sends a frame with a bad magic; the other carries a real stream. The bad
+// link is closed with an error naming its peer; the other link delivers every
+// tuple to the sink.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "graph/config.h"
+#include "loadgen/generator.h"
+#include "node/node.h"
+#include "node/process.h"
+#include "transport/tcp/codec.h"
+
+namespace sluice {
+namespace {
+
+Deployment two_instances(uint16_t port) {
+  Deployment d;
+  std::string yaml = "preset: tcp-opt\ntuple_bytes: 64\nevent_bytes: 2048\ntuples: 20000\n"
+                     "instances: 2\nprogress_s: 0\nconnect_timeout_ms: 5000\nbase_port: " +
+                     std::to_string(port) +
+                     "\nprocesses:\n  - {name: loadgen, role: loadgen}\n"
+                     "  - {name: node-a, role: node}\n  - {name: sink, role: sink}\n";
+  Status st = parse_deployment(yaml, "links_test", {}, &d);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return d;
+}
+
+int connect_to(uint16_t port) {
+  for (int i = 0; i < 200; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) return fd;
+    close(fd);
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return -1;
+}
+
+TEST(Links, ABadFrameOnOneLinkLeavesTheOtherServing) {
+  const uint16_t port = 29000;
+  Deployment d = two_instances(port);
+  ProcessSummary node_sum, sink_sum;
+  Status node_st, sink_st;
+  std::thread sink([&] { sink_st = run_process(d, 2, nullptr, &sink_sum); });
+  std::thread node([&] { node_st = run_process(d, 1, nullptr, &node_sum); });
+
+  // Link 0: a proper handshake, then garbage where a frame header belongs.
+  LinkOptions lo = d.link_into(1, 0);
+  int fd = connect_to(d.listen_port(1, 0));
+  ASSERT_GE(fd, 0);
+  std::byte buf[4096];
+  size_t len = 0;
+  ASSERT_TRUE(tcp::encode_hello(tcp::hello_from_options(lo), buf, sizeof buf, &len).ok());
+  ASSERT_EQ(write(fd, buf, len), ssize_t(len));
+  ASSERT_GT(read(fd, buf, sizeof buf), 0);  // the reply
+  FrameHeader bad{0xBADF00D, uint16_t(FrameKind::kEvents), 0, 64, 1};
+  ASSERT_EQ(write(fd, &bad, sizeof bad), ssize_t(sizeof bad));
+
+  // Link 1: a real generator and sender, as the load generator would run it.
+  auto gen = std::make_unique<Generator>(d, 1);
+  auto dest = std::make_unique<NetDestination>(d.link_into(1, 1), gen->pool(), gen->releaser());
+  InstanceConfig ic;
+  ic.index = 1;
+  Instance lg(ic, std::move(gen), std::move(dest), OperatorChain(), [] {});
+  lg.start();
+  lg.join();
+  EXPECT_TRUE(lg.status().ok()) << lg.status().message();
+
+  node.join();
+  close(fd);
+  sink.join();
+
+  EXPECT_FALSE(node_st.ok());
+  EXPECT_NE(node_st.message().find("magic"), std::string::npos) << node_st.message();
+  EXPECT_NE(node_st.message().find("loadgen"), std::string::npos) << node_st.message();
+  // Instance 1 went through the node and reached the sink whole.
+  EXPECT_EQ(sink_sum.tuples_in, 20000u) << sink_st.message();
+  EXPECT_EQ(sink_sum.lost, 0u);
+  EXPECT_EQ(sink_sum.corrupt, 0u);
+  // The sink's link 0 was cut short without END, and it says so.
+  EXPECT_FALSE(sink_st.ok());
+}
+
+}  // namespace
+}  // namespace sluice

@@ -1,0 +1,307 @@
+// The real four processes on loopback: loadgen -> node-a -> node-b -> sink,
+// started by sluice-deploy (or by hand where a test needs the pids), for each
+// preset and encoding. Every tuple must arrive once and intact. No test here
+// asserts a timing: these machines are shared.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDeploy = SLUICE_DEPLOY;
+const std::string kExample = std::string(SLUICE_SOURCE_DIR) + "/deploy/examples/pipeline.yaml";
+
+struct RunResult {
+  int code = -1;
+  std::string out;
+  std::string err;
+  YAML::Node json;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Each test gets its own ports and run directory: ctest runs tests in parallel.
+std::string scratch(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("sluice-it-" + name + "-" + std::to_string(getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+RunResult deploy(const std::string& name, int port, const std::vector<std::string>& sets,
+           const std::string& file = kExample) {
+  std::string dir = scratch(name);
+  std::string cmd = kDeploy + " run " + file + " --json --run-dir " + dir + "/run" +
+                    " --set base_port=" + std::to_string(port) + " --set progress_s=0";
+  for (const auto& s : sets) cmd += " --set " + s;
+  cmd += " >" + dir + "/out 2>" + dir + "/err";
+  RunResult r;
+  int rc = std::system(cmd.c_str());
+  r.code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  r.out = slurp(dir + "/out");
+  r.err = slurp(dir + "/err");
+  try {
+    r.json = YAML::Load(r.out);
+  } catch (const YAML::Exception&) {
+  }
+  return r;
+}
+
+void expect_clean(const RunResult& r, uint64_t tuples) {
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  ASSERT_TRUE(r.json.IsMap()) << r.out;
+  EXPECT_TRUE(r.json["ok"].as<bool>());
+  EXPECT_EQ(r.json["tuples"].as<uint64_t>(), tuples);
+  EXPECT_EQ(r.json["lost"].as<uint64_t>(), 0u);
+  EXPECT_EQ(r.json["duplicated"].as<uint64_t>(), 0u);
+  EXPECT_EQ(r.json["corrupt"].as<uint64_t>(), 0u);
+  ASSERT_EQ(r.json["processes"].size(), 4u);
+  EXPECT_EQ(r.json["processes"][0]["role"].as<std::string>(), "loadgen");
+  EXPECT_EQ(r.json["processes"][3]["role"].as<std::string>(), "sink");
+  for (const auto& p : r.json["processes"]) {
+    EXPECT_GT(p["cpe_p"].as<double>(), 0) << p["name"].as<std::string>();
+    EXPECT_GT(p["rss_max_bytes"].as<uint64_t>(), 0u);
+  }
+}
+
+struct Case {
+  const char* name;
+  std::vector<std::string> sets;
+  uint64_t tuples;         // per instance: each instance is a pipeline of its own
+  uint64_t instances = 1;
+};
+
+class Pipeline : public ::testing::TestWithParam<std::tuple<Case, int>> {};
+
+TEST_P(Pipeline, EveryTupleArrivesOnceAndIntact) {
+  const auto& [c, port] = GetParam();
+  std::vector<std::string> sets = c.sets;
+  sets.push_back("tuples=" + std::to_string(c.tuples));
+  RunResult r = deploy(c.name, port, sets);
+  expect_clean(r, c.tuples * c.instances);
+}
+
+const Case kCases[] = {
+    {"original", {"preset=original", "event_bytes=4096"}, 20000},
+    {"tcp_opt", {"preset=tcp-opt", "event_bytes=4096"}, 20000},
+    {"tcp_opt_copy", {"preset=tcp-opt", "encoding=copy", "event_bytes=4096"}, 20000},
+    {"tcp_opt_capnp", {"preset=tcp-opt", "encoding=capnp", "event_bytes=4096"}, 20000},
+    {"original_copy", {"preset=original", "encoding=copy", "event_bytes=4096"}, 20000},
+    {"one_tuple_events_sg", {"preset=tcp-opt", "tuple_bytes=12", "event_bytes=0"}, 200000},
+    {"one_tuple_events_capnp", {"preset=original", "tuple_bytes=12", "event_bytes=0"}, 20000},
+    {"big_tuples_original", {"preset=original", "tuple_bytes=4096", "event_bytes=32768"}, 2000},
+    {"big_tuples_sg", {"preset=tcp-opt", "tuple_bytes=4096", "event_bytes=32768"}, 2000},
+    {"instances_and_streams", {"instances=2", "streams=3", "event_bytes=2048"}, 30000, 2},
+    {"spin_wait", {"wait=spin", "event_bytes=8192"}, 5000},
+    {"hybrid_wait_reno", {"wait=hybrid", "congestion=reno", "event_bytes=8192"}, 5000},
+};
+
+std::vector<std::tuple<Case, int>> cases() {
+  std::vector<std::tuple<Case, int>> v;
+  int port = 21000;
+  for (const auto& c : kCases) {
+    v.emplace_back(c, port);
+    port += 400;
+  }
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(PresetsAndEncodings, Pipeline, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return std::string(std::get<0>(info.param).name); });
+
+TEST(PipelineFilter, DroppedTuplesAreCountedAsFilteredNotLost) {
+  std::string dir = scratch("filter-in");
+  std::string file = dir + "/filter.yaml";
+  std::ofstream(file) << "preset: tcp-opt\ntuple_bytes: 32\nevent_bytes: 4096\ntuples: 40000\n"
+                         "processes:\n"
+                         "  - {name: loadgen, role: loadgen}\n"
+                         "  - {name: node-a, role: node, operators: [{filter: {field: key, op: lt, value: 512}}]}\n"
+                         "  - {name: node-b, role: node}\n"
+                         "  - {name: sink, role: sink}\n";
+  RunResult r = deploy("filter", 26000, {}, file);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  uint64_t got = r.json["tuples"].as<uint64_t>();
+  uint64_t filtered = r.json["filtered"].as<uint64_t>();
+  EXPECT_EQ(got + filtered, 40000u);
+  EXPECT_GT(got, 40000u / 3);  // keys uniform in [0, 1024): about half pass
+  EXPECT_LT(got, 40000u * 2 / 3);
+  EXPECT_EQ(r.json["lost"].as<uint64_t>(), 0u);
+}
+
+// A pass-through node holds a fixed pool: ten times the tuples, same memory.
+TEST(PipelineMemory, NodeRssDoesNotGrowWithTuplesSent) {
+  RunResult small = deploy("rss_small", 26400, {"tuples=20000", "event_bytes=4096"});
+  RunResult large = deploy("rss_large", 26800, {"tuples=400000", "event_bytes=4096"});
+  expect_clean(small, 20000);
+  expect_clean(large, 400000);
+  for (int i = 1; i <= 2; ++i) {
+    uint64_t a = small.json["processes"][i]["rss_max_bytes"].as<uint64_t>();
+    uint64_t b = large.json["processes"][i]["rss_max_bytes"].as<uint64_t>();
+    EXPECT_LT(b, a + (4u << 20)) << "node " << i << ": " << a << " -> " << b;
+  }
+}
+
+TEST(PipelineErrors, ATypoInTheDeploymentFileNamesFileLineAndKey) {
+  std::string dir = scratch("typo-in");
+  std::string file = dir + "/typo.yaml";
+  std::ofstream(file) << "preset: tcp-opt\ntupel_bytes: 64\nprocesses:\n"
+                         "  - {name: loadgen, role: loadgen}\n  - {name: sink, role: sink}\n";
+  RunResult r = deploy("typo", 27200, {}, file);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("typo.yaml:2"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tupel_bytes"), std::string::npos) << r.err;
+}
+
+TEST(PipelineErrors, APortInUseIsNamed) {
+  // Hold node-a's port (process 1 listens on base_port + 100).
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(27400 + 100);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  RunResult r = deploy("port", 27400, {"tuples=1000"});
+  close(fd);
+  EXPECT_NE(r.code, 0);
+  std::string all = r.err + r.out;
+  EXPECT_NE(all.find("node-a"), std::string::npos) << all;
+  EXPECT_NE(all.find("27500"), std::string::npos) << all;
+}
+
+// ---- processes started by hand: the test needs their pids ----------------------
+
+struct Proc {
+  pid_t pid = -1;
+  std::string log;
+};
+
+Proc spawn(const std::string& bin, const std::string& file, const std::string& name,
+           const std::string& dir) {
+  Proc p;
+  p.log = dir + "/" + name + ".log";
+  p.pid = fork();
+  if (p.pid == 0) {
+    FILE* f = std::freopen(p.log.c_str(), "w", stderr);
+    (void)f;
+    std::string summary = dir + "/" + name + ".json";
+    execl(bin.c_str(), bin.c_str(), "--deployment", file.c_str(), "--process", name.c_str(),
+          "--summary", summary.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return p;
+}
+
+int wait_exit(pid_t pid, int timeout_s) {
+  for (int i = 0; i < timeout_s * 20; ++i) {
+    int st;
+    if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+std::string write_chain(const std::string& dir, int port, const std::string& extra) {
+  std::string file = dir + "/chain.yaml";
+  std::ofstream(file) << "preset: tcp-opt\ntuple_bytes: 128\nevent_bytes: 4096\nslots: 8\n"
+                         "progress_s: 0\nbase_port: "
+                      << port << "\n" << extra
+                      << "processes:\n"
+                         "  - {name: loadgen, role: loadgen}\n"
+                         "  - {name: node-a, role: node}\n"
+                         "  - {name: node-b, role: node}\n"
+                         "  - {name: sink, role: sink}\n";
+  return file;
+}
+
+// The sink stops for two seconds mid-run: credits run out, the whole pipeline
+// waits, node memory stays what it was, and when the sink resumes everything
+// arrives.
+TEST(PipelineSlowSink, AStoppedSinkStallsThePipelineAndLosesNothing) {
+  std::string dir = scratch("slowsink");
+  std::string file = write_chain(dir, 27800, "duration_s: 4\n");
+  Proc sink = spawn(SLUICE_SINK, file, "sink", dir);
+  Proc b = spawn(SLUICE_NODE, file, "node-b", dir);
+  Proc a = spawn(SLUICE_NODE, file, "node-a", dir);
+  Proc lg = spawn(SLUICE_LOADGEN, file, "loadgen", dir);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  kill(sink.pid, SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  kill(sink.pid, SIGCONT);
+  EXPECT_EQ(wait_exit(lg.pid, 60), 0) << slurp(lg.log);
+  EXPECT_EQ(wait_exit(a.pid, 30), 0) << slurp(a.log);
+  EXPECT_EQ(wait_exit(b.pid, 30), 0) << slurp(b.log);
+  EXPECT_EQ(wait_exit(sink.pid, 30), 0) << slurp(sink.log);
+  YAML::Node s = YAML::Load(slurp(dir + "/sink.json"));
+  YAML::Node l = YAML::Load(slurp(dir + "/loadgen.json"));
+  EXPECT_GT(s["tuples_in"].as<uint64_t>(), 0u);
+  EXPECT_EQ(s["tuples_in"].as<uint64_t>(), l["tuples_out"].as<uint64_t>());
+  EXPECT_EQ(s["lost"].as<uint64_t>(), 0u);
+  EXPECT_EQ(s["corrupt"].as<uint64_t>(), 0u);
+  // The stall reached the generator as waits for credit.
+  EXPECT_GT(l["credit_waits"].as<uint64_t>(), 0u);
+}
+
+// node-b dies mid-run: the run ends with an error naming it, the others are
+// stopped, their logs kept.
+TEST(PipelineErrors, APeerThatVanishesEndsTheRunWithItsName) {
+  std::string dir = scratch("vanish");
+  std::string cmd = kDeploy + " run " + kExample + " --json --run-dir " + dir +
+                    "/run --set base_port=28200 --set duration_s=60 --set progress_s=0 >" + dir +
+                    "/out 2>" + dir + "/err";
+  pid_t d = fork();
+  if (d == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Find node-b by its command line once it runs.
+  pid_t victim = -1;
+  for (int i = 0; i < 100 && victim < 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      std::string cl = slurp(e.path() / "cmdline");
+      std::replace(cl.begin(), cl.end(), '\0', ' ');
+      if (cl.find(dir + "/run/") != std::string::npos && cl.find("--process node-b") != std::string::npos &&
+          cl.find("sluice-node") != std::string::npos) {
+        victim = std::stoi(e.path().filename());
+        break;
+      }
+    }
+  }
+  ASSERT_GT(victim, 0) << "node-b never started";
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  kill(victim, SIGKILL);
+  int code = wait_exit(d, 30);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(code, -1) << "sluice-deploy did not end after a peer vanished";
+  std::string all = slurp(dir + "/err") + slurp(dir + "/out");
+  EXPECT_NE(all.find("node-b"), std::string::npos) << all;
+  EXPECT_TRUE(fs::exists(dir + "/run/node-a.log"));
+  EXPECT_TRUE(fs::exists(dir + "/run/sink.log"));
+}
+
+}  // namespace

@@ -265,6 +265,8 @@ class TcpReceiver final : public Receiver {
 
   void release(uint32_t slot) override {
     pool_.release(slot);
+    // Single writer (this thread): a plain store, no locked instruction.
+    released_.store(released_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
     const bool end = slot == end_slot_.load(std::memory_order_acquire);
     if (++pending_credits_ < batch_ && !end) return;
     send_credits();
@@ -324,8 +326,11 @@ class TcpReceiver final : public Receiver {
   }
 
   // A frame arrived: it needs a slot the sender had a credit for.
+  // The pool may hold more slots than this link granted credits for, so the
+  // grant is checked as well: frames taken minus slots released.
   Status take_slot(uint32_t* slot) {
-    *slot = pool_.try_acquire();
+    const uint64_t released = released_.load(std::memory_order_acquire);
+    *slot = frames_ - released >= opts_.slots ? kNoSlot : pool_.try_acquire();
     if (*slot == kNoSlot)
       return fail(fmt::format("{}: frame {} at byte {} sent without credit (no free slot)", link_,
                               frames_, frame_offset_));
@@ -554,6 +559,7 @@ class TcpReceiver final : public Receiver {
   uint32_t batch_;
   uint32_t pending_credits_ = 0;
   std::atomic<uint32_t> end_slot_{kNoSlot};
+  std::atomic<uint64_t> released_{0};
 };
 
 // ---------------------------------------------------------------------------

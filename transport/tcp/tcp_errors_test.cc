@@ -1,0 +1,654 @@
+// Bad input on a tcp link: a raw socket plays the peer and sends what a
+// broken or hostile sender (or receiver) would. Every error must name the
+// problem and the link, and nothing may crash or hang.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "transport/tcp/codec.h"
+#include "transport/tcp/test_util.h"
+#include "transport/transport.h"
+
+namespace sluice {
+namespace {
+
+
+using testing::loopback_options;
+using testing::write_end;
+using testing::write_event;
+
+#define EXPECT_HAS(text, part) EXPECT_NE(std::string(text).find(part), std::string::npos) \
+    << "'" << (text) << "' does not mention '" << (part) << "'"
+
+struct RawSocket {
+  int fd = -1;
+  ~RawSocket() {
+    if (fd >= 0) ::close(fd);
+  }
+  void connect_to(uint16_t port) {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << strerror(errno);
+  }
+  void write(const void* p, size_t n) {
+    const char* c = static_cast<const char*>(p);
+    while (n > 0) {
+      ssize_t r = ::send(fd, c, n, MSG_NOSIGNAL);
+      if (r <= 0) return;  // the peer may have closed on us: that is the test
+      c += r;
+      n -= r;
+    }
+  }
+  bool read(void* p, size_t n) {
+    char* c = static_cast<char*>(p);
+    while (n > 0) {
+      ssize_t r = ::recv(fd, c, n, 0);
+      if (r <= 0) return false;
+      c += r;
+      n -= r;
+    }
+    return true;
+  }
+  // Reads one handshake message (prefix + body) and decodes it as a reply.
+  bool read_reply(tcp::ReplyInfo* r) {
+    std::byte buf[tcp::kHandshakePrefixBytes + tcp::kMaxHandshakeBytes];
+    if (!read(buf, tcp::kHandshakePrefixBytes)) return false;
+    uint32_t len;
+    if (!tcp::decode_handshake_prefix(buf, &len)) return false;
+    if (!read(buf, len)) return false;
+    return tcp::decode_reply(buf, len, r).ok();
+  }
+  void write_hello(const tcp::HelloInfo& h) {
+    std::byte buf[tcp::kHandshakePrefixBytes + tcp::kMaxHandshakeBytes];
+    size_t n = 0;
+    ASSERT_TRUE(tcp::encode_hello(h, buf, sizeof buf, &n).ok());
+    write(buf, n);
+  }
+};
+
+LinkOptions sender_view(LinkOptions o, uint16_t port) {
+  o.port = port;
+  std::swap(o.local_name, o.peer_name);
+  return o;
+}
+
+// A receiver whose upstream is a raw socket that shook hands correctly.
+class RawUpstream : public ::testing::TestWithParam<Encoding> {
+ protected:
+  void SetUp() override {
+    ro_ = loopback_options(GetParam());
+    ro_.slot_bytes = 4096;
+    ro_.slots = 2;
+    ro_.tuple_bytes = 12;
+    Status st;
+    listener_ = make_listener(ro_, pool_, &st);
+    ASSERT_TRUE(listener_) << st.message();
+    raw_.connect_to(listener_->port());
+    raw_.write_hello(tcp::hello_from_options(sender_view(ro_, listener_->port())));
+    receiver_ = listener_->accept(&st);
+    ASSERT_TRUE(receiver_) << st.message();
+    tcp::ReplyInfo reply;
+    ASSERT_TRUE(raw_.read_reply(&reply));
+    ASSERT_TRUE(reply.accepted) << reply.error;
+    EXPECT_EQ(reply.credits, 2u);
+  }
+
+  // A good kEvents frame (sg/copy) or kCapnpEvent frame (capnp) of one event.
+  std::vector<std::byte> good_frame(uint64_t seq) {
+    std::vector<std::byte> ev(256);
+    size_t n = write_event(ev.data(), 0, seq, seq, 1, 12);
+    ev.resize(n);
+    return frame_of(ev, 1);
+  }
+
+  std::vector<std::byte> frame_of(const std::vector<std::byte>& event, uint32_t events) {
+    std::vector<std::byte> payload = event;
+    uint16_t kind = static_cast<uint16_t>(FrameKind::kEvents);
+    if (GetParam() == Encoding::kCapnp) {
+      alignas(8) static std::byte scratch[65536];
+      std::memset(scratch, 0, sizeof scratch);
+      payload.resize(4096);
+      size_t len = 0;
+      EXPECT_TRUE(tcp::encode_capnp_event(event.data(), scratch, sizeof scratch, payload.data(),
+                                          payload.size(), &len)
+                      .ok());
+      payload.resize(len);
+      kind = static_cast<uint16_t>(FrameKind::kCapnpEvent);
+    }
+    FrameHeader h{kFrameMagic, kind, 0, static_cast<uint32_t>(payload.size()), events};
+    std::vector<std::byte> f(sizeof h + payload.size());
+    std::memcpy(f.data(), &h, sizeof h);
+    std::memcpy(f.data() + sizeof h, payload.data(), payload.size());
+    return f;
+  }
+
+  std::string receive_error() {
+    std::vector<Descriptor> out(8);
+    for (int i = 0; i < 100; ++i) {
+      size_t n = 0;
+      Status st = receiver_->receive(out, &n);
+      if (!st) {
+        // After an error the link only returns that error.
+        size_t n2 = 0;
+        Status again = receiver_->receive(out, &n2);
+        EXPECT_EQ(again.message(), st.message());
+        return st.message();
+      }
+      if (n == 0) return "stream ended";
+    }
+    return "no error";
+  }
+
+  LinkOptions ro_;
+  SlotPool pool_{4, 4096};
+  std::unique_ptr<Listener> listener_;
+  std::unique_ptr<Receiver> receiver_;
+  RawSocket raw_;
+};
+
+TEST_P(RawUpstream, GoodFrameThenBadFrameMagic) {
+  auto f = good_frame(0);
+  raw_.write(f.data(), f.size());
+  auto g = good_frame(1);
+  uint32_t bad = 0xdeadbeef;
+  std::memcpy(g.data(), &bad, 4);
+  raw_.write(g.data(), g.size());
+  std::string e = receive_error();
+  EXPECT_HAS(e, "bad frame magic 0xdeadbeef");
+  EXPECT_HAS(e, "link loadgen -> node-a");
+  EXPECT_HAS(e, "frame 1 at byte " + std::to_string(f.size()));
+}
+
+TEST_P(RawUpstream, UnknownFrameKind) {
+  auto f = good_frame(0);
+  uint16_t kind = 9;
+  std::memcpy(f.data() + 4, &kind, 2);
+  raw_.write(f.data(), f.size());
+  std::string e = receive_error();
+  EXPECT_HAS(e, "unknown frame kind 9");
+  EXPECT_HAS(e, "loadgen -> node-a");
+}
+
+TEST_P(RawUpstream, PayloadBeyondTheSlot) {
+  FrameHeader h{kFrameMagic,
+                static_cast<uint16_t>(GetParam() == Encoding::kCapnp ? FrameKind::kCapnpEvent
+                                                                     : FrameKind::kEvents),
+                0, 1u << 20, 1};
+  raw_.write(&h, sizeof h);
+  std::string e = receive_error();
+  EXPECT_HAS(e, "1048576 bytes beyond");
+  EXPECT_HAS(e, "4096-byte slot");
+  EXPECT_HAS(e, "at byte 0");
+}
+
+TEST_P(RawUpstream, FrameCutOffMidEventThenClose) {
+  auto f = good_frame(0);
+  raw_.write(f.data(), f.size() - 20);
+  ::shutdown(raw_.fd, SHUT_WR);
+  std::string e = receive_error();
+  EXPECT_HAS(e, "cut off");
+  EXPECT_HAS(e, std::to_string(f.size() - 20) + " of " + std::to_string(f.size()) + " bytes");
+  EXPECT_HAS(e, "loadgen -> node-a");
+}
+
+TEST_P(RawUpstream, PeerClosesMidStream) {
+  auto f = good_frame(0);
+  raw_.write(f.data(), f.size());
+  ::shutdown(raw_.fd, SHUT_WR);
+  std::vector<Descriptor> out(8);
+  size_t n = 0;
+  ASSERT_TRUE(receiver_->receive(out, &n).ok());
+  ASSERT_EQ(n, 1u);
+  std::string e = receive_error();
+  EXPECT_HAS(e, "link loadgen -> node-a");
+  EXPECT_HAS(e, "upstream closed mid-stream after 1 frames (" + std::to_string(f.size()) +
+                    " bytes)");
+}
+
+TEST_P(RawUpstream, SentWithoutCredit) {
+  for (uint64_t i = 0; i < 3; ++i) {  // 2 credits were granted
+    auto f = good_frame(i);
+    raw_.write(f.data(), f.size());
+  }
+  std::string e = receive_error();
+  EXPECT_HAS(e, "frame 2");
+  EXPECT_HAS(e, "sent without credit");
+}
+
+TEST_P(RawUpstream, EndOfStreamThenStreamEnded) {
+  std::byte end[64];
+  size_t eb = write_end(end, 0, 0, 0);
+  FrameHeader h{kFrameMagic, static_cast<uint16_t>(FrameKind::kEnd), 0,
+                static_cast<uint32_t>(eb), 0};
+  raw_.write(&h, sizeof h);
+  raw_.write(end, eb);
+  std::vector<Descriptor> out(8);
+  size_t n = 0;
+  ASSERT_TRUE(receiver_->receive(out, &n).ok());
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(out[0].flags, kDescEnd);
+  EXPECT_EQ(out[0].bytes, eb);
+  ASSERT_TRUE(receiver_->receive(out, &n).ok());
+  EXPECT_EQ(n, 0u);
+}
+
+TEST_P(RawUpstream, ShutdownUnblocksReceive) {
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    receiver_->shutdown();
+  });
+  std::string e = receive_error();
+  t.join();
+  EXPECT_HAS(e, "shut down");
+}
+
+INSTANTIATE_TEST_SUITE_P(Encodings, RawUpstream,
+                         ::testing::Values(Encoding::kSg, Encoding::kCopy, Encoding::kCapnp),
+                         [](const auto& i) { return std::string(encoding_name(i.param)); });
+
+// Errors inside the events of a kEvents frame (sg, copy).
+class RawUpstreamEvents : public RawUpstream {};
+
+TEST_P(RawUpstreamEvents, BadEventMagicInsideAFrame) {
+  auto f = good_frame(0);
+  uint32_t bad = 0x12345678;
+  std::memcpy(f.data() + sizeof(FrameHeader), &bad, 4);
+  raw_.write(f.data(), f.size());
+  std::string e = receive_error();
+  EXPECT_HAS(e, "bad event magic 0x12345678");
+  EXPECT_HAS(e, "loadgen -> node-a");
+  EXPECT_HAS(e, "frame 0 at byte 0");
+}
+
+TEST_P(RawUpstreamEvents, BadEventVersion) {
+  auto f = good_frame(0);
+  uint16_t v = 7;
+  std::memcpy(f.data() + sizeof(FrameHeader) + offsetof(EventHeader, version), &v, 2);
+  raw_.write(f.data(), f.size());
+  std::string e = receive_error();
+  EXPECT_HAS(e, "event version 7");
+}
+
+TEST_P(RawUpstreamEvents, EventCountWrong) {
+  auto f = good_frame(0);
+  uint32_t events = 2;  // one event is there
+  std::memcpy(f.data() + offsetof(FrameHeader, events), &events, 4);
+  raw_.write(f.data(), f.size());
+  std::string e = receive_error();
+  EXPECT_HAS(e, "claims 2 events");
+}
+
+INSTANTIATE_TEST_SUITE_P(Encodings, RawUpstreamEvents,
+                         ::testing::Values(Encoding::kSg, Encoding::kCopy),
+                         [](const auto& i) { return std::string(encoding_name(i.param)); });
+
+// capnp: a message that does not parse is an error, not a crash.
+class RawUpstreamCapnp : public RawUpstream {};
+
+TEST_P(RawUpstreamCapnp, GarbageCapnpEvent) {
+  FrameHeader h{kFrameMagic, static_cast<uint16_t>(FrameKind::kCapnpEvent), 0, 64, 1};
+  std::byte junk[64];
+  std::memset(junk, 0xA5, sizeof junk);
+  raw_.write(&h, sizeof h);
+  raw_.write(junk, sizeof junk);
+  std::string e = receive_error();
+  EXPECT_HAS(e, "capnp");
+  EXPECT_HAS(e, "loadgen -> node-a");
+}
+
+INSTANTIATE_TEST_SUITE_P(Encodings, RawUpstreamCapnp, ::testing::Values(Encoding::kCapnp),
+                         [](const auto& i) { return std::string(encoding_name(i.param)); });
+
+// --- handshake -------------------------------------------------------------
+
+struct Shake {
+  Status receiver, sender;
+};
+
+// A real sender with options `so` against a real listener with `ro`.
+Shake handshake(LinkOptions ro, LinkOptions so) {
+  SlotPool rx(8, 65536), tx(8, 65536);
+  PoolReleaser rel(tx);
+  Shake r;
+  auto l = make_listener(ro, rx, &r.receiver);
+  if (!l) return r;
+  so.port = l->port();
+  std::thread t([&] {
+    auto s = make_sender(so, tx, rel, &r.sender);
+    if (s) s->close();
+  });
+  auto recv = l->accept(&r.receiver);
+  t.join();
+  return r;
+}
+
+LinkOptions rx_opts() {
+  LinkOptions o = loopback_options(Encoding::kSg);
+  o.slot_bytes = 65536;
+  o.slots = 8;
+  return o;
+}
+
+TEST(TcpHandshake, AgreeingEndsConnect) {
+  Shake s = handshake(rx_opts(), sender_view(rx_opts(), 0));
+  EXPECT_TRUE(s.receiver.ok()) << s.receiver.message();
+  EXPECT_TRUE(s.sender.ok()) << s.sender.message();
+}
+
+TEST(TcpHandshake, OtherTupleSize) {
+  LinkOptions so = sender_view(rx_opts(), 0);
+  so.tuple_bytes = 64;
+  Shake s = handshake(rx_opts(), so);
+  for (const Status* st : {&s.receiver, &s.sender}) {
+    ASSERT_FALSE(st->ok());
+    EXPECT_HAS(st->message(), "link loadgen -> node-a (127.0.0.1:");
+    EXPECT_HAS(st->message(),
+               "handshake rejected: schema 'sluice.tuple'/64-byte tuples, receiver expects "
+               "128-byte tuples");
+  }
+}
+
+TEST(TcpHandshake, OtherSchemaName) {
+  LinkOptions so = sender_view(rx_opts(), 0);
+  so.schema = "trades";
+  Shake s = handshake(rx_opts(), so);
+  ASSERT_FALSE(s.sender.ok());
+  EXPECT_HAS(s.sender.message(), "schema 'trades'/128-byte tuples, receiver expects 'sluice.tuple'");
+  EXPECT_FALSE(s.receiver.ok());
+}
+
+TEST(TcpHandshake, OtherSlotSize) {
+  LinkOptions so = sender_view(rx_opts(), 0);
+  so.slot_bytes = 4096;
+  Shake s = handshake(rx_opts(), so);
+  for (const Status* st : {&s.receiver, &s.sender}) {
+    ASSERT_FALSE(st->ok());
+    EXPECT_HAS(st->message(), "slot size 4096 bytes, receiver expects 65536 bytes");
+    EXPECT_HAS(st->message(), "loadgen -> node-a");
+  }
+}
+
+TEST(TcpHandshake, OtherEncoding) {
+  LinkOptions so = sender_view(rx_opts(), 0);
+  so.encoding = Encoding::kCapnp;
+  Shake s = handshake(rx_opts(), so);
+  for (const Status* st : {&s.receiver, &s.sender}) {
+    ASSERT_FALSE(st->ok());
+    EXPECT_HAS(st->message(), "encoding 'capnp', receiver expects 'sg'");
+  }
+}
+
+TEST(TcpHandshake, OtherTokenAndLinkId) {
+  LinkOptions ro = rx_opts();
+  ro.token = "secret";
+  LinkOptions so = sender_view(ro, 0);
+  so.token = "guess";
+  Shake s = handshake(ro, so);
+  ASSERT_FALSE(s.sender.ok());
+  EXPECT_HAS(s.sender.message(), "token does not match");
+  EXPECT_EQ(s.sender.message().find("secret"), std::string::npos);
+  so = sender_view(rx_opts(), 0);
+  so.link_id = 3;
+  s = handshake(rx_opts(), so);
+  ASSERT_FALSE(s.sender.ok());
+  EXPECT_HAS(s.sender.message(), "link id 3, receiver expects 0");
+}
+
+class RawHandshake : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Status st;
+    listener_ = make_listener(rx_opts(), pool_, &st);
+    ASSERT_TRUE(listener_) << st.message();
+    raw_.connect_to(listener_->port());
+  }
+  std::string accept_error() {
+    Status st;
+    auto r = listener_->accept(&st);
+    EXPECT_FALSE(r);
+    return st.message();
+  }
+  SlotPool pool_{8, 65536};
+  std::unique_ptr<Listener> listener_;
+  RawSocket raw_;
+};
+
+TEST_F(RawHandshake, BadVersion) {
+  tcp::HelloInfo h = tcp::hello_from_options(sender_view(rx_opts(), 0));
+  h.version = 2;
+  raw_.write_hello(h);
+  std::string e = accept_error();
+  EXPECT_HAS(e, "handshake rejected: wire version 2, receiver speaks 1");
+  EXPECT_HAS(e, "loadgen -> node-a");
+  tcp::ReplyInfo reply;
+  ASSERT_TRUE(raw_.read_reply(&reply));
+  EXPECT_FALSE(reply.accepted);
+  EXPECT_HAS(reply.error, "wire version 2");
+}
+
+TEST_F(RawHandshake, GarbageBytes) {
+  const char junk[] = "GET / HTTP/1.1\r\n\r\n";
+  raw_.write(junk, sizeof junk);
+  std::string e = accept_error();
+  EXPECT_HAS(e, "bad handshake magic");
+  EXPECT_HAS(e, "node-a (127.0.0.1:");
+  EXPECT_HAS(e, "from 127.0.0.1:");
+  tcp::ReplyInfo reply;
+  ASSERT_TRUE(raw_.read_reply(&reply));  // the peer is told too
+  EXPECT_FALSE(reply.accepted);
+  EXPECT_HAS(reply.error, "bad handshake magic");
+}
+
+TEST_F(RawHandshake, OversizedLength) {
+  uint32_t prefix[2] = {tcp::kHandshakeMagic, 1u << 20};
+  raw_.write(prefix, sizeof prefix);
+  std::string e = accept_error();
+  EXPECT_HAS(e, "handshake length 1048576");
+}
+
+TEST_F(RawHandshake, GarbageMessageBody) {
+  uint32_t prefix[2] = {tcp::kHandshakeMagic, 64};
+  std::byte junk[64];
+  std::memset(junk, 0xFF, sizeof junk);
+  raw_.write(prefix, sizeof prefix);
+  raw_.write(junk, sizeof junk);
+  std::string e = accept_error();
+  EXPECT_HAS(e, "malformed handshake message");
+}
+
+TEST_F(RawHandshake, PeerSaysNothingThenCloses) {
+  ::shutdown(raw_.fd, SHUT_WR);
+  std::string e = accept_error();
+  EXPECT_HAS(e, "peer closed the connection during the Hello");
+}
+
+TEST(TcpListener, PortAlreadyInUse) {
+  SlotPool pool(8, 65536);
+  Status st;
+  auto a = make_listener(rx_opts(), pool, &st);
+  ASSERT_TRUE(a) << st.message();
+  LinkOptions o = rx_opts();
+  o.port = a->port();
+  auto b = make_listener(o, pool, &st);
+  EXPECT_FALSE(b);
+  EXPECT_EQ(st.message(), "node-a: cannot listen on 127.0.0.1:" + std::to_string(a->port()) +
+                              ": Address already in use");
+}
+
+TEST(TcpListener, ShutdownUnblocksAccept) {
+  SlotPool pool(8, 65536);
+  Status st;
+  auto l = make_listener(rx_opts(), pool, &st);
+  ASSERT_TRUE(l);
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    l->shutdown();
+  });
+  auto r = l->accept(&st);
+  t.join();
+  EXPECT_FALSE(r);
+  EXPECT_HAS(st.message(), "shut down");
+}
+
+TEST(TcpListener, PoolTooSmallForTheLink) {
+  SlotPool pool(4, 4096);
+  Status st;
+  auto l = make_listener(rx_opts(), pool, &st);
+  EXPECT_FALSE(l);
+  EXPECT_HAS(st.message(), "does not fit a pool of 4 slots");
+}
+
+TEST(TcpSender, ConnectTimesOutNamingTheAddress) {
+  // Take a free port and close it again: nothing listens there.
+  SlotPool pool(8, 65536);
+  Status st;
+  uint16_t port;
+  {
+    auto l = make_listener(rx_opts(), pool, &st);
+    ASSERT_TRUE(l);
+    port = l->port();
+  }
+  LinkOptions so = sender_view(rx_opts(), port);
+  so.connect_timeout_ms = 200;
+  PoolReleaser rel(pool);
+  auto s = make_sender(so, pool, rel, &st);
+  EXPECT_FALSE(s);
+  EXPECT_HAS(st.message(), "connect to 127.0.0.1:" + std::to_string(port));
+  EXPECT_HAS(st.message(), "loadgen -> node-a");
+  EXPECT_HAS(st.message(), "Connection refused");
+}
+
+TEST(TcpSender, AsyncSendWithSgIsRejected) {
+  SlotPool pool(8, 65536);
+  LinkOptions so = sender_view(rx_opts(), 1);
+  so.async_send = true;
+  PoolReleaser rel(pool);
+  Status st;
+  auto s = make_sender(so, pool, rel, &st);
+  EXPECT_FALSE(s);
+  EXPECT_HAS(st.message(), "async_send is not supported with the sg encoding");
+}
+
+TEST(Transport, UnknownTransport) {
+  SlotPool pool(8, 65536);
+  LinkOptions o = rx_opts();
+  o.transport = "fabric";
+  Status st;
+  EXPECT_FALSE(make_listener(o, pool, &st));
+  EXPECT_EQ(st.message(), "transport 'fabric' is not built in this version; known: tcp");
+  PoolReleaser rel(pool);
+  EXPECT_FALSE(make_sender(o, pool, rel, &st));
+  EXPECT_EQ(st.message(), "transport 'fabric' is not built in this version; known: tcp");
+}
+
+TEST(Transport, EncodingNames) {
+  for (Encoding e : {Encoding::kCapnp, Encoding::kCopy, Encoding::kSg}) {
+    Encoding back;
+    ASSERT_TRUE(parse_encoding(encoding_name(e), &back));
+    EXPECT_EQ(back, e);
+  }
+  Encoding x;
+  EXPECT_FALSE(parse_encoding("json", &x));
+}
+
+// --- a raw receiver: credits from a broken or hostile downstream -----------
+
+class RawDownstream : public ::testing::Test {
+ protected:
+  // Starts a sender against a raw listening socket that grants 2 credits;
+  // `after_reply` plays the receiver after the handshake.
+  Status run(const std::function<void(RawSocket&)>& after_reply) {
+    int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::listen(lfd, 1), 0);
+    socklen_t len = sizeof a;
+    getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+    LinkOptions so = sender_view(loopback_options(Encoding::kSg), ntohs(a.sin_port));
+    so.slot_bytes = 4096;
+    so.tuple_bytes = 12;
+    Status result;
+    SlotPool tx(8, 4096);
+    PoolReleaser rel(tx);
+    std::thread t([&] {
+      Status st;
+      auto s = make_sender(so, tx, rel, &st);
+      if (!s) {
+        result = st;
+        return;
+      }
+      std::vector<Descriptor> d;
+      for (int i = 0; i < 4; ++i) {
+        uint32_t slot = tx.try_acquire();
+        size_t n = write_event(tx.slot(slot), 0, i, i, 1, 12);
+        d.push_back(Descriptor{slot, 0, static_cast<uint32_t>(n), 1, 1, 0});
+        // One send per descriptor: each becomes its own frame and credit.
+        st = s->send(std::span<const Descriptor>(&d.back(), 1));
+        if (!st) break;
+      }
+      result = st;
+    });
+    RawSocket peer;
+    peer.fd = ::accept(lfd, nullptr, nullptr);
+    ::close(lfd);
+    std::byte buf[tcp::kHandshakePrefixBytes + tcp::kMaxHandshakeBytes];
+    uint32_t hl = 0;
+    EXPECT_TRUE(peer.read(buf, 8));
+    EXPECT_TRUE(tcp::decode_handshake_prefix(buf, &hl).ok());
+    EXPECT_TRUE(peer.read(buf, hl));
+    tcp::ReplyInfo r;
+    r.accepted = true;
+    r.credits = 2;
+    r.slot_bytes = 4096;
+    r.credit_batch = 1;
+    r.receiver_name = "node-a";
+    size_t n = 0;
+    EXPECT_TRUE(tcp::encode_reply(r, buf, sizeof buf, &n).ok());
+    peer.write(buf, n);
+    after_reply(peer);
+    t.join();
+    return result;
+  }
+};
+
+TEST_F(RawDownstream, BadCreditMagic) {
+  Status st = run([](RawSocket& p) {
+    CreditFrame c{0x11111111, 1};
+    p.write(&c, sizeof c);
+  });
+  ASSERT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "bad credit frame magic 0x11111111");
+  EXPECT_HAS(st.message(), "link loadgen -> node-a (127.0.0.1:");
+}
+
+TEST_F(RawDownstream, CreditsAboveTheGrant) {
+  Status st = run([](RawSocket& p) {
+    CreditFrame c{kCreditMagic, 5};
+    p.write(&c, sizeof c);
+  });
+  ASSERT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "returned 5 credits");
+  EXPECT_HAS(st.message(), "the 2 it granted");
+}
+
+TEST_F(RawDownstream, ReceiverClosesWhileSenderWaitsForCredit) {
+  Status st = run([](RawSocket& p) { ::shutdown(p.fd, SHUT_RDWR); });
+  ASSERT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "loadgen -> node-a");
+}
+
+}  // namespace
+}  // namespace sluice

@@ -356,13 +356,10 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
       if (st) p.have_summary = true;
       else if (p.error.empty()) p.error = fmt::format("{}: {}", p.summary_path, st.message());
     }
-    if (stopped[i] && p.error.empty()) {
-      p.error = "stopped by sluice-deploy when the run ended early";
-    } else if (!p.error.empty()) {
-    } else if (!p.have_summary) {
-      p.error = fmt::format("exited 0 but wrote no summary {}", p.summary_path);
-    } else if (!p.summary.ok) {
-      p.error = fmt::format("reported an error: {}", p.summary.error);
+    if (p.error.empty()) {
+      if (stopped[i]) p.error = "stopped by sluice-deploy when the run ended early";
+      else if (!p.have_summary) p.error = fmt::format("exited 0 but wrote no summary {}", p.summary_path);
+      else if (!p.summary.ok) p.error = fmt::format("reported an error: {}", p.summary.error);
     }
     if (!p.error.empty() && failure.empty())
       failure = fmt::format("process '{}' (role {}) {}; log: {}", p.name, role_name(p.role),

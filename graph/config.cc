@@ -561,6 +561,8 @@ Status apply_override(YAML::Node& root, const std::string& text, Reader* reader)
 
 // ---------------------------------------------------------------- processes
 
+// One operator: a map with one key naming its kind. A new kind goes into
+// kOperatorKinds, and its own keys are read here by kind.
 Status parse_operator(const Reader& r, const YAML::Node& n, const std::string& path,
                       OperatorConfig* op) {
   if (!n.IsMap() || n.size() != 1)
@@ -645,7 +647,6 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
 // ---------------------------------------------------------------- validate
 
 struct Places {
-  const Reader& r;
   std::string root;                           // file:line of the top-level map
   std::map<std::string, std::string> of;      // key -> where it was given
   std::string at(const std::string& key) const {
@@ -739,7 +740,7 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
     return r.error(root, "", fmt::format("a deployment is a map of keys, got {}", node_kind(root)));
   std::vector<std::pair<YAML::Node, YAML::Node>> kv;
   if (Status st = r.keys_of(root, "", key_names(), &kv); !st) return st;
-  Places places{r, r.file_line(root), {}};
+  Places places{r.file_line(root), {}};
   std::map<std::string, YAML::Node> given;
   for (auto& [k, v] : kv) {
     given[k.Scalar()] = v;

@@ -1,0 +1,146 @@
+// The pure codec: handshake round trips and mismatches, frame header checks,
+// and the capnp event encode -> decode rebuild keeping the sender's checksum.
+#include "transport/tcp/codec.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "transport/tcp/test_util.h"
+
+namespace sluice::tcp {
+namespace {
+
+TEST(Codec, HelloRoundTrip) {
+  LinkOptions o;
+  o.local_name = "loadgen";
+  o.token = "t";
+  o.link_id = 7;
+  o.encoding = Encoding::kCopy;
+  HelloInfo h = hello_from_options(o);
+  alignas(8) std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
+  size_t n = 0;
+  ASSERT_TRUE(encode_hello(h, buf, sizeof buf, &n).ok());
+  uint32_t len = 0;
+  ASSERT_TRUE(decode_handshake_prefix(buf, &len).ok());
+  EXPECT_EQ(len + kHandshakePrefixBytes, n);
+  HelloInfo back;
+  // Unaligned on purpose: the decoder copies into aligned words.
+  std::vector<std::byte> odd(len + 1);
+  std::memcpy(odd.data() + 1, buf + kHandshakePrefixBytes, len);
+  ASSERT_TRUE(decode_hello(odd.data() + 1, len, &back).ok());
+  EXPECT_EQ(back.sender_name, "loadgen");
+  EXPECT_EQ(back.link_id, 7u);
+  EXPECT_EQ(back.encoding, Encoding::kCopy);
+  EXPECT_EQ(hello_mismatch(back, h), "");
+}
+
+TEST(Codec, ReplyRoundTrip) {
+  ReplyInfo r{true, "", 64, 65536, 16, "node-a"};
+  alignas(8) std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
+  size_t n = 0;
+  ASSERT_TRUE(encode_reply(r, buf, sizeof buf, &n).ok());
+  ReplyInfo back;
+  ASSERT_TRUE(decode_reply(buf + kHandshakePrefixBytes, n - kHandshakePrefixBytes, &back).ok());
+  EXPECT_TRUE(back.accepted);
+  EXPECT_EQ(back.credits, 64u);
+  EXPECT_EQ(back.receiver_name, "node-a");
+}
+
+TEST(Codec, HandshakePrefixLimits) {
+  uint32_t p[2] = {kHandshakeMagic, kMaxHandshakeBytes + 8};
+  uint32_t len;
+  EXPECT_FALSE(decode_handshake_prefix(reinterpret_cast<std::byte*>(p), &len).ok());
+  p[1] = 12;  // not whole words
+  EXPECT_FALSE(decode_handshake_prefix(reinterpret_cast<std::byte*>(p), &len).ok());
+  p[0] = 0;
+  p[1] = 8;
+  EXPECT_FALSE(decode_handshake_prefix(reinterpret_cast<std::byte*>(p), &len).ok());
+}
+
+TEST(Codec, FrameHeaderChecks) {
+  LinkOptions o;
+  o.slot_bytes = 4096;
+  o.tuple_bytes = 12;
+  FrameLimits lim = frame_limits(o);
+  FrameHeader h{kFrameMagic, static_cast<uint16_t>(FrameKind::kEvents), 0, 76, 1}, out;
+  EXPECT_TRUE(decode_frame_header(reinterpret_cast<std::byte*>(&h), lim, &out).ok());
+  h.payload_bytes = 4097;
+  EXPECT_FALSE(decode_frame_header(reinterpret_cast<std::byte*>(&h), lim, &out).ok());
+  h.payload_bytes = 76;
+  h.kind = static_cast<uint16_t>(FrameKind::kCapnpEvent);
+  Status st = decode_frame_header(reinterpret_cast<std::byte*>(&h), lim, &out);
+  EXPECT_NE(st.message().find("capnp event frame on a sg-encoded link"), std::string::npos)
+      << st.message();
+  h.kind = static_cast<uint16_t>(FrameKind::kEnd);
+  h.events = 1;
+  EXPECT_FALSE(decode_frame_header(reinterpret_cast<std::byte*>(&h), lim, &out).ok());
+}
+
+TEST(Codec, CapnpEventRebuildKeepsChecksum) {
+  for (uint32_t tb : {12u, 13u, 128u, 4096u}) {
+    LinkOptions o;
+    o.encoding = Encoding::kCapnp;
+    o.slot_bytes = 65536;
+    o.tuple_bytes = tb;
+    FrameLimits lim = frame_limits(o);
+    uint32_t tuples = tuples_per_event(tb, 30000);
+    std::vector<std::byte> ev(65536), slot(65536);
+    size_t evb = testing::write_event(ev.data(), 3, 1000, 9, tuples, tb, 24);
+    size_t bound = capnp_event_bound_bytes(o.slot_bytes, tb);
+    std::vector<uint64_t> scratch(bound / 8 + 1), out(bound / 8 + 1), rx(bound / 8 + 1);
+    size_t len = 0;
+    ASSERT_TRUE(encode_capnp_event(ev.data(), reinterpret_cast<std::byte*>(scratch.data()), bound,
+                                   reinterpret_cast<std::byte*>(out.data()), bound, &len)
+                    .ok());
+    // The scratch is zero again for the next event.
+    for (uint64_t w : scratch) ASSERT_EQ(w, 0u);
+    uint32_t bytes = 0;
+    uint64_t nt = 0;
+    Status st = decode_capnp_event(reinterpret_cast<std::byte*>(out.data()), len, lim,
+                                   reinterpret_cast<std::byte*>(rx.data()), slot.data(),
+                                   slot.size(), &bytes, &nt);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(bytes, evb);
+    EXPECT_EQ(nt, tuples);
+    EXPECT_EQ(std::memcmp(slot.data(), ev.data(), evb), 0);
+    EventHeader h;
+    std::memcpy(&h, slot.data(), sizeof h);
+    EXPECT_EQ(event_checksum(slot.data()), h.checksum);
+    // Wrong schema on the receiving side.
+    lim.tuple_bytes = tb + 4;
+    st = decode_capnp_event(reinterpret_cast<std::byte*>(out.data()), len, lim,
+                            reinterpret_cast<std::byte*>(rx.data()), slot.data(), slot.size(),
+                            &bytes, &nt);
+    EXPECT_FALSE(st.ok());
+  }
+}
+
+TEST(Codec, CapnpEventTooBigForTheSlotIsAnError) {
+  LinkOptions o;
+  o.encoding = Encoding::kCapnp;
+  o.slot_bytes = 65536;
+  o.tuple_bytes = 128;
+  std::vector<std::byte> ev(65536);
+  testing::write_event(ev.data(), 0, 0, 0, 400, 128);  // 51264 bytes
+  size_t bound = capnp_event_bound_bytes(o.slot_bytes, 128);
+  std::vector<uint64_t> scratch(bound / 8 + 1), out(bound / 8 + 1);
+  size_t len = 0;
+  ASSERT_TRUE(encode_capnp_event(ev.data(), reinterpret_cast<std::byte*>(scratch.data()), bound,
+                                 reinterpret_cast<std::byte*>(out.data()), bound, &len)
+                  .ok());
+  o.slot_bytes = 4096;  // the receiver's slot is smaller than the event
+  FrameLimits lim = frame_limits(o);
+  std::vector<std::byte> slot(4096);
+  uint32_t bytes;
+  uint64_t nt;
+  Status st = decode_capnp_event(reinterpret_cast<std::byte*>(out.data()), len, lim,
+                                 reinterpret_cast<std::byte*>(scratch.data()), slot.data(),
+                                 slot.size(), &bytes, &nt);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("beyond the 4096-byte slot"), std::string::npos) << st.message();
+}
+
+}  // namespace
+}  // namespace sluice::tcp

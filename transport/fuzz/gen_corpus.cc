@@ -1,0 +1,86 @@
+// Writes the seed corpus of fuzz_decoders into a folder: valid handshakes,
+// valid frames (sg/copy events, capnp event, END) and a few broken ones.
+// Usage: gen_corpus <dir>. The committed corpus/ was made with it.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "transport/tcp/codec.h"
+#include "transport/tcp/test_util.h"
+
+using namespace sluice;
+
+namespace {
+std::string dir;
+
+void put(const char* name, uint8_t selector, const std::vector<std::byte>& body) {
+  std::string path = dir + "/" + name;
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return;
+  std::fputc(selector, f);
+  std::fwrite(body.data(), 1, body.size(), f);
+  std::fclose(f);
+}
+
+std::vector<std::byte> frame(FrameKind kind, const std::byte* p, size_t n, uint32_t events) {
+  FrameHeader h{kFrameMagic, static_cast<uint16_t>(kind), 0, static_cast<uint32_t>(n), events};
+  std::vector<std::byte> v(sizeof h + n);
+  std::memcpy(v.data(), &h, sizeof h);
+  std::memcpy(v.data() + sizeof h, p, n);
+  return v;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) return 2;
+  dir = argv[1];
+  std::vector<std::byte> buf(tcp::kHandshakePrefixBytes + tcp::kMaxHandshakeBytes);
+  size_t n = 0;
+  LinkOptions o;
+  o.local_name = "loadgen";
+  tcp::encode_hello(tcp::hello_from_options(o), buf.data(), buf.size(), &n);
+  put("hello", 0, {buf.begin(), buf.begin() + n});
+  tcp::encode_reply({true, "", 64, 65536, 16, "node-a"}, buf.data(), buf.size(), &n);
+  put("reply", 0, {buf.begin(), buf.begin() + n});
+  std::vector<std::byte> bad(buf.begin(), buf.begin() + n);
+  bad[4] = std::byte{0xff};  // length beyond the limit
+  put("hello_oversized", 0, bad);
+
+  std::vector<std::byte> ev(4096);
+  size_t eb = testing::write_event(ev.data(), 0, 0, 0, 2, 12, 8);
+  eb += testing::write_event(ev.data() + eb, 0, 2, 1, 1, 12);
+  auto f = frame(FrameKind::kEvents, ev.data(), eb, 2);
+  std::vector<std::byte> end(64);
+  size_t endb = testing::write_end(end.data(), 0, 3, 2);
+  auto e = frame(FrameKind::kEnd, end.data(), endb, 0);
+  std::vector<std::byte> stream = f;
+  stream.insert(stream.end(), e.begin(), e.end());
+  put("events_then_end_sg", 1, stream);
+  put("events_then_end_copy", 2, stream);
+  put("end", 1, e);
+  auto bm = f;
+  bm[sizeof(FrameHeader)] = std::byte{0};  // bad event magic
+  put("bad_event_magic", 1, bm);
+  auto cut = f;
+  cut.resize(cut.size() - 10);
+  put("cut_off", 1, cut);
+
+  o.slot_bytes = 4096;
+  o.tuple_bytes = 12;
+  size_t bound = tcp::capnp_event_bound_bytes(o.slot_bytes, o.tuple_bytes);
+  std::vector<uint64_t> scratch(bound / 8 + 1), out(bound / 8 + 1);
+  size_t len = 0;
+  size_t one = testing::write_event(ev.data(), 0, 0, 0, 3, 12, 16);
+  (void)one;
+  tcp::encode_capnp_event(ev.data(), reinterpret_cast<std::byte*>(scratch.data()), bound,
+                          reinterpret_cast<std::byte*>(out.data()), bound, &len);
+  auto c = frame(FrameKind::kCapnpEvent, reinterpret_cast<std::byte*>(out.data()), len, 1);
+  stream = c;
+  stream.insert(stream.end(), e.begin(), e.end());
+  put("capnp_event_then_end", 3, stream);
+  auto cb = c;
+  cb[sizeof(FrameHeader) + 12] = std::byte{0x7f};  // a corrupt pointer
+  put("capnp_corrupt", 3, cb);
+  return 0;
+}

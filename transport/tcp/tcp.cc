@@ -351,7 +351,9 @@ class TcpReceiver final : public Receiver {
     if (!opts_.rx_select) return {};
     for (;;) {
       bool ready = false;
-      Status st = poll_readable(fd_.get(), opts_.poll_timeout_us, &ready, &stats_);
+      // With frames in hand only look (timeout 0): waiting out the timeout
+      // then would hold back frames that already arrived.
+      Status st = poll_readable(fd_.get(), have > 0 ? 0 : opts_.poll_timeout_us, &ready, &stats_);
       if (!st) return fail(fmt::format("{}: {}", link_, st.message()));
       if (ready) return {};
       if (have > 0) {

@@ -299,6 +299,7 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
   const double t0 = mono_s();
   double next_progress = t0 + period;
   std::string failure;
+  double drain_deadline = -1;
   for (;;) {
     size_t alive = reap(children);
     // The first child (in chain order) that failed ends the run.
@@ -318,7 +319,18 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
     }
     if (alive == 0) break;
     const double now = mono_s();
-    if (o.stop_signal && *o.stop_signal) {
+    // Ctrl-C: the load generator ends its stream, everything queued drains
+    // through, and every process reports. Past the drain deadline, or on any
+    // other signal, everything is stopped.
+    if (o.stop_signal && *o.stop_signal == SIGINT && drain_deadline < 0) {
+      drain_deadline = now + 10;
+      for (const auto& c : children)
+        if (c.running && d.processes[c.index].role == Role::kLoadgen) kill(-c.pid, SIGINT);
+      if (o.progress)
+        fmt::print(o.progress, "sluice-deploy: interrupted: the load generator ends the stream; "
+                               "waiting up to 10 s for the pipeline to drain\n");
+    }
+    if (o.stop_signal && *o.stop_signal && (*o.stop_signal != SIGINT || now > drain_deadline)) {
       const int sig = *o.stop_signal;
       failure = fmt::format("interrupted by signal {} ({}); stopped {}", sig, strsignal(sig),
                             names_of_running(children, d));

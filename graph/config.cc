@@ -390,6 +390,7 @@ Key enum_key(const char* name, const std::vector<std::string>* allowed,
 
 const std::vector<std::string> kSendQueues = {"sync", "async"};
 const std::vector<std::string> kRxPolls = {"block", "select"};
+const std::vector<std::string> kHandovers = {"descriptor", "copy"};
 const std::vector<std::string> kCongestionIn = {"", "default", "reno", "cubic", "bbr"};
 
 // In the order dump_deployment writes them. `preset`, `host` and `processes`
@@ -411,6 +412,9 @@ const std::vector<Key>& keys() {
       enum_key("rx_poll", &kRxPolls,
                [](Deployment* d, const std::string& v) { d->link.rx_select = v == "select"; },
                [](const Deployment& d) { return std::string(d.link.rx_select ? "select" : "block"); }),
+      enum_key("handover", &kHandovers,
+               [](Deployment* d, const std::string& v) { d->handover_copy = v == "copy"; },
+               [](const Deployment& d) { return std::string(d.handover_copy ? "copy" : "descriptor"); }),
       link_uint_key("read_bytes", &LinkOptions::read_bytes),
       link_uint_key("poll_timeout_us", &LinkOptions::poll_timeout_us),
       {"congestion",
@@ -755,6 +759,9 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
   }
   if (Status st = apply_preset(d->preset, &d->link); !st)
     return given.count("preset") ? r.error(given["preset"], "preset", st.message()) : st;
+  // The one node-level choice of a preset: original Borealis hands each event
+  // from stage to stage as a fresh copy (the study's section 3.2).
+  d->handover_copy = d->preset == "original";
 
   std::string default_host = ProcessConfig().host;
   if (auto it = given.find("host"); it != given.end())

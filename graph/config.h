@@ -70,6 +70,8 @@ struct Deployment {
 
   // The node.
   Wait wait = Wait::kBlock;        // descriptor rings: block | spin | hybrid
+  bool handover_copy = false;      // handover: copy (original: the process stage
+                                   // copies each event into a fresh slot) | descriptor
   uint32_t ring_slots = 1024;      // descriptors per ring (power of two)
   uint32_t loadgen_slots = 1024;   // generator pool slots, at most (about 4 MiB of events)
 

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <cstring>
+
 namespace sluice {
 namespace {
 constexpr size_t kReceiveBatch = 64;
@@ -67,9 +69,10 @@ void NetDestination::report(ProcessSummary& s) const {
 
 Instance::Instance(const InstanceConfig& cfg, std::unique_ptr<Source> source,
                    std::unique_ptr<Destination> dest, OperatorChain chain,
-                   std::function<void()> on_first_event)
+                   std::function<void()> on_first_event, std::unique_ptr<HandoverPool> handover)
     : cfg_(cfg),
       source_(std::move(source)),
+      handover_(std::move(handover)),
       dest_(std::move(dest)),
       chain_(std::move(chain)),
       on_first_event_(std::move(on_first_event)),
@@ -105,6 +108,7 @@ void Instance::fail(const Status& st) {
   to_process_.close();
   to_send_.close();
   source_->shutdown();
+  if (handover_) handover_->pool.close();
 }
 
 bool Instance::push_all(SpscRing<Descriptor>& ring, const Descriptor* d, size_t n) {
@@ -151,21 +155,41 @@ void Instance::receive_loop() {
   done_.fetch_add(1, std::memory_order_acq_rel);
 }
 
+// Copies the event run into a fresh handover slot and frees the received
+// slot (its credit goes upstream now). False once the pool was closed.
+bool Instance::hand_over(Descriptor& d) {
+  uint32_t slot = handover_->pool.acquire(cfg_.wait);
+  if (slot == kNoSlot) return false;
+  std::memcpy(handover_->pool.slot(slot), source_->pool().slot(d.slot) + d.offset, d.bytes);
+  source_->releaser().release(d.slot);
+  d.slot = slot;
+  d.offset = 0;
+  return true;
+}
+
 void Instance::process_loop() {
   const CpuTimes c0 = CpuTimes::thread();
   Descriptor batch[kProcessBatch];
-  SlotPool& pool = source_->pool();
-  for (;;) {
+  SlotPool& pool = handover_ ? handover_->pool : source_->pool();
+  bool ok = true;
+  while (ok) {
     size_t n = to_process_.pop_n(batch, kProcessBatch, cfg_.wait);
     if (n == 0) break;
-    if (!chain_.empty()) {
-      for (size_t i = 0; i < n; ++i) {
-        Descriptor& d = batch[i];
-        if (!(d.flags & kDescEnd)) chain_.process(pool.slot(d.slot) + d.offset, d);
-        stage_events_[1] += d.events;
+    // With a handover copy, one event at a time: a copy waits for a free
+    // handover slot only after every earlier copy is on its way to the send
+    // stage, which frees them. Waiting with copies held back would deadlock.
+    const size_t step = handover_ ? 1 : n;
+    for (size_t i = 0; ok && i < n; i += step) {
+      for (size_t j = i; j < i + step; ++j) {
+        Descriptor& d = batch[j];
+        if (handover_ && !(ok = hand_over(d))) break;
+        if (!(d.flags & kDescEnd) && !chain_.empty()) {
+          chain_.process(pool.slot(d.slot) + d.offset, d);
+          stage_events_[1] += d.events;
+        }
       }
+      ok = ok && push_all(to_send_, batch + i, step);
     }
-    if (!push_all(to_send_, batch, n)) break;
   }
   to_send_.close();
   cpu_[1] = CpuTimes::thread() - c0;

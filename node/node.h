@@ -105,6 +105,15 @@ class NetDestination final : public Destination {
   LinkStats last_stats_;
 };
 
+// The `handover: copy` choice (original Borealis): the process stage copies
+// each event into a fresh slot of this pool and frees the received one at
+// once; the send stage then sends from, and releases into, this pool.
+struct HandoverPool {
+  HandoverPool(size_t slots, size_t slot_bytes) : pool(slots, slot_bytes), releaser(pool) {}
+  SlotPool pool;
+  PoolReleaser releaser;
+};
+
 struct InstanceConfig {
   uint32_t index = 0;
   Wait wait = Wait::kBlock;
@@ -115,9 +124,11 @@ struct InstanceConfig {
 class Instance {
  public:
   // The source's pool must outlive nothing but the instance; dest may use it.
+  // With a handover pool, `dest` must have been made over it.
   Instance(const InstanceConfig& cfg, std::unique_ptr<Source> source,
            std::unique_ptr<Destination> dest, OperatorChain chain,
-           std::function<void()> on_first_event);
+           std::function<void()> on_first_event,
+           std::unique_ptr<HandoverPool> handover = nullptr);
   ~Instance();
   void start();
   void join();
@@ -133,10 +144,12 @@ class Instance {
   void process_loop();
   void send_loop();
   void fail(const Status& st);
+  bool hand_over(Descriptor& d);
   bool push_all(SpscRing<Descriptor>& ring, const Descriptor* d, size_t n);
 
   InstanceConfig cfg_;
   std::unique_ptr<Source> source_;
+  std::unique_ptr<HandoverPool> handover_;  // outlives dest_, which uses it
   std::unique_ptr<Destination> dest_;
   OperatorChain chain_;
   std::function<void()> on_first_event_;

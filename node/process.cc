@@ -43,14 +43,20 @@ Status build(const Deployment& d, size_t index, Built* b, ProcessSummary* first_
       if (!ns) return st;
       source = std::move(ns);
     }
+    // The send stage works on the received slots, or (handover: copy) on the
+    // process stage's copies of them.
+    std::unique_ptr<HandoverPool> handover;
+    if (d.handover_copy)
+      handover = std::make_unique<HandoverPool>(source->pool().slots(), source->pool().slot_bytes());
+    const SlotPool& send_pool = handover ? handover->pool : source->pool();
+    SlotReleaser& send_releaser = handover ? handover->releaser : source->releaser();
     std::unique_ptr<Destination> dest;
     if (pc.role == Role::kSink) {
-      auto v = std::make_unique<Verifier>(source->pool(), source->releaser());
+      auto v = std::make_unique<Verifier>(send_pool, send_releaser);
       b->verifiers.push_back(v.get());
       dest = std::move(v);
     } else {
-      dest = std::make_unique<NetDestination>(d.link_into(index + 1, k), source->pool(),
-                                              source->releaser());
+      dest = std::make_unique<NetDestination>(d.link_into(index + 1, k), send_pool, send_releaser);
     }
     OperatorChain chain;
     st = OperatorChain::make(pc.operators, &chain);
@@ -61,7 +67,8 @@ Status build(const Deployment& d, size_t index, Built* b, ProcessSummary* first_
     ic.ring_slots = d.ring_slots;
     ic.operators = pc.operators;
     b->instances.push_back(std::make_unique<Instance>(ic, std::move(source), std::move(dest),
-                                                      std::move(chain), on_first));
+                                                      std::move(chain), on_first,
+                                                      std::move(handover)));
   }
   return {};
 }

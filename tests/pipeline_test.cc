@@ -107,6 +107,8 @@ const Case kCases[] = {
     {"original", {"preset=original", "event_bytes=4096"}, 20000},
     {"tcp_opt", {"preset=tcp-opt", "event_bytes=4096"}, 20000},
     {"tcp_opt_copy", {"preset=tcp-opt", "encoding=copy", "event_bytes=4096"}, 20000},
+    {"tcp_opt_handover_copy", {"preset=tcp-opt", "handover=copy", "event_bytes=4096"}, 20000},
+    {"original_descriptor_handover", {"preset=original", "handover=descriptor"}, 20000},
     {"tcp_opt_capnp", {"preset=tcp-opt", "encoding=capnp", "event_bytes=4096"}, 20000},
     {"original_copy", {"preset=original", "encoding=copy", "event_bytes=4096"}, 20000},
     {"one_tuple_events_sg", {"preset=tcp-opt", "tuple_bytes=12", "event_bytes=0"}, 200000},
@@ -120,7 +122,10 @@ const Case kCases[] = {
 
 std::vector<std::tuple<Case, int>> cases() {
   std::vector<std::tuple<Case, int>> v;
-  int port = 21000;
+  // Fixed ports stay below 32768, where the kernel's ephemeral range
+  // (32768-60999) begins: another test's connection must not take one.
+  // The cases use 16000-21999, the tests below 22000-28999, links_test 29000.
+  int port = 16000;
   for (const auto& c : kCases) {
     v.emplace_back(c, port);
     port += 400;

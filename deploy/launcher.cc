@@ -387,27 +387,6 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
   return r;
 }
 
-std::string json_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) out += fmt::format("\\u{:04x}", c);
-        else out += ch;  // UTF-8 passes through as is
-    }
-  }
-  return out;
-}
-
 std::string report_json(const RunReport& r) {
   auto str = [](std::string_view s) { return "\"" + json_escape(s) + "\""; };
   std::string procs;

@@ -92,7 +92,6 @@ std::string report_json(const RunReport& r);
 // A table, one row per process, then the pipeline line and the verdict.
 std::string report_table(const RunReport& r);
 
-std::string json_escape(std::string_view s);
 // The last line of a log that looks like an error, else its last non-empty line.
 std::string last_error_line(const std::string& log_path);
 

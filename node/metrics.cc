@@ -19,30 +19,31 @@ CpuTimes from_rusage(int who) {
   return {tv_s(ru.ru_utime), tv_s(ru.ru_stime)};
 }
 
-std::string json_escape(const std::string& s) {
+// JSON has no inf/nan; a ratio over zero events is reported as 0.
+double finite(double v) { return std::isfinite(v) ? v : 0.0; }
+
+}  // namespace
+
+std::string json_escape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + 2);
-  for (char c : s) {
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
       case '\n': out += "\\n"; break;
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20)
-          out += fmt::format("\\u{:04x}", static_cast<int>(c));
-        else
-          out += c;
+        if (c < 0x20 || c == 0x7f) out += fmt::format("\\u{:04x}", c);
+        else out += ch;  // UTF-8 passes through as is
     }
   }
   return out;
 }
-
-// JSON has no inf/nan; a ratio over zero events is reported as 0.
-double finite(double v) { return std::isfinite(v) ? v : 0.0; }
-
-}  // namespace
 
 CpuTimes CpuTimes::process() { return from_rusage(RUSAGE_SELF); }
 CpuTimes CpuTimes::thread() { return from_rusage(RUSAGE_THREAD); }

@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "transport/status.h"
@@ -112,5 +113,8 @@ struct ProcessSummary {
 };
 
 Status summary_from_json(const std::string& text, ProcessSummary* out);
+
+// A string's JSON escaping (without the quotes); UTF-8 passes through.
+std::string json_escape(std::string_view s);
 
 }  // namespace sluice

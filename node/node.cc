@@ -10,6 +10,21 @@ namespace {
 constexpr size_t kReceiveBatch = 64;
 constexpr size_t kProcessBatch = 256;
 constexpr size_t kSendBatch = 1024;  // everything queued, up to one gather list
+
+struct Counts {
+  uint64_t events, tuples, bytes;
+};
+// Events, tuples and bytes named by a batch (an END names none).
+Counts count(const Descriptor* d, size_t n) {
+  Counts c{0, 0, 0};
+  for (size_t i = 0; i < n; ++i) {
+    if (d[i].flags & kDescEnd) continue;
+    c.events += d[i].events;
+    c.tuples += d[i].tuples;
+    c.bytes += d[i].bytes;
+  }
+  return c;
+}
 }  // namespace
 
 // ---- NetSource --------------------------------------------------------------
@@ -134,13 +149,7 @@ void Instance::receive_loop() {
     size_t n = 0;
     st = source_->next(batch, &n);
     if (!st.ok() || n == 0) break;
-    uint64_t ev = 0, tu = 0, by = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (batch[i].flags & kDescEnd) continue;
-      ev += batch[i].events;
-      tu += batch[i].tuples;
-      by += batch[i].bytes;
-    }
+    const auto [ev, tu, by] = count(batch, n);
     if (first && ev) {
       first = false;
       on_first_event_();
@@ -205,13 +214,7 @@ void Instance::send_loop() {
     size_t n = to_send_.pop_n(batch, kSendBatch, cfg_.wait);
     if (n == 0) break;  // closed without END: somebody failed, and said so
     if (batch[n - 1].flags & kDescEnd) ended = true;
-    uint64_t ev = 0, tu = 0, by = 0;
-    for (size_t i = 0; i < n; ++i) {
-      if (batch[i].flags & kDescEnd) continue;
-      ev += batch[i].events;
-      tu += batch[i].tuples;
-      by += batch[i].bytes;
-    }
+    const auto [ev, tu, by] = count(batch, n);
     st = dest_->consume(std::span<const Descriptor>(batch, n));
     if (!st.ok()) break;
     out_.add(ev, tu, by);

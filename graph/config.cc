@@ -164,19 +164,6 @@ const std::vector<std::string> kFilterKeys = {"field", "op", "value"};
 const std::vector<std::string> kFilterFields = {"key", "seq"};
 const std::vector<std::string> kFilterOps = {"lt", "le", "gt", "ge", "eq", "ne"};
 
-Encoding encoding_of(const std::string& s) {
-  if (s == "capnp") return Encoding::kCapnp;
-  if (s == "copy") return Encoding::kCopy;
-  return Encoding::kSg;
-}
-const char* encoding_str(Encoding e) {
-  switch (e) {
-    case Encoding::kCapnp: return "capnp";
-    case Encoding::kCopy: return "copy";
-    case Encoding::kSg: return "sg";
-  }
-  return "?";
-}
 
 // ---------------------------------------------------------------- Reader
 
@@ -404,8 +391,8 @@ const std::vector<Key>& keys() {
                [](Deployment* d, const std::string& v) { d->link.transport = v; },
                [](const Deployment& d) { return d.link.transport; }),
       enum_key("encoding", &kEncodings,
-               [](Deployment* d, const std::string& v) { d->link.encoding = encoding_of(v); },
-               [](const Deployment& d) { return std::string(encoding_str(d.link.encoding)); }),
+               [](Deployment* d, const std::string& v) { parse_encoding(v, &d->link.encoding); },
+               [](const Deployment& d) { return std::string(encoding_name(d.link.encoding)); }),
       enum_key("send_queue", &kSendQueues,
                [](Deployment* d, const std::string& v) { d->link.async_send = v == "async"; },
                [](const Deployment& d) { return std::string(d.link.async_send ? "async" : "sync"); }),

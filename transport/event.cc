@@ -1,5 +1,7 @@
 #include "transport/event.h"
 
+#include "transport/transport.h"  // Encoding
+
 #include <fmt/format.h>
 
 namespace sluice {
@@ -122,6 +124,25 @@ std::string check_end_of_stream(const std::byte* p, size_t bytes) {
   if (bytes != want)
     return fmt::format("end-of-stream of {} streams is {} bytes, frame says {}", n, want, bytes);
   return {};
+}
+
+// The encodings' names live here, with the wire format, so every user (the
+// codec and the fuzzer built from it, the deployment parser) shares one table.
+const char* encoding_name(Encoding e) {
+  switch (e) {
+    case Encoding::kCapnp: return "capnp";
+    case Encoding::kCopy: return "copy";
+    case Encoding::kSg: return "sg";
+  }
+  return "?";
+}
+
+bool parse_encoding(std::string_view s, Encoding* e) {
+  if (s == "capnp") *e = Encoding::kCapnp;
+  else if (s == "copy") *e = Encoding::kCopy;
+  else if (s == "sg") *e = Encoding::kSg;
+  else return false;
+  return true;
 }
 
 }  // namespace sluice

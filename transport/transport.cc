@@ -6,23 +6,6 @@
 
 namespace sluice {
 
-const char* encoding_name(Encoding e) {
-  switch (e) {
-    case Encoding::kCapnp: return "capnp";
-    case Encoding::kCopy: return "copy";
-    case Encoding::kSg: return "sg";
-  }
-  return "?";
-}
-
-bool parse_encoding(std::string_view s, Encoding* e) {
-  if (s == "capnp") *e = Encoding::kCapnp;
-  else if (s == "copy") *e = Encoding::kCopy;
-  else if (s == "sg") *e = Encoding::kSg;
-  else return false;
-  return true;
-}
-
 namespace {
 Status not_built(const std::string& t) {
   return Status::Error("transport '" + t + "' is not built in this version; known: tcp");

@@ -33,16 +33,6 @@ bool from_wire(WireEncoding w, Encoding* e) {
   return false;
 }
 
-// Same words as encoding_name(); kept here so the codec links alone (fuzzer).
-const char* enc_name(Encoding e) {
-  switch (e) {
-    case Encoding::kCapnp: return "capnp";
-    case Encoding::kCopy: return "copy";
-    case Encoding::kSg: return "sg";
-  }
-  return "?";
-}
-
 std::string text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
 
 // Handshake messages are tiny: a small traversal budget makes a hostile
@@ -201,8 +191,8 @@ std::string hello_mismatch(const HelloInfo& got, const HelloInfo& expect) {
     return fmt::format("slot size {} bytes, receiver expects {} bytes", got.slot_bytes,
                        expect.slot_bytes);
   if (got.encoding != expect.encoding)
-    return fmt::format("encoding '{}', receiver expects '{}'", enc_name(got.encoding),
-                       enc_name(expect.encoding));
+    return fmt::format("encoding '{}', receiver expects '{}'", encoding_name(got.encoding),
+                       encoding_name(expect.encoding));
   if (got.link_id != expect.link_id)
     return fmt::format("link id {}, receiver expects {}", got.link_id, expect.link_id);
   if (got.token != expect.token) return "token does not match the receiver's";
@@ -253,7 +243,7 @@ Status decode_frame_header(const std::byte* p, const FrameLimits& lim, FrameHead
     case FrameKind::kCapnpEvent:
       if (!capnp)
         return Status::Error(fmt::format("capnp event frame on a {}-encoded link",
-                                         enc_name(lim.encoding)));
+                                         encoding_name(lim.encoding)));
       if (h.payload_bytes > lim.capnp_bytes)
         return Status::Error(fmt::format(
             "capnp frame payload of {} bytes beyond the {} bytes an event of a {}-byte slot needs",

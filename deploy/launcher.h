@@ -26,7 +26,7 @@
 
 #include "graph/config.h"
 #include "node/metrics.h"
-#include "transport/status.h"
+#include "base/status.h"
 
 namespace sluice {
 

@@ -26,8 +26,8 @@
 #include <utility>
 #include <vector>
 
-#include "node/ring.h"
-#include "transport/status.h"
+#include "base/ring.h"
+#include "base/status.h"
 #include "transport/transport.h"
 
 namespace sluice {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "graph/config.h"
-#include "transport/status.h"
+#include "base/status.h"
 #include "transport/transport.h"
 
 namespace sluice {

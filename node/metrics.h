@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "transport/status.h"
+#include "base/status.h"
 
 namespace sluice {
 

@@ -27,7 +27,7 @@
 
 #include "graph/operator.h"
 #include "node/metrics.h"
-#include "node/ring.h"
+#include "base/ring.h"
 #include "transport/pool.h"
 #include "transport/transport.h"
 

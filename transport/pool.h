@@ -13,11 +13,10 @@
 #include <cstdint>
 #include <memory>
 
-#include "node/ring.h"
+#include "base/descriptor.h"
+#include "base/ring.h"
 
 namespace sluice {
-
-inline constexpr uint32_t kNoSlot = UINT32_MAX;
 
 class SlotPool {
  public:

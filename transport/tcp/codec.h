@@ -20,7 +20,7 @@
 #include <string>
 
 #include "transport/event.h"
-#include "transport/status.h"
+#include "base/status.h"
 #include "transport/transport.h"
 
 namespace sluice::tcp {

@@ -19,7 +19,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "node/ring.h"
+#include "base/ring.h"
 
 namespace {
 

@@ -1,0 +1,65 @@
+#include "node/metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace sluice {
+namespace {
+
+TEST(LatencyHistogram, PercentilesWithinABucket) {
+  LatencyHistogram h;
+  for (uint64_t v = 1; v <= 10000; ++v) h.record(v * 1000);
+  EXPECT_EQ(h.count(), 10000u);
+  EXPECT_EQ(h.max(), 10'000'000u);
+  auto near = [](uint64_t got, double want) { return got >= want * 0.93 && got <= want * 1.07; };
+  EXPECT_TRUE(near(h.percentile(50), 5e6)) << h.percentile(50);
+  EXPECT_TRUE(near(h.percentile(99), 9.9e6)) << h.percentile(99);
+  EXPECT_EQ(h.percentile(100), 10'000'000u);
+  LatencyHistogram small;
+  small.record(3);
+  EXPECT_EQ(small.percentile(50), 3u);
+}
+
+TEST(ProcessSummary, CyclesPerEventFollowTheStudysFormulas) {
+  ProcessSummary s;
+  s.events_in = 1'000'000;
+  s.events_out = 1'000'000;
+  s.bytes_in = s.bytes_out = 1'000'000'000;
+  s.user_s = 0.5;
+  s.sys_s = 0.25;
+  s.wall_s = 1.0;
+  s.cores = 2;
+  s.clock_ghz = 2.0;
+  s.peak_watts = 100;
+  s.compute();
+  EXPECT_DOUBLE_EQ(s.cpe_u, 500.0);   // 0.5 s x 2e9 / 2e6 events
+  EXPECT_DOUBLE_EQ(s.cpe_s, 250.0);
+  EXPECT_DOUBLE_EQ(s.cpe_p, 750.0);
+  EXPECT_DOUBLE_EQ(s.cpe_i, 1250.0);  // (2 x 1 - 0.75) x 2e9 / 2e6
+  EXPECT_DOUBLE_EQ(s.cpb_p, 0.75);
+  EXPECT_DOUBLE_EQ(s.epe_joules, 100 * (750 + 0.7 * 1250) / (2 * 2e9));
+}
+
+TEST(ProcessSummary, JsonRoundTrip) {
+  ProcessSummary s;
+  s.name = "node-\"a\"";
+  s.role = "node";
+  s.ok = false;
+  s.error = "line1\nline2";
+  s.events_in = 42;
+  s.tuples_out = 7;
+  s.latency_p99_us = 12.5;
+  s.stages.push_back({"send/0", 0.25, 0.5, 9});
+  ProcessSummary back;
+  ASSERT_TRUE(summary_from_json(s.to_json(), &back).ok());
+  EXPECT_EQ(back.name, s.name);
+  EXPECT_FALSE(back.ok);
+  EXPECT_EQ(back.error, s.error);
+  EXPECT_EQ(back.events_in, 42u);
+  EXPECT_EQ(back.tuples_out, 7u);
+  EXPECT_DOUBLE_EQ(back.latency_p99_us, 12.5);
+  ASSERT_EQ(back.stages.size(), 1u);
+  EXPECT_EQ(back.stages[0].events, 9u);
+  EXPECT_FALSE(summary_from_json("[1, 2", &back).ok());
+}
+}  // namespace
+}  // namespace sluice

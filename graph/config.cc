@@ -44,22 +44,22 @@ const char* role_name(Role r) {
 Status apply_preset(const std::string& preset, LinkOptions* link) {
   if (preset == "original") {
     link->transport = "tcp";
-    link->encoding = Encoding::kCapnp;
-    link->async_send = true;
-    link->rx_select = true;
-    link->read_bytes = 4096;
-    link->poll_timeout_us = 1000;
+    link->tcp.encoding = Encoding::kCapnp;
+    link->tcp.async_send = true;
+    link->tcp.rx_select = true;
+    link->tcp.read_bytes = 4096;
+    link->tcp.poll_timeout_us = 1000;
   } else if (preset == "tcp-opt") {
     link->transport = "tcp";
-    link->encoding = Encoding::kSg;
-    link->async_send = false;
-    link->rx_select = false;
-    link->read_bytes = 65536;
+    link->tcp.encoding = Encoding::kSg;
+    link->tcp.async_send = false;
+    link->tcp.rx_select = false;
+    link->tcp.read_bytes = 65536;
   } else if (preset == "fabric-opt" || preset == "ucx-opt") {
     link->transport = preset == "fabric-opt" ? "fabric" : "ucx";
-    link->encoding = Encoding::kSg;
-    link->async_send = false;
-    link->rx_select = false;
+    link->tcp.encoding = Encoding::kSg;
+    link->tcp.async_send = false;
+    link->tcp.rx_select = false;
   } else {
     return Status::Error(fmt::format(
         "unknown preset '{}' (known: original, tcp-opt, fabric-opt, ucx-opt)", preset));
@@ -80,14 +80,14 @@ uint16_t Deployment::listen_port(size_t i, uint32_t instance) const {
 
 // One LinkOptions serves both ends of the link into process i: the sender
 // (process i-1) connects to it and the receiver (process i) listens on it.
-// local_name is the sending side and peer_name the receiving side, so errors
-// on either end read "link <local_name> -> <peer_name>".
+// `from` is the sending side and `to` the receiving side, so errors
+// on either end read "link <from> -> <to>".
 LinkOptions Deployment::link_into(size_t i, uint32_t instance) const {
   LinkOptions l = link;
   l.host = processes[i].host;
   l.port = listen_port(i, instance);
-  l.local_name = i > 0 ? processes[i - 1].name : std::string();
-  l.peer_name = processes[i].name;
+  l.from = i > 0 ? processes[i - 1].name : std::string();
+  l.to = processes[i].name;
   l.link_id = instance;
   l.tuple_bytes = tuple_bytes;
   l.wait = wait;
@@ -391,30 +391,34 @@ const std::vector<Key>& keys() {
                [](Deployment* d, const std::string& v) { d->link.transport = v; },
                [](const Deployment& d) { return d.link.transport; }),
       enum_key("encoding", &kEncodings,
-               [](Deployment* d, const std::string& v) { parse_encoding(v, &d->link.encoding); },
-               [](const Deployment& d) { return std::string(encoding_name(d.link.encoding)); }),
+               [](Deployment* d, const std::string& v) { parse_encoding(v, &d->link.tcp.encoding); },
+               [](const Deployment& d) { return std::string(encoding_name(d.link.tcp.encoding)); }),
       enum_key("send_queue", &kSendQueues,
-               [](Deployment* d, const std::string& v) { d->link.async_send = v == "async"; },
-               [](const Deployment& d) { return std::string(d.link.async_send ? "async" : "sync"); }),
+               [](Deployment* d, const std::string& v) { d->link.tcp.async_send = v == "async"; },
+               [](const Deployment& d) { return std::string(d.link.tcp.async_send ? "async" : "sync"); }),
       enum_key("rx_poll", &kRxPolls,
-               [](Deployment* d, const std::string& v) { d->link.rx_select = v == "select"; },
-               [](const Deployment& d) { return std::string(d.link.rx_select ? "select" : "block"); }),
+               [](Deployment* d, const std::string& v) { d->link.tcp.rx_select = v == "select"; },
+               [](const Deployment& d) { return std::string(d.link.tcp.rx_select ? "select" : "block"); }),
       enum_key("handover", &kHandovers,
                [](Deployment* d, const std::string& v) { d->handover_copy = v == "copy"; },
                [](const Deployment& d) { return std::string(d.handover_copy ? "copy" : "descriptor"); }),
-      link_uint_key("read_bytes", &LinkOptions::read_bytes),
-      link_uint_key("poll_timeout_us", &LinkOptions::poll_timeout_us),
+      {"read_bytes",
+       [](const Reader& r, const YAML::Node& n, Deployment* d) { return r.get(n, "read_bytes", &d->link.tcp.read_bytes); },
+       [](YAML::Emitter& e, const Deployment& d) { e << YAML::Key << "read_bytes" << YAML::Value << d.link.tcp.read_bytes; }},
+      {"poll_timeout_us",
+       [](const Reader& r, const YAML::Node& n, Deployment* d) { return r.get(n, "poll_timeout_us", &d->link.tcp.poll_timeout_us); },
+       [](YAML::Emitter& e, const Deployment& d) { e << YAML::Key << "poll_timeout_us" << YAML::Value << d.link.tcp.poll_timeout_us; }},
       {"congestion",
        [](const Reader& r, const YAML::Node& n, Deployment* d) {
          std::string v;
          if (n.IsNull()) v.clear();
          else if (Status st = r.get_enum(n, "congestion", kCongestionIn, &v); !st) return st;
-         d->link.congestion = v == "default" ? "" : v;
+         d->link.tcp.congestion = v == "default" ? "" : v;
          return Status();
        },
        [](YAML::Emitter& e, const Deployment& d) {
          e << YAML::Key << "congestion" << YAML::Value
-           << (d.link.congestion.empty() ? std::string("default") : d.link.congestion);
+           << (d.link.tcp.congestion.empty() ? std::string("default") : d.link.tcp.congestion);
        }},
       link_uint_key("slot_bytes", &LinkOptions::slot_bytes),
       link_uint_key("slots", &LinkOptions::slots),
@@ -658,7 +662,7 @@ Status validate(const Deployment& d, const Places& at) {
                                                kMinTupleBytes, d.tuple_bytes));
   if (l.slots < 1) return at.error("slots", "must be at least 1");
   if (l.slot_bytes < 1) return at.error("slot_bytes", "must be at least 1");
-  if (l.read_bytes < 1) return at.error("read_bytes", "must be at least 1");
+  if (l.tcp.read_bytes < 1) return at.error("read_bytes", "must be at least 1");
   const uint32_t tpe = tuples_per_event(d.tuple_bytes, d.event_bytes);
   const size_t wire = event_wire_bytes(d.tuple_bytes, tpe, d.data_bytes);
   if (wire + sizeof(FrameHeader) > l.slot_bytes) {

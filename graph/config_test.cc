@@ -38,8 +38,8 @@ TEST(Config, DefaultsAreTheStructInitializers) {
   EXPECT_EQ(d.tuple_bytes, def.tuple_bytes);
   EXPECT_EQ(d.event_bytes, def.event_bytes);
   EXPECT_EQ(d.duration_s, def.duration_s);
-  EXPECT_EQ(d.link.encoding, Encoding::kSg);
-  EXPECT_FALSE(d.link.async_send);
+  EXPECT_EQ(d.link.tcp.encoding, Encoding::kSg);
+  EXPECT_FALSE(d.link.tcp.async_send);
   EXPECT_EQ(d.link.slot_bytes, LinkOptions().slot_bytes);
   ASSERT_EQ(d.processes.size(), 3u);
   EXPECT_EQ(d.processes[1].name, "node-a");
@@ -51,20 +51,20 @@ TEST(Config, DefaultsAreTheStructInitializers) {
 
 TEST(Config, PresetOriginal) {
   Deployment d = parse_ok(std::string("preset: original\n") + kChain);
-  EXPECT_EQ(d.link.encoding, Encoding::kCapnp);
-  EXPECT_TRUE(d.link.async_send);
-  EXPECT_TRUE(d.link.rx_select);
-  EXPECT_EQ(d.link.read_bytes, 4096u);
-  EXPECT_EQ(d.link.poll_timeout_us, 1000u);
+  EXPECT_EQ(d.link.tcp.encoding, Encoding::kCapnp);
+  EXPECT_TRUE(d.link.tcp.async_send);
+  EXPECT_TRUE(d.link.tcp.rx_select);
+  EXPECT_EQ(d.link.tcp.read_bytes, 4096u);
+  EXPECT_EQ(d.link.tcp.poll_timeout_us, 1000u);
 }
 
 TEST(Config, ApplyPreset) {
   LinkOptions l;
   EXPECT_TRUE(apply_preset("original", &l).ok());
   EXPECT_TRUE(apply_preset("tcp-opt", &l).ok());
-  EXPECT_EQ(l.encoding, Encoding::kSg);
-  EXPECT_FALSE(l.rx_select);
-  EXPECT_EQ(l.read_bytes, 65536u);
+  EXPECT_EQ(l.tcp.encoding, Encoding::kSg);
+  EXPECT_FALSE(l.tcp.rx_select);
+  EXPECT_EQ(l.tcp.read_bytes, 65536u);
   EXPECT_TRUE(apply_preset("fabric-opt", &l).ok());
   EXPECT_EQ(l.transport, "fabric");
   EXPECT_TRUE(apply_preset("ucx-opt", &l).ok());
@@ -83,25 +83,25 @@ TEST(Config, UnknownPresetNamesLine) {
 TEST(Config, ExplicitKeyBeatsPresetWhateverTheOrder) {
   // encoding before preset in the file: the preset still comes first.
   Deployment d = parse_ok(std::string("encoding: copy\npreset: original\n") + kChain);
-  EXPECT_EQ(d.link.encoding, Encoding::kCopy);
-  EXPECT_TRUE(d.link.async_send);  // the rest of `original` holds
+  EXPECT_EQ(d.link.tcp.encoding, Encoding::kCopy);
+  EXPECT_TRUE(d.link.tcp.async_send);  // the rest of `original` holds
 }
 
 TEST(Config, SetBeatsPresetAndFile) {
   Deployment d = parse_ok(std::string("preset: tcp-opt\nencoding: sg\ntuple_bytes: 64\n") + kChain,
                           {"preset=original", "encoding=copy", "tuple_bytes=256"});
   EXPECT_EQ(d.preset, "original");
-  EXPECT_EQ(d.link.encoding, Encoding::kCopy);
-  EXPECT_TRUE(d.link.async_send);
+  EXPECT_EQ(d.link.tcp.encoding, Encoding::kCopy);
+  EXPECT_TRUE(d.link.tcp.async_send);
   EXPECT_EQ(d.tuple_bytes, 256u);
   EXPECT_EQ(d.link.tuple_bytes, 256u);
 
   // The preset alone from --set, over a file without one.
   Deployment o = parse_ok(kChain, {"preset=original"});
-  EXPECT_EQ(o.link.encoding, Encoding::kCapnp);
+  EXPECT_EQ(o.link.tcp.encoding, Encoding::kCapnp);
   // An explicit file key still beats a preset given by --set.
   Deployment f = parse_ok(std::string("encoding: copy\n") + kChain, {"preset=original"});
-  EXPECT_EQ(f.link.encoding, Encoding::kCopy);
+  EXPECT_EQ(f.link.tcp.encoding, Encoding::kCopy);
 }
 
 TEST(Config, DottedOverrides) {
@@ -112,11 +112,11 @@ TEST(Config, DottedOverrides) {
   EXPECT_EQ(d.processes[0].cores, 1.5);
   EXPECT_EQ(d.processes[2].port, 9000);
   EXPECT_EQ(d.listen_port(2, 3), 9003);
-  EXPECT_TRUE(d.link.async_send);
-  EXPECT_TRUE(d.link.rx_select);
+  EXPECT_TRUE(d.link.tcp.async_send);
+  EXPECT_TRUE(d.link.tcp.rx_select);
   EXPECT_EQ(d.wait, Wait::kHybrid);
   EXPECT_EQ(d.link.wait, Wait::kHybrid);
-  EXPECT_EQ(d.link.congestion, "bbr");
+  EXPECT_EQ(d.link.tcp.congestion, "bbr");
   EXPECT_EQ(d.processes[1].source_line, "test.yaml:3");  // the process itself is the file's
 }
 
@@ -363,8 +363,8 @@ TEST(Config, Helpers) {
   LinkOptions l = d.link_into(1, 1);
   EXPECT_EQ(l.host, "10.0.0.5");
   EXPECT_EQ(l.port, 20101);
-  EXPECT_EQ(l.local_name, "loadgen");
-  EXPECT_EQ(l.peer_name, "node-a");
+  EXPECT_EQ(l.from, "loadgen");
+  EXPECT_EQ(l.to, "node-a");
   EXPECT_EQ(l.link_id, 1u);
   EXPECT_EQ(l.tuple_bytes, d.tuple_bytes);
   EXPECT_EQ(l.token, "s3cret");
@@ -392,12 +392,12 @@ TEST(Config, TopLevelHostIsTheProcessDefault) {
 void expect_same(const Deployment& a, const Deployment& b) {
   EXPECT_EQ(a.preset, b.preset);
   EXPECT_EQ(a.link.transport, b.link.transport);
-  EXPECT_EQ(a.link.encoding, b.link.encoding);
-  EXPECT_EQ(a.link.async_send, b.link.async_send);
-  EXPECT_EQ(a.link.rx_select, b.link.rx_select);
-  EXPECT_EQ(a.link.read_bytes, b.link.read_bytes);
-  EXPECT_EQ(a.link.poll_timeout_us, b.link.poll_timeout_us);
-  EXPECT_EQ(a.link.congestion, b.link.congestion);
+  EXPECT_EQ(a.link.tcp.encoding, b.link.tcp.encoding);
+  EXPECT_EQ(a.link.tcp.async_send, b.link.tcp.async_send);
+  EXPECT_EQ(a.link.tcp.rx_select, b.link.tcp.rx_select);
+  EXPECT_EQ(a.link.tcp.read_bytes, b.link.tcp.read_bytes);
+  EXPECT_EQ(a.link.tcp.poll_timeout_us, b.link.tcp.poll_timeout_us);
+  EXPECT_EQ(a.link.tcp.congestion, b.link.tcp.congestion);
   EXPECT_EQ(a.link.slot_bytes, b.link.slot_bytes);
   EXPECT_EQ(a.link.slots, b.link.slots);
   EXPECT_EQ(a.link.credit_batch, b.link.credit_batch);
@@ -499,7 +499,7 @@ processes:
   Deployment c = parse_ok(kChain);
   Deployment c2 = parse_ok(dump_deployment(c));
   expect_same(c, c2);
-  EXPECT_EQ(c2.link.congestion, "");
+  EXPECT_EQ(c2.link.tcp.congestion, "");
 }
 
 TEST(Config, ExamplePipelineParses) {
@@ -507,8 +507,8 @@ TEST(Config, ExamplePipelineParses) {
   Status st = load_deployment(SLUICE_SOURCE_DIR "/deploy/examples/pipeline.yaml", {}, &d);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(d.preset, "tcp-opt");
-  EXPECT_EQ(d.link.encoding, Encoding::kSg);
-  EXPECT_EQ(d.link.congestion, "reno");
+  EXPECT_EQ(d.link.tcp.encoding, Encoding::kSg);
+  EXPECT_EQ(d.link.tcp.congestion, "reno");
   EXPECT_EQ(d.tuple_bytes, 128u);
   EXPECT_EQ(d.event_bytes, 32768u);
   EXPECT_EQ(d.duration_s, 5);
@@ -527,7 +527,7 @@ TEST(Config, ExamplePipelineParses) {
   st = load_deployment(SLUICE_SOURCE_DIR "/deploy/examples/pipeline.yaml",
                        {"preset=original", "tuple_bytes=64"}, &d);
   ASSERT_TRUE(st.ok()) << st.message();
-  EXPECT_EQ(d.link.encoding, Encoding::kCapnp);
+  EXPECT_EQ(d.link.tcp.encoding, Encoding::kCapnp);
 }
 
 }  // namespace

@@ -28,46 +28,46 @@
 #include "base/ring.h"
 #include "transport/pool.h"
 #include "base/status.h"
+#include "transport/tcp/options.h"
 
 namespace sluice {
-
-enum class Encoding { kCapnp, kCopy, kSg };
-const char* encoding_name(Encoding e);
-bool parse_encoding(std::string_view s, Encoding* e);
 
 // Everything one end of a link needs to know. Both ends are built from the
 // same deployment file, and the handshake checks that they agree.
 struct LinkOptions {
-  std::string transport = "tcp";  // tcp (this issue); fabric, ucx later
-  Encoding encoding = Encoding::kSg;
-  bool async_send = false;        // original: a send queue drained by its own thread
-  bool rx_select = false;         // original: select() with a timeout, then read
-  uint32_t read_bytes = 65536;    // capnp/copy: bytes asked of each read
-  uint32_t poll_timeout_us = 1000;
-  std::string congestion;         // TCP_CONGESTION per socket ("" = system default)
+  std::string transport = "tcp";  // the carrier: tcp (fabric, ucx: the RDMA issue)
+
+  // The protocol core: the same for every carrier.
   uint32_t slot_bytes = 65536;    // receiver slot = the largest frame payload
   uint32_t slots = 64;            // receiver slots = initial credits
   uint32_t credit_batch = 0;      // credits returned in batches of this (0: slots/4)
   uint32_t connect_timeout_ms = 10000;
-  Wait wait = Wait::kBlock;       // for the transport's own internal queues
   std::string token;              // optional shared secret checked at handshake
+  Wait wait = Wait::kBlock;       // for the transport's own internal queues
 
   // Schema of the stream on this link.
   uint32_t tuple_bytes = 128;
   std::string schema = "sluice.tuple";
 
-  // Endpoints and names (for errors: "link node-a -> node-b").
-  std::string host = "127.0.0.1";
+  // The two ends: names (for errors: "link node-a -> node-b"), where the
+  // sender connects, where the receiver binds.
+  std::string from;                // the sending process
+  std::string to;                  // the receiving process
+  std::string host = "127.0.0.1";  // the receiver's address, as the sender reaches it
+  std::string listen;              // the address the receiver binds ("" = host)
   uint16_t port = 0;
-  std::string local_name;
-  std::string peer_name;
-  uint32_t link_id = 0;            // instance number; checked at handshake
+  uint32_t link_id = 0;            // the link's index in the deployment; checked at handshake
+  uint32_t instance = 0;           // which instance of the pipeline; checked at handshake
+
+  // What only one carrier has.
+  TcpOptions tcp;
 
   uint32_t effective_credit_batch() const {
     uint32_t b = credit_batch ? credit_batch : slots / 4;
     if (b == 0) b = 1;
     return b > slots ? slots : b;
   }
+  const std::string& bind_address() const { return listen.empty() ? host : listen; }
 };
 
 // Gets a slot back when the transport no longer needs its bytes.

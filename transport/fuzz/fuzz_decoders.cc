@@ -36,7 +36,7 @@ void handshake(const std::byte* p, size_t n) {
 
 void frames(const std::byte* p, size_t n, Encoding enc) {
   LinkOptions o;
-  o.encoding = enc;
+  o.tcp.encoding = enc;
   o.slot_bytes = 4096;
   o.tuple_bytes = 12;
   const tcp::FrameLimits lim = tcp::frame_limits(o);

@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   std::vector<std::byte> buf(tcp::kHandshakePrefixBytes + tcp::kMaxHandshakeBytes);
   size_t n = 0;
   LinkOptions o;
-  o.local_name = "loadgen";
+  o.from = "loadgen";
   tcp::encode_hello(tcp::hello_from_options(o), buf.data(), buf.size(), &n);
   put("hello", 0, {buf.begin(), buf.begin() + n});
   tcp::encode_reply({true, "", 64, 65536, 16, "node-a"}, buf.data(), buf.size(), &n);

@@ -87,9 +87,9 @@ HelloInfo hello_from_options(const LinkOptions& opts) {
   h.tuple_bytes = opts.tuple_bytes;
   h.slot_bytes = opts.slot_bytes;
   h.slots = opts.slots;
-  h.encoding = opts.encoding;
+  h.encoding = opts.tcp.encoding;
   h.token = opts.token;
-  h.sender_name = opts.local_name;
+  h.sender_name = opts.from;
   return h;
 }
 
@@ -201,7 +201,7 @@ std::string hello_mismatch(const HelloInfo& got, const HelloInfo& expect) {
 
 FrameLimits frame_limits(const LinkOptions& opts) {
   FrameLimits l;
-  l.encoding = opts.encoding;
+  l.encoding = opts.tcp.encoding;
   l.slot_bytes = opts.slot_bytes;
   l.tuple_bytes = opts.tuple_bytes;
   size_t cb = capnp_event_bound_bytes(opts.slot_bytes, opts.tuple_bytes);

@@ -14,10 +14,10 @@ namespace {
 
 TEST(Codec, HelloRoundTrip) {
   LinkOptions o;
-  o.local_name = "loadgen";
+  o.from = "loadgen";
   o.token = "t";
   o.link_id = 7;
-  o.encoding = Encoding::kCopy;
+  o.tcp.encoding = Encoding::kCopy;
   HelloInfo h = hello_from_options(o);
   alignas(8) std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
   size_t n = 0;
@@ -81,7 +81,7 @@ TEST(Codec, FrameHeaderChecks) {
 TEST(Codec, CapnpEventRebuildKeepsChecksum) {
   for (uint32_t tb : {12u, 13u, 128u, 4096u}) {
     LinkOptions o;
-    o.encoding = Encoding::kCapnp;
+    o.tcp.encoding = Encoding::kCapnp;
     o.slot_bytes = 65536;
     o.tuple_bytes = tb;
     FrameLimits lim = frame_limits(o);
@@ -119,7 +119,7 @@ TEST(Codec, CapnpEventRebuildKeepsChecksum) {
 
 TEST(Codec, CapnpEventTooBigForTheSlotIsAnError) {
   LinkOptions o;
-  o.encoding = Encoding::kCapnp;
+  o.tcp.encoding = Encoding::kCapnp;
   o.slot_bytes = 65536;
   o.tuple_bytes = 128;
   std::vector<std::byte> ev(65536);

@@ -30,9 +30,9 @@ void run_link(benchmark::State& state, Encoding enc, bool original) {
     ro.slot_bytes = 65536;
     ro.slots = 64;
     if (original) {
-      ro.async_send = true;
-      ro.rx_select = true;
-      ro.read_bytes = 4096;
+      ro.tcp.async_send = true;
+      ro.tcp.rx_select = true;
+      ro.tcp.read_bytes = 4096;
     }
     SlotPool rx(ro.slots, ro.slot_bytes);
     Status st;
@@ -43,7 +43,6 @@ void run_link(benchmark::State& state, Encoding enc, bool original) {
     }
     LinkOptions so = ro;
     so.port = l->port();
-    std::swap(so.local_name, so.peer_name);
     SlotPool tx(256, ev_bytes);
     for (uint32_t s = 0; s < 256; ++s)
       testing::write_event(tx.slot(s), 0, s * tuples, s, tuples, tuple_bytes);

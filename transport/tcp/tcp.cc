@@ -109,10 +109,10 @@ struct Stats {
 };
 
 Status set_congestion(int fd, const LinkOptions& o, const std::string& who) {
-  if (o.congestion.empty()) return {};
-  if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, o.congestion.data(), o.congestion.size()) != 0)
+  if (o.tcp.congestion.empty()) return {};
+  if (setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, o.tcp.congestion.data(), o.tcp.congestion.size()) != 0)
     return Status::Error(fmt::format("{}: setsockopt(TCP_CONGESTION, '{}') failed: {}", who,
-                                     o.congestion, errno_text(errno)));
+                                     o.tcp.congestion, errno_text(errno)));
   return {};
 }
 
@@ -242,13 +242,13 @@ class TcpReceiver final : public Receiver {
         link_(std::move(link)),
         peer_(std::move(peer_name)),
         batch_(opts.effective_credit_batch()) {
-    if (opts_.encoding != Encoding::kSg) {
+    if (opts_.tcp.encoding != Encoding::kSg) {
       // Room for one whole frame plus one read behind it; sized once here.
-      size_t max_payload = opts_.encoding == Encoding::kCapnp ? lim_.capnp_bytes : lim_.slot_bytes;
-      size_t read = std::max<size_t>(opts_.read_bytes, 64);
+      size_t max_payload = opts_.tcp.encoding == Encoding::kCapnp ? lim_.capnp_bytes : lim_.slot_bytes;
+      size_t read = std::max<size_t>(opts_.tcp.read_bytes, 64);
       buf_cap_ = (sizeof(FrameHeader) + max_payload + read + 7) / 8 * 8;
       buf_.reset(new uint64_t[buf_cap_ / 8]);
-      if (opts_.encoding == Encoding::kCapnp) scratch_.reset(new uint64_t[max_payload / 8 + 1]);
+      if (opts_.tcp.encoding == Encoding::kCapnp) scratch_.reset(new uint64_t[max_payload / 8 + 1]);
     }
   }
 
@@ -259,7 +259,7 @@ class TcpReceiver final : public Receiver {
     if (!error_.ok()) return error_;
     if (ended_) return {};
     if (out.empty()) return {};
-    Status st = opts_.encoding == Encoding::kSg ? receive_sg(out, n) : receive_buffered(out, n);
+    Status st = opts_.tcp.encoding == Encoding::kSg ? receive_sg(out, n) : receive_buffered(out, n);
     return st;
   }
 
@@ -348,12 +348,12 @@ class TcpReceiver final : public Receiver {
   // should return what it has (timeout with frames in hand).
   Status before_read(size_t have, bool* go) {
     *go = true;
-    if (!opts_.rx_select) return {};
+    if (!opts_.tcp.rx_select) return {};
     for (;;) {
       bool ready = false;
       // With frames in hand only look (timeout 0): waiting out the timeout
       // then would hold back frames that already arrived.
-      Status st = poll_readable(fd_.get(), have > 0 ? 0 : opts_.poll_timeout_us, &ready, &stats_);
+      Status st = poll_readable(fd_.get(), have > 0 ? 0 : opts_.tcp.poll_timeout_us, &ready, &stats_);
       if (!st) return fail(fmt::format("{}: {}", link_, st.message()));
       if (ready) return {};
       if (have > 0) {
@@ -388,7 +388,7 @@ class TcpReceiver final : public Receiver {
       m.msg_iov = iov;
       m.msg_iovlen = cnt;
       // Block only while nothing is in hand; then take what has arrived.
-      int flags = (k == 0 && !opts_.rx_select) ? 0 : MSG_DONTWAIT;
+      int flags = (k == 0 && !opts_.tcp.rx_select) ? 0 : MSG_DONTWAIT;
       ssize_t r = ::recvmsg(fd_.get(), &m, flags);
       stats_.syscalls.add(1);
       if (r < 0) {
@@ -492,17 +492,17 @@ class TcpReceiver final : public Receiver {
       // Keep the partial frame at the front so a whole frame always fits.
       if (begin_ == end_) {
         begin_ = end_ = 0;
-      } else if (buf_cap_ - end_ < opts_.read_bytes) {
+      } else if (buf_cap_ - end_ < opts_.tcp.read_bytes) {
         std::memmove(buf, buf + begin_, end_ - begin_);
         end_ -= begin_;
         begin_ = 0;
       }
-      size_t ask = std::min<size_t>(std::max<uint32_t>(opts_.read_bytes, 1), buf_cap_ - end_);
+      size_t ask = std::min<size_t>(std::max<uint32_t>(opts_.tcp.read_bytes, 1), buf_cap_ - end_);
       bool go;
       Status st = before_read(k, &go);
       if (!st) return st;
       if (!go) break;
-      int flags = (k == 0 && !opts_.rx_select) ? 0 : MSG_DONTWAIT;
+      int flags = (k == 0 && !opts_.tcp.rx_select) ? 0 : MSG_DONTWAIT;
       ssize_t r = ::recv(fd_.get(), buf + end_, ask, flags);
       stats_.syscalls.add(1);
       if (r < 0) {
@@ -570,7 +570,7 @@ class TcpReceiver final : public Receiver {
 class TcpListener final : public Listener {
  public:
   TcpListener(const LinkOptions& opts, SlotPool& pool) : opts_(opts), pool_(pool) {
-    me_ = name_or(opts_.local_name, "receiver");
+    me_ = name_or(opts_.to, "receiver");
   }
 
   Status bind() {
@@ -583,7 +583,7 @@ class TcpListener final : public Listener {
       return Status::Error(fmt::format("{}: a {}-byte slot cannot hold an event of {}-byte tuples",
                                        me_, opts_.slot_bytes, opts_.tuple_bytes));
     AddrInfo ai;
-    Status st = resolve(opts_.host, opts_.port, true, &ai);
+    Status st = resolve(opts_.bind_address(), opts_.port, true, &ai);
     if (!st) return Status::Error(fmt::format("{}: cannot listen on {}:{}: {}", me_, opts_.host,
                                               opts_.port, st.message()));
     Fd fd(::socket(ai.ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -629,7 +629,7 @@ class TcpListener final : public Listener {
     }
     Fd fd(c);
     std::string from = sockaddr_text(ss);
-    std::string sender = name_or(opts_.peer_name, "?");
+    std::string sender = name_or(opts_.from, "?");
     std::string link = link_name(sender, me_, opts_.host, port_);
     if (Status s = set_nodelay(fd.get(), link); !s) {
       *st = s;
@@ -777,14 +777,14 @@ class TcpSender : public Sender {
  public:
   TcpSender(const LinkOptions& opts, const SlotPool& pool, SlotReleaser& releaser)
       : opts_(opts), pool_(pool), releaser_(releaser) {
-    me_ = name_or(opts_.local_name, "sender");
-    peer_ = name_or(opts_.peer_name, "?");
+    me_ = name_or(opts_.from, "sender");
+    peer_ = name_or(opts_.to, "?");
     link_ = link_name(me_, peer_, opts_.host, opts_.port);
   }
   ~TcpSender() override = default;
 
   Status connect() {
-    if (opts_.async_send && opts_.encoding == Encoding::kSg)
+    if (opts_.tcp.async_send && opts_.tcp.encoding == Encoding::kSg)
       return Status::Error(fmt::format(
           "{}: async_send is not supported with the sg encoding (it would keep slots until the "
           "queue drains); use copy or capnp",
@@ -986,7 +986,7 @@ class TcpSender : public Sender {
     ReplyInfo reply;
     st = decode_reply(buf, len, &reply);
     if (!st) return Status::Error(fmt::format("{}: HelloReply: {}", link_, st.message()));
-    if (!reply.receiver_name.empty() && opts_.peer_name.empty()) {
+    if (!reply.receiver_name.empty() && opts_.to.empty()) {
       peer_ = reply.receiver_name;
       link_ = link_name(me_, peer_, opts_.host, opts_.port);
     }
@@ -1119,20 +1119,20 @@ class BufferedSender final : public TcpSender {
 
   Status start() {
     uint32_t max_payload = peer_slot_bytes_;
-    if (opts_.encoding == Encoding::kCapnp) {
+    if (opts_.tcp.encoding == Encoding::kCapnp) {
       capnp_bound_ = capnp_event_bound_bytes(peer_slot_bytes_, opts_.tuple_bytes);
       max_payload = capnp_bound_;
       scratch_.reset(new uint64_t[capnp_bound_ / 8 + 1]());
     }
     max_frame_ = sizeof(FrameHeader) + max_payload;
     chunk_bytes_ = 4 * max_frame_;
-    const size_t nchunks = opts_.async_send ? 8 : 1;
+    const size_t nchunks = opts_.tcp.async_send ? 8 : 1;
     chunks_.resize(nchunks);
     for (auto& c : chunks_) {
       c.buf.reset(new std::byte[chunk_bytes_]);
       c.frame_end.resize(chunk_bytes_ / sizeof(FrameHeader) + 1);
     }
-    if (opts_.async_send) {
+    if (opts_.tcp.async_send) {
       full_ = std::make_unique<SpscRing<uint32_t>>(16);
       free_ = std::make_unique<SpscRing<uint32_t>>(16);
       for (uint32_t i = 1; i < nchunks; ++i) free_->try_push(i);
@@ -1147,7 +1147,7 @@ class BufferedSender final : public TcpSender {
     if (!st) return st;
     st = thread_error();
     if (!st) return fail(st);
-    if (opts_.encoding == Encoding::kCapnp)
+    if (opts_.tcp.encoding == Encoding::kCapnp)
       st = send_capnp(descs);
     else
       st = plan_frames(descs, peer_slot_bytes_,
@@ -1170,7 +1170,7 @@ class BufferedSender final : public TcpSender {
   Status finish() override {
     Status st;
     if (!error_.ok()) st = error_;
-    if (opts_.async_send && thread_.joinable()) {
+    if (opts_.tcp.async_send && thread_.joinable()) {
       full_->close();
       thread_.join();
       if (st) st = thread_error();
@@ -1259,7 +1259,7 @@ class BufferedSender final : public TcpSender {
   Status hand_off() {
     Chunk& c = chunks_[cur_];
     if (c.frames == 0) return {};
-    if (!opts_.async_send) {
+    if (!opts_.tcp.async_send) {
       Status st = write_chunk(c);
       c.used = c.frames = 0;
       return st;
@@ -1353,7 +1353,7 @@ std::unique_ptr<Listener> make_listener(const LinkOptions& opts, SlotPool& pool,
 
 std::unique_ptr<Sender> make_sender(const LinkOptions& opts, const SlotPool& pool,
                                     SlotReleaser& releaser, Status* st) {
-  if (opts.encoding == Encoding::kSg) {
+  if (opts.tcp.encoding == Encoding::kSg) {
     auto s = std::make_unique<SgSender>(opts, pool, releaser);
     *st = s->connect();
     if (!st->ok()) return nullptr;

@@ -79,7 +79,6 @@ struct RawSocket {
 
 LinkOptions sender_view(LinkOptions o, uint16_t port) {
   o.port = port;
-  std::swap(o.local_name, o.peer_name);
   return o;
 }
 
@@ -381,7 +380,7 @@ TEST(TcpHandshake, OtherSlotSize) {
 
 TEST(TcpHandshake, OtherEncoding) {
   LinkOptions so = sender_view(rx_opts(), 0);
-  so.encoding = Encoding::kCapnp;
+  so.tcp.encoding = Encoding::kCapnp;
   Shake s = handshake(rx_opts(), so);
   for (const Status* st : {&s.receiver, &s.sender}) {
     ASSERT_FALSE(st->ok());
@@ -532,7 +531,7 @@ TEST(TcpSender, ConnectTimesOutNamingTheAddress) {
 TEST(TcpSender, AsyncSendWithSgIsRejected) {
   SlotPool pool(8, 65536);
   LinkOptions so = sender_view(rx_opts(), 1);
-  so.async_send = true;
+  so.tcp.async_send = true;
   PoolReleaser rel(pool);
   Status st;
   auto s = make_sender(so, pool, rel, &st);

@@ -54,10 +54,10 @@ class TcpConformance : public ::testing::TestWithParam<Mode> {
   Result run(const Load& L) {
     Result res;
     LinkOptions ro = loopback_options(GetParam().encoding);
-    ro.async_send = GetParam().async_send;
-    ro.rx_select = GetParam().rx_select;
-    ro.poll_timeout_us = 200;
-    ro.read_bytes = 4096;  // the original's read size: many reads per frame
+    ro.tcp.async_send = GetParam().async_send;
+    ro.tcp.rx_select = GetParam().rx_select;
+    ro.tcp.poll_timeout_us = 200;
+    ro.tcp.read_bytes = 4096;  // the original's read size: many reads per frame
     ro.tuple_bytes = L.tuple_bytes;
     ro.slot_bytes = L.rx_slot_bytes;
     ro.slots = L.rx_slots;
@@ -70,7 +70,6 @@ class TcpConformance : public ::testing::TestWithParam<Mode> {
 
     LinkOptions so = ro;
     so.port = listener->port();
-    std::swap(so.local_name, so.peer_name);
     const size_t ev_bytes = event_wire_bytes(L.tuple_bytes, L.tuples_per_event, L.data_bytes);
     const size_t tx_slot_bytes = ev_bytes * L.events_per_desc;
     SlotPool tx_pool(L.descs_per_send + 2, tx_slot_bytes);

@@ -84,12 +84,12 @@ std::string verify_events(const std::byte* p, size_t bytes, uint32_t events, uin
 
 LinkOptions loopback_options(Encoding e, const std::string& sender, const std::string& receiver) {
   LinkOptions o;
-  o.encoding = e;
+  o.tcp.encoding = e;
   o.host = "127.0.0.1";
   o.port = 0;
   o.connect_timeout_ms = 5000;
-  o.local_name = receiver;  // the listener's view; senders swap these
-  o.peer_name = sender;
+  o.from = sender;
+  o.to = receiver;
   return o;
 }
 

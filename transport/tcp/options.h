@@ -1,0 +1,29 @@
+// What only the tcp carrier has: its encodings and the original Borealis
+// knobs. A link whose transport is not tcp ignores all of it; the deployment
+// parser refuses these keys on such a link.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace sluice {
+
+// How a frame's events travel on the byte stream.
+//   sg    - gathered straight from the pool slots (sendmsg), read straight into slots
+//   copy  - packed into a contiguous buffer on both ends (memcpy)
+//   capnp - each event a Cap'n Proto message, rebuilt on receipt (one event per frame)
+enum class Encoding { kCapnp, kCopy, kSg };
+const char* encoding_name(Encoding e);
+bool parse_encoding(std::string_view s, Encoding* e);
+
+struct TcpOptions {
+  Encoding encoding = Encoding::kSg;
+  bool async_send = false;        // original: a send queue drained by its own thread
+  bool rx_select = false;         // original: poll() with a timeout before every read
+  uint32_t read_bytes = 65536;    // capnp/copy: bytes asked of each read
+  uint32_t poll_timeout_us = 1000;
+  std::string congestion;         // TCP_CONGESTION per socket ("" = system default)
+};
+
+}  // namespace sluice

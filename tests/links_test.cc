@@ -61,7 +61,7 @@ TEST(Links, ABadFrameOnOneLinkLeavesTheOtherServing) {
   ASSERT_GE(fd, 0);
   std::byte buf[4096];
   size_t len = 0;
-  ASSERT_TRUE(tcp::encode_hello(tcp::hello_from_options(lo), buf, sizeof buf, &len).ok());
+  ASSERT_TRUE(encode_hello(hello_from_options(lo), buf, sizeof buf, &len).ok());
   ASSERT_EQ(write(fd, buf, len), ssize_t(len));
   ASSERT_GT(read(fd, buf, sizeof buf), 0);  // the reply
   FrameHeader bad{0xBADF00D, uint16_t(FrameKind::kEvents), 0, 64, 1};

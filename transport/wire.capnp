@@ -1,30 +1,28 @@
 @0x976cd9b3d8dc7836;
 # sluice's Cap'n Proto messages: the handshake of every link, and the event of
 # the capnp encoding (the original Borealis path: serialization for
-# heterogeneous peers). Owned by the tcp transport work; see transport/tcp/.
+# heterogeneous peers). The handshake belongs to the protocol core (transport/handshake.h),
+# the Event to the tcp carrier's capnp encoding.
 #
 # On a tcp link the handshake travels as
-#   [u32 magic 0x53484C53 "SLHS"][u32 byte length][flat-array words]
+#   [u32 magic 0x53484C53 "SLHS"][u32 byte length][message: segment table, segments]
 # and an Event as the payload of a kCapnpEvent frame (transport/event.h).
 
-enum WireEncoding {
-  capnp @0;
-  copy @1;
-  sg @2;
-}
-
-# Sender -> receiver, first thing on a new connection: what the sender was
+# Sender -> receiver, first thing on a new link: what the sender was
 # configured with, so the receiver can refuse a link built from another file.
+# transport/PROTOCOL.md says what the receiver checks in each field.
 struct Hello {
-  version @0 :UInt16;
-  linkId @1 :UInt32;
-  schema @2 :Text;
-  tupleBytes @3 :UInt32;
-  slotBytes @4 :UInt32;
-  slots @5 :UInt32;
-  encoding @6 :WireEncoding;
-  token @7 :Text;
-  senderName @8 :Text;
+  version @0 :UInt16;       # wire version (transport/event.h kWireVersion)
+  linkId @1 :UInt32;        # the link's index in the deployment
+  instance @2 :UInt32;      # which copy of the pipeline
+  schema @3 :Text;
+  tupleBytes @4 :UInt32;
+  slotBytes @5 :UInt32;     # the receiver's slot, as the sender was told
+  slots @6 :UInt32;         # the receiver's slots, as the sender was told
+  carrier @7 :Text;         # the carrier and its wire form: "tcp/sg", "tcp/copy", "tcp/capnp"
+  token @8 :Text;
+  senderName @9 :Text;
+  receiverName @10 :Text;   # whom the sender means to reach ("" = anyone)
 }
 
 # Receiver -> sender: accepted with the initial credits (one per free slot),

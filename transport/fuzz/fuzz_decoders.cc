@@ -16,21 +16,21 @@ using namespace sluice;
 namespace {
 
 void handshake(const std::byte* p, size_t n) {
-  tcp::HelloInfo hello;
-  tcp::ReplyInfo reply;
-  if (n >= tcp::kHandshakePrefixBytes) {
+  HelloInfo hello;
+  ReplyInfo reply;
+  if (n >= kHandshakePrefixBytes) {
     uint32_t len = 0;
-    if (tcp::decode_handshake_prefix(p, &len).ok() && len <= n - tcp::kHandshakePrefixBytes) {
-      (void)tcp::decode_hello(p + tcp::kHandshakePrefixBytes, len, &hello);
-      (void)tcp::decode_reply(p + tcp::kHandshakePrefixBytes, len, &reply);
+    if (decode_handshake_prefix(p, &len).ok() && len <= n - kHandshakePrefixBytes) {
+      (void)decode_hello(p + kHandshakePrefixBytes, len, &hello);
+      (void)decode_reply(p + kHandshakePrefixBytes, len, &reply);
     }
   }
   // Also as a bare body of whatever length arrived.
-  (void)tcp::decode_hello(p, n, &hello);
-  (void)tcp::decode_reply(p, n, &reply);
-  if (tcp::decode_hello(p, n, &hello).ok()) {
+  (void)decode_hello(p, n, &hello);
+  (void)decode_reply(p, n, &reply);
+  if (decode_hello(p, n, &hello).ok()) {
     LinkOptions o;
-    (void)tcp::hello_mismatch(hello, tcp::hello_from_options(o));
+    (void)hello_mismatch(hello, hello_from_options(o));
   }
 }
 

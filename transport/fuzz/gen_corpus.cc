@@ -35,13 +35,13 @@ std::vector<std::byte> frame(FrameKind kind, const std::byte* p, size_t n, uint3
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
   dir = argv[1];
-  std::vector<std::byte> buf(tcp::kHandshakePrefixBytes + tcp::kMaxHandshakeBytes);
+  std::vector<std::byte> buf(kHandshakePrefixBytes + kMaxHandshakeBytes);
   size_t n = 0;
   LinkOptions o;
   o.from = "loadgen";
-  tcp::encode_hello(tcp::hello_from_options(o), buf.data(), buf.size(), &n);
+  encode_hello(hello_from_options(o), buf.data(), buf.size(), &n);
   put("hello", 0, {buf.begin(), buf.begin() + n});
-  tcp::encode_reply({true, "", 64, 65536, 16, "node-a"}, buf.data(), buf.size(), &n);
+  encode_reply({true, "", 64, 65536, 16, "node-a"}, buf.data(), buf.size(), &n);
   put("reply", 0, {buf.begin(), buf.begin() + n});
   std::vector<std::byte> bad(buf.begin(), buf.begin() + n);
   bad[4] = std::byte{0xff};  // length beyond the limit

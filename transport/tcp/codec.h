@@ -1,18 +1,9 @@
-// Pure decoders and encoders of the tcp transport's wire: the handshake and
-// frame headers/payloads. They take (bytes, length, limits) and return a
+// Pure decoders and encoders of the tcp carrier's wire: frame headers and
+// payloads, and the capnp encoding's events (the handshake is the protocol
+// core's: transport/handshake.h). They take (bytes, length, limits) and return a
 // Status; they never trust a length or count they were given, never throw and
 // never allocate on the data path. The receiver uses exactly these functions,
 // and transport/fuzz/fuzz_decoders.cc feeds them hostile bytes.
-//
-// Handshake message on the wire (both directions):
-//
-//  byte 0        4              8
-//       +--------+--------------+--- length bytes ---+
-//       | "SLHS" | length (u32) | capnp flat array   |
-//       +--------+--------------+--------------------+
-//
-// length is a multiple of 8 and at most kMaxHandshakeBytes; both are checked
-// before anything is allocated or read.
 #pragma once
 
 #include <cstddef>
@@ -21,54 +12,10 @@
 
 #include "transport/event.h"
 #include "base/status.h"
+#include "transport/handshake.h"
 #include "transport/transport.h"
 
 namespace sluice::tcp {
-
-inline constexpr uint32_t kHandshakeMagic = 0x53484C53;  // "SLHS"
-inline constexpr uint32_t kMaxHandshakeBytes = 4096;
-inline constexpr size_t kHandshakePrefixBytes = 8;
-
-// What a sender says it was configured with (Hello).
-struct HelloInfo {
-  uint16_t version = kWireVersion;
-  uint32_t link_id = 0;
-  std::string schema;
-  uint32_t tuple_bytes = 0;
-  uint32_t slot_bytes = 0;
-  uint32_t slots = 0;
-  Encoding encoding = Encoding::kSg;
-  std::string token;
-  std::string sender_name;
-};
-
-// The receiver's answer (HelloReply).
-struct ReplyInfo {
-  bool accepted = false;
-  std::string error;
-  uint32_t credits = 0;
-  uint32_t slot_bytes = 0;
-  uint32_t credit_batch = 0;
-  std::string receiver_name;
-};
-
-HelloInfo hello_from_options(const LinkOptions& opts);
-
-// Checks the 8-byte prefix; *len is the length of the flat array that follows.
-Status decode_handshake_prefix(const std::byte* p, uint32_t* len);
-
-// Writes prefix + flat array into out (cap bytes); *len is the total.
-Status encode_hello(const HelloInfo& h, std::byte* out, size_t cap, size_t* len);
-Status encode_reply(const ReplyInfo& r, std::byte* out, size_t cap, size_t* len);
-
-// Decodes the flat array (without prefix). `p` need not be aligned.
-Status decode_hello(const std::byte* p, size_t len, HelloInfo* out);
-Status decode_reply(const std::byte* p, size_t len, ReplyInfo* out);
-
-// Empty when a sender's Hello agrees with what the receiver expects, else the
-// mismatch in words ("schema 'sluice.tuple'/128-byte tuples, receiver expects
-// 64-byte tuples"). Tokens are compared, never printed.
-std::string hello_mismatch(const HelloInfo& got, const HelloInfo& expect);
 
 // What a receiver accepts in a frame.
 struct FrameLimits {

@@ -32,7 +32,7 @@ TEST(Codec, HelloRoundTrip) {
   ASSERT_TRUE(decode_hello(odd.data() + 1, len, &back).ok());
   EXPECT_EQ(back.sender_name, "loadgen");
   EXPECT_EQ(back.link_id, 7u);
-  EXPECT_EQ(back.encoding, Encoding::kCopy);
+  EXPECT_EQ(back.carrier, "tcp/copy");
   EXPECT_EQ(hello_mismatch(back, h), "");
 }
 

@@ -61,18 +61,18 @@ struct RawSocket {
     return true;
   }
   // Reads one handshake message (prefix + body) and decodes it as a reply.
-  bool read_reply(tcp::ReplyInfo* r) {
-    std::byte buf[tcp::kHandshakePrefixBytes + tcp::kMaxHandshakeBytes];
-    if (!read(buf, tcp::kHandshakePrefixBytes)) return false;
+  bool read_reply(ReplyInfo* r) {
+    std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
+    if (!read(buf, kHandshakePrefixBytes)) return false;
     uint32_t len;
-    if (!tcp::decode_handshake_prefix(buf, &len)) return false;
+    if (!decode_handshake_prefix(buf, &len)) return false;
     if (!read(buf, len)) return false;
-    return tcp::decode_reply(buf, len, r).ok();
+    return decode_reply(buf, len, r).ok();
   }
-  void write_hello(const tcp::HelloInfo& h) {
-    std::byte buf[tcp::kHandshakePrefixBytes + tcp::kMaxHandshakeBytes];
+  void write_hello(const HelloInfo& h) {
+    std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
     size_t n = 0;
-    ASSERT_TRUE(tcp::encode_hello(h, buf, sizeof buf, &n).ok());
+    ASSERT_TRUE(encode_hello(h, buf, sizeof buf, &n).ok());
     write(buf, n);
   }
 };
@@ -94,10 +94,10 @@ class RawUpstream : public ::testing::TestWithParam<Encoding> {
     listener_ = make_listener(ro_, pool_, &st);
     ASSERT_TRUE(listener_) << st.message();
     raw_.connect_to(listener_->port());
-    raw_.write_hello(tcp::hello_from_options(sender_view(ro_, listener_->port())));
+    raw_.write_hello(hello_from_options(sender_view(ro_, listener_->port())));
     receiver_ = listener_->accept(&st);
     ASSERT_TRUE(receiver_) << st.message();
-    tcp::ReplyInfo reply;
+    ReplyInfo reply;
     ASSERT_TRUE(raw_.read_reply(&reply));
     ASSERT_TRUE(reply.accepted) << reply.error;
     EXPECT_EQ(reply.credits, 2u);
@@ -384,7 +384,7 @@ TEST(TcpHandshake, OtherEncoding) {
   Shake s = handshake(rx_opts(), so);
   for (const Status* st : {&s.receiver, &s.sender}) {
     ASSERT_FALSE(st->ok());
-    EXPECT_HAS(st->message(), "encoding 'capnp', receiver expects 'sg'");
+    EXPECT_HAS(st->message(), "carrier 'tcp/capnp', receiver expects 'tcp/sg'");
   }
 }
 
@@ -401,7 +401,7 @@ TEST(TcpHandshake, OtherTokenAndLinkId) {
   so.link_id = 3;
   s = handshake(rx_opts(), so);
   ASSERT_FALSE(s.sender.ok());
-  EXPECT_HAS(s.sender.message(), "link id 3, receiver expects 0");
+  EXPECT_HAS(s.sender.message(), "link 3 instance 0, receiver expects link 0 instance 0");
 }
 
 class RawHandshake : public ::testing::Test {
@@ -424,13 +424,13 @@ class RawHandshake : public ::testing::Test {
 };
 
 TEST_F(RawHandshake, BadVersion) {
-  tcp::HelloInfo h = tcp::hello_from_options(sender_view(rx_opts(), 0));
+  HelloInfo h = hello_from_options(sender_view(rx_opts(), 0));
   h.version = 2;
   raw_.write_hello(h);
   std::string e = accept_error();
   EXPECT_HAS(e, "handshake rejected: wire version 2, receiver speaks 1");
   EXPECT_HAS(e, "loadgen -> node-a");
-  tcp::ReplyInfo reply;
+  ReplyInfo reply;
   ASSERT_TRUE(raw_.read_reply(&reply));
   EXPECT_FALSE(reply.accepted);
   EXPECT_HAS(reply.error, "wire version 2");
@@ -443,21 +443,21 @@ TEST_F(RawHandshake, GarbageBytes) {
   EXPECT_HAS(e, "bad handshake magic");
   EXPECT_HAS(e, "node-a (127.0.0.1:");
   EXPECT_HAS(e, "from 127.0.0.1:");
-  tcp::ReplyInfo reply;
+  ReplyInfo reply;
   ASSERT_TRUE(raw_.read_reply(&reply));  // the peer is told too
   EXPECT_FALSE(reply.accepted);
   EXPECT_HAS(reply.error, "bad handshake magic");
 }
 
 TEST_F(RawHandshake, OversizedLength) {
-  uint32_t prefix[2] = {tcp::kHandshakeMagic, 1u << 20};
+  uint32_t prefix[2] = {kHandshakeMagic, 1u << 20};
   raw_.write(prefix, sizeof prefix);
   std::string e = accept_error();
   EXPECT_HAS(e, "handshake length 1048576");
 }
 
 TEST_F(RawHandshake, GarbageMessageBody) {
-  uint32_t prefix[2] = {tcp::kHandshakeMagic, 64};
+  uint32_t prefix[2] = {kHandshakeMagic, 64};
   std::byte junk[64];
   std::memset(junk, 0xFF, sizeof junk);
   raw_.write(prefix, sizeof prefix);
@@ -603,19 +603,19 @@ class RawDownstream : public ::testing::Test {
     RawSocket peer;
     peer.fd = ::accept(lfd, nullptr, nullptr);
     ::close(lfd);
-    std::byte buf[tcp::kHandshakePrefixBytes + tcp::kMaxHandshakeBytes];
+    std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
     uint32_t hl = 0;
     EXPECT_TRUE(peer.read(buf, 8));
-    EXPECT_TRUE(tcp::decode_handshake_prefix(buf, &hl).ok());
+    EXPECT_TRUE(decode_handshake_prefix(buf, &hl).ok());
     EXPECT_TRUE(peer.read(buf, hl));
-    tcp::ReplyInfo r;
+    ReplyInfo r;
     r.accepted = true;
     r.credits = 2;
     r.slot_bytes = 4096;
     r.credit_batch = 1;
     r.receiver_name = "node-a";
     size_t n = 0;
-    EXPECT_TRUE(tcp::encode_reply(r, buf, sizeof buf, &n).ok());
+    EXPECT_TRUE(encode_reply(r, buf, sizeof buf, &n).ok());
     peer.write(buf, n);
     after_reply(peer);
     t.join();

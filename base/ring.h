@@ -14,6 +14,7 @@
 #pragma once
 
 #include <linux/futex.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -57,9 +58,19 @@ inline bool parse_wait(std::string_view s, Wait* w) {
 }
 
 // An eventcount: a waiter announces itself, re-checks its condition, then
-// sleeps on a futex; a notifier makes a syscall only when somebody announced.
+// sleeps; a notifier makes a syscall only when somebody announced. A waiter
+// sleeps on a futex, or (after enable_fd()) in poll/epoll on fd() together
+// with other fds: the bridge a stage uses to wait on a ring and on a
+// transport's completion handle at once.
 class EventCount {
  public:
+  EventCount() = default;
+  EventCount(const EventCount&) = delete;
+  EventCount& operator=(const EventCount&) = delete;
+  ~EventCount() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
   uint32_t prepare_wait() {
     waiters_.fetch_add(1, std::memory_order_seq_cst);
     return seq_.load(std::memory_order_seq_cst);
@@ -70,8 +81,25 @@ class EventCount {
             nullptr, 0);
     waiters_.fetch_sub(1, std::memory_order_relaxed);
   }
+
+  // The fd form. Call enable_fd() once, before any thread waits or notifies.
+  // Then: prepare_fd_wait(); re-check; sleep in poll/epoll on fd() (and
+  // more); finish_fd_wait() in every case, woken or not.
+  bool enable_fd() {
+    if (fd_ < 0) fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return fd_ >= 0;
+  }
+  int fd() const { return fd_; }
+  void prepare_fd_wait() { fd_waiters_.fetch_add(1, std::memory_order_seq_cst); }
+  void finish_fd_wait() {
+    fd_waiters_.fetch_sub(1, std::memory_order_relaxed);
+    uint64_t v;
+    while (::read(fd_, &v, sizeof v) > 0) {
+    }
+  }
+
   // Caller has published its change; the fence orders that store before the
-  // load of waiters_ (the waiter's fetch_add orders the other way).
+  // loads of the waiter counts (each waiter's fetch_add orders the other way).
   void notify() {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     if (waiters_.load(std::memory_order_relaxed) != 0) {
@@ -79,11 +107,17 @@ class EventCount {
       syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
               nullptr, 0);
     }
+    if (fd_waiters_.load(std::memory_order_relaxed) != 0) {
+      const uint64_t one = 1;
+      (void)!::write(fd_, &one, sizeof one);
+    }
   }
 
  private:
   alignas(kCacheLine) std::atomic<uint32_t> seq_{0};
   std::atomic<uint32_t> waiters_{0};
+  std::atomic<uint32_t> fd_waiters_{0};
+  int fd_ = -1;
 };
 
 // Spins of kHybrid before it sleeps: about 10 us of pause instructions.
@@ -186,6 +220,9 @@ class SpscRing {
   size_t size() const {
     return p_.tail.load(std::memory_order_acquire) - head_.load(std::memory_order_acquire);
   }
+  // The consumer's wake-up, for a consumer that also waits on other fds.
+  EventCount& not_empty() { return not_empty_; }
+
   void close() {
     closed_.store(true, std::memory_order_seq_cst);
     not_empty_.notify();

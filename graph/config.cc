@@ -73,26 +73,56 @@ int Deployment::process_index(const std::string& name) const {
   return -1;
 }
 
-uint16_t Deployment::listen_port(size_t i, uint32_t instance) const {
-  const uint32_t first = processes[i].port ? processes[i].port : base_port + 100u * i;
+static uint16_t listen_port(const Deployment& d, size_t i, uint32_t instance) {
+  const uint32_t first = d.processes[i].port ? d.processes[i].port : d.base_port + 100u * i;
   return static_cast<uint16_t>(first + instance);
 }
 
-// One LinkOptions serves both ends of the link into process i: the sender
-// (process i-1) connects to it and the receiver (process i) listens on it.
-// `from` is the sending side and `to` the receiving side, so errors
-// on either end read "link <from> -> <to>".
-LinkOptions Deployment::link_into(size_t i, uint32_t instance) const {
-  LinkOptions l = link;
-  l.host = processes[i].host;
-  l.port = listen_port(i, instance);
-  l.from = i > 0 ? processes[i - 1].name : std::string();
-  l.to = processes[i].name;
-  l.link_id = instance;
-  l.tuple_bytes = tuple_bytes;
-  l.wait = wait;
-  return l;
+// TEMPORARY (chain only; the graph parser replaces this).
+std::vector<size_t> Deployment::inputs_of(size_t i) const {
+  std::vector<size_t> v;
+  for (size_t l = 0; l < links.size(); ++l)
+    if (links[l].to == i) v.push_back(l);
+  return v;
 }
+std::vector<size_t> Deployment::outputs_of(size_t i) const {
+  std::vector<size_t> v;
+  for (size_t l = 0; l < links.size(); ++l)
+    if (links[l].from == i) v.push_back(l);
+  return v;
+}
+uint16_t Deployment::link_port(size_t l, uint32_t instance) const {
+  return listen_port(*this, links[l].to, instance);
+}
+LinkOptions Deployment::link_options(size_t l, uint32_t instance) const {
+  LinkOptions o = links[l].options;
+  const auto& to = processes[links[l].to];
+  o.host = to.host;
+  o.listen = to.listen;
+  o.port = link_port(l, instance);
+  o.from = processes[links[l].from].name;
+  o.to = to.name;
+  o.link_id = static_cast<uint32_t>(l);
+  o.instance = instance;
+  o.tuple_bytes = tuple_bytes;
+  o.schema = link.schema;
+  o.wait = wait;
+  return o;
+}
+uint32_t Deployment::first_stream(size_t i) const {
+  uint32_t f = 0;
+  for (size_t j = 0; j < i; ++j)
+    if (processes[j].role == Role::kLoadgen) f += streams;
+  return f;
+}
+uint32_t Deployment::streams_into(size_t i) const { return streams; }
+std::vector<size_t> Deployment::start_order() const {
+  std::vector<size_t> v;
+  for (size_t k = processes.size(); k-- > 0;) v.push_back(k);
+  return v;
+}
+const char* split_name(Split s) { return s == Split::kCopy ? "copy" : "stream"; }
+std::string describe_graph(const Deployment& d) { return ""; }
 
 double Deployment::cores_of(size_t i) const {
   if (processes[i].cores > 0) return processes[i].cores;
@@ -783,6 +813,14 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
       return Status::Error(fmt::format("{}: duplicate process name '{}' (first at {})",
                                        p.source_line, p.name, it->second));
     d->processes.push_back(std::move(p));
+  }
+  d->chain = true;
+  for (size_t i = 0; i + 1 < d->processes.size(); ++i) {
+    LinkConfig lc;
+    lc.from = i;
+    lc.to = i + 1;
+    lc.options = d->link;
+    d->links.push_back(lc);
   }
   return validate(*d, places);
 }

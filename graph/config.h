@@ -2,23 +2,28 @@
 //
 // Every program (sluice-deploy, -node, -loadgen, -sink) reads the same YAML
 // file the same way: load_deployment() parses it, applies `--set key=value`
-// overrides, applies the preset, and checks it. A typo, a wrong type or a
+// overrides, applies the presets, and checks it. A typo, a wrong type or a
 // missing field is an error that names the file, the line and the key.
 //
-// Example (deploy/examples/pipeline.yaml):
+// A deployment is a graph: processes (where each runs, what it binds) and
+// links (from, to, and the link's transport and options). Top-level link keys
+// (transport, encoding, slots, ...) are the defaults of every link; a link may
+// set any of them, and its own `preset`, for itself alone. With no `links:`
+// the processes form a chain in the order listed (the shorthand of the
+// simplest graph); `--set links.N.key=value` still reaches those links.
+//
+// Example (deploy/examples/union.yaml):
 //
 //   preset: tcp-opt
-//   tuple_bytes: 128
-//   event_bytes: 32768
-//   duration_s: 5
 //   processes:
-//     - {name: loadgen, role: loadgen}
-//     - {name: node-a, role: node, operators: [{filter: {field: key, op: ge, value: 0}}]}
-//     - {name: node-b, role: node, operators: [{filter: {field: key, op: ge, value: 0}}]}
+//     - {name: gen-1, role: loadgen}
+//     - {name: gen-2, role: loadgen}
+//     - {name: node-a, role: node}
 //     - {name: sink, role: sink}
-//
-// The processes form a chain in the order listed: loadgen first, sink last.
-// Process i listens on base_port + 100*i + instance (or its own `port`).
+//   links:
+//     - {from: gen-1, to: node-a}
+//     - {from: gen-2, to: node-a, encoding: copy}
+//     - {from: node-a, to: sink}
 #pragma once
 
 #include <cstdint>
@@ -35,6 +40,13 @@ namespace sluice {
 enum class Role { kLoadgen, kNode, kSink };
 const char* role_name(Role r);
 
+// How a process with several downstream links divides its events.
+enum class Split {
+  kStream,  // stream s goes to downstream link s % n: each stream stays whole
+  kCopy,    // every event to every downstream link
+};
+const char* split_name(Split s);
+
 struct OperatorConfig {
   std::string kind = "filter";  // the operators issue adds more
   std::string field = "key";    // key | seq
@@ -45,33 +57,47 @@ struct OperatorConfig {
 struct ProcessConfig {
   std::string name;
   Role role = Role::kNode;
-  std::string host = "127.0.0.1";  // where it listens; its upstream connects here
-  uint16_t port = 0;               // 0: base_port + 100 * index
+  std::string host = "127.0.0.1";  // where it runs; its upstreams connect to this address
+  std::string listen;              // the address it binds; "" = host
+  uint16_t port = 0;               // first port it listens on; 0: base_port + 100 * index
   double cores = 0;                // N in the CPE formulas; 0: host cores / processes on host
+  Split split = Split::kStream;    // with several downstream links
   std::vector<OperatorConfig> operators;
   std::string source_line;         // "file:line" where it was declared, for errors
+
+  const std::string& bind_address() const { return listen.empty() ? host : listen; }
+};
+
+struct LinkConfig {
+  size_t from = 0;            // index into processes: the sender
+  size_t to = 0;              // index into processes: the receiver
+  std::string preset;         // the link's own preset; "" = the top-level one
+  uint16_t port = 0;          // first port (instance 0); 0 = automatic (Deployment::link_port)
+  LinkOptions options;        // every link key resolved (defaults < top-level preset <
+                              // top-level keys < link preset < link keys); names and
+                              // endpoint are filled by Deployment::link_options()
+  std::string source_line;    // "file:line" of the link (or of `processes` for the chain)
 };
 
 struct Deployment {
-  std::string preset = "tcp-opt";  // original | tcp-opt (| fabric-opt | ucx-opt later)
-  LinkOptions link;                // the preset's choices, then any explicit keys
+  std::string preset = "tcp-opt";  // original | tcp-opt | fabric-opt | ucx-opt
+  LinkOptions link;                // top-level link keys: the defaults of every link
 
   // The stream.
   uint32_t tuple_bytes = 128;      // >= 12
   uint32_t event_bytes = 32768;    // bytes per event; 0: one tuple per event
   uint32_t data_bytes = 0;         // array data per event
-  double duration_s = 5;           // how long the load generator runs...
+  double duration_s = 5;           // how long each load generator runs...
   uint64_t tuples = 0;             // ...or, if non-zero, how many tuples it sends
   double rate = 0;                 // events/s per instance; 0: as fast as possible
   uint32_t burst_events = 0;       // bursts: burst_events every burst_ms
   double burst_ms = 0;
-  uint32_t streams = 1;            // streams per instance, events round-robin
-  uint32_t instances = 1;          // independent pipelines through each process
+  uint32_t streams = 1;            // streams per load generator and instance, round-robin
+  uint32_t instances = 1;          // independent copies of the whole graph
 
   // The node.
   Wait wait = Wait::kBlock;        // descriptor rings: block | spin | hybrid
-  bool handover_copy = false;      // handover: copy (original: the process stage
-                                   // copies each event into a fresh slot) | descriptor
+  bool handover_copy = false;      // handover: copy (original) | descriptor
   uint32_t ring_slots = 1024;      // descriptors per ring (power of two)
   uint32_t loadgen_slots = 1024;   // generator pool slots, at most (about 4 MiB of events)
 
@@ -82,21 +108,42 @@ struct Deployment {
 
   uint16_t base_port = 17100;
   std::vector<ProcessConfig> processes;
+  std::vector<LinkConfig> links;   // explicit, or the chain of processes in order
+  bool chain = false;              // true when `links:` was left out
 
   std::string file;                // where it came from
 
   // Index of a process by name, or -1.
   int process_index(const std::string& name) const;
-  // Port process i listens on for instance k.
-  uint16_t listen_port(size_t i, uint32_t instance) const;
-  // Link options for the link into process i (i >= 1), instance k.
-  LinkOptions link_into(size_t i, uint32_t instance) const;
+  // Links into / out of process i, as indices into `links`, in file order.
+  std::vector<size_t> inputs_of(size_t i) const;
+  std::vector<size_t> outputs_of(size_t i) const;
+  // The port link l's receiver listens on for instance k: the link's `port`
+  // + k, else the receiver's first port + j * instances + k, where j is the
+  // link's place among the receiver's inputs (so a chain keeps today's ports).
+  uint16_t link_port(size_t l, uint32_t instance) const;
+  // Everything both ends of link l need for instance k: its resolved options
+  // with from/to names, host (the receiver's host), listen (the receiver's
+  // bind address), port, link_id = l, instance = k, tuple_bytes, schema, wait.
+  LinkOptions link_options(size_t l, uint32_t instance) const;
+  // The first stream id of load generator i: load generators number their
+  // streams one after another in file order (gen-1: 0..streams-1, gen-2:
+  // streams..2*streams-1, ...), so a union of them never mixes two streams.
+  uint32_t first_stream(size_t i) const;
+  // Streams that reach process i (the sum over the load generators upstream
+  // of it, each counted once).
+  uint32_t streams_into(size_t i) const;
+  // Processes downstream first (sinks first, load generators last): the
+  // order in which to start them so every listener is up before its
+  // upstream connects.
+  std::vector<size_t> start_order() const;
   // Cores given to process i (resolves 0 to this host's share).
   double cores_of(size_t i) const;
 };
 
 // Parses `path`, applies the overrides ("key=value", the key a top-level key
-// or a dotted path like processes.1.host), applies the preset and validates.
+// or a dotted path like processes.1.host or links.0.encoding), applies the
+// presets and validates.
 Status load_deployment(const std::string& path,
                        const std::vector<std::string>& overrides, Deployment* out);
 
@@ -107,7 +154,13 @@ Status parse_deployment(const std::string& yaml, const std::string& name,
 // Applies a preset's choices to `link`. Unknown preset: error.
 Status apply_preset(const std::string& preset, LinkOptions* link);
 
-// The deployment as YAML, with every key resolved (what a run really used).
+// The deployment as YAML, with every key resolved (what a run really used):
+// processes and an explicit links list. Dumped text parses to the same Deployment.
 std::string dump_deployment(const Deployment& d);
+
+// The graph in words, for `sluice-deploy check`: one line per link (index,
+// from -> to, transport and its encoding, receiver address:port) and one per
+// process with several inputs (union) or outputs (split by stream / copy).
+std::string describe_graph(const Deployment& d);
 
 }  // namespace sluice

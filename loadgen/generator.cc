@@ -21,11 +21,12 @@ size_t generator_slots(const Deployment& d) {
 
 }  // namespace
 
-Generator::Generator(const Deployment& d, uint32_t instance)
+Generator::Generator(const Deployment& d, uint32_t instance, uint32_t first_stream)
     : tuple_bytes_(d.tuple_bytes),
       tuples_per_event_(tuples_per_event(d.tuple_bytes, d.event_bytes)),
       data_bytes_(d.data_bytes),
       streams_(d.streams),
+      first_stream_(first_stream),
       tuple_limit_(d.tuples),
       duration_s_(d.duration_s),
       rate_(d.rate),
@@ -36,7 +37,6 @@ Generator::Generator(const Deployment& d, uint32_t instance)
             std::max(event_wire_bytes(d.tuple_bytes, tuples_per_event(d.tuple_bytes, d.event_bytes),
                                       d.data_bytes),
                      8 + size_t{d.streams} * sizeof(EndOfStreamEntry))),
-      releaser_(pool_),
       next_seq_(d.streams, 0),
       events_(d.streams, 0) {
   // Payload bytes depend only on their offset inside a tuple (or the data
@@ -82,21 +82,21 @@ size_t Generator::allowed_now(double now) {
 
 Descriptor Generator::make_event(uint32_t slot, uint64_t ts) {
   std::byte* p = pool_.slot(slot);
-  const uint32_t stream = static_cast<uint32_t>(generated_events_ % streams_);
+  const uint32_t s = static_cast<uint32_t>(generated_events_ % streams_);
   uint32_t count = tuples_per_event_;
   if (tuple_limit_) count = static_cast<uint32_t>(std::min<uint64_t>(count, tuple_limit_ - generated_tuples_));
   EventHeader h{};
   h.magic = kEventMagic;
   h.version = kWireVersion;
   h.header_bytes = kEventHeaderBytes;
-  h.stream = stream;
+  h.stream = first_stream_ + s;
   h.tuple_bytes = tuple_bytes_;
-  h.first_seq = next_seq_[stream];
+  h.first_seq = next_seq_[s];
   h.tuple_count = count;
   h.tuple_span = count;
   h.data_bytes = data_bytes_;
   h.send_ts_ns = ts;
-  h.event_seq = events_[stream];
+  h.event_seq = events_[s];
   std::memcpy(p, &h, sizeof h);
   std::byte* t = p + kEventHeaderBytes;
   for (uint32_t i = 0; i < count; ++i, t += tuple_bytes_) {
@@ -111,8 +111,8 @@ Descriptor Generator::make_event(uint32_t slot, uint64_t ts) {
     for (uint32_t j = 0; j < data_bytes_; ++j) data[j] = std::byte((j * 17 + 3) & 0xff);
   }
   seal_event(p);
-  next_seq_[stream] += count;
-  ++events_[stream];
+  next_seq_[s] += count;
+  ++events_[s];
   ++generated_events_;
   generated_tuples_ += count;
   return {slot, 0, static_cast<uint32_t>(h.wire_bytes()), 1, count, 0};
@@ -122,7 +122,8 @@ Descriptor Generator::make_end(uint32_t slot) {
   std::byte* p = pool_.slot(slot);
   EndOfStream eos{};
   eos.n_streams = streams_;
-  for (uint32_t s = 0; s < streams_; ++s) eos.streams[s] = {s, 0, next_seq_[s], events_[s]};
+  for (uint32_t s = 0; s < streams_; ++s)
+    eos.streams[s] = {first_stream_ + s, 0, next_seq_[s], events_[s]};
   std::memcpy(p, &eos, eos.wire_bytes());
   return {slot, 0, static_cast<uint32_t>(eos.wire_bytes()), 0, 0, kDescEnd};
 }

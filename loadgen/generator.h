@@ -1,6 +1,7 @@
 // The load generator: a Source that makes events instead of receiving them.
 //
-// Each event goes into its own slot of a pool sized once at start: the tuple
+// Each event goes into its own slot of a pool sized once at start (the pool's
+// owner is this generator; senders release into it): the tuple
 // payload pattern and the constant header fields are written then, so making
 // an event costs the header, each tuple's sequence number and key, and the
 // checksum. Streams take events round-robin; each stream numbers its tuples
@@ -26,10 +27,10 @@ inline uint32_t tuple_key_for(uint64_t seq) {
 
 class Generator final : public Source {
  public:
-  Generator(const Deployment& d, uint32_t instance);
+  // Streams first_stream .. first_stream + d.streams - 1 (Deployment::first_stream).
+  Generator(const Deployment& d, uint32_t instance, uint32_t first_stream = 0);
   Status next(std::span<Descriptor> out, size_t* n) override;
   SlotPool& pool() override { return pool_; }
-  SlotReleaser& releaser() override { return releaser_; }
   void shutdown() override;
   // Ends the stream early but cleanly (SIGINT): END goes out after what was made.
   void stop() { stop_.store(true, std::memory_order_relaxed); }
@@ -39,13 +40,12 @@ class Generator final : public Source {
   Descriptor make_event(uint32_t slot, uint64_t ts);
   Descriptor make_end(uint32_t slot);
 
-  uint32_t tuple_bytes_, tuples_per_event_, data_bytes_, streams_;
+  uint32_t tuple_bytes_, tuples_per_event_, data_bytes_, streams_, first_stream_;
   uint64_t tuple_limit_;
   double duration_s_, rate_, burst_ms_;
   uint32_t burst_events_;
   Wait wait_;
   SlotPool pool_;
-  PoolReleaser releaser_;
   std::vector<uint64_t> next_seq_;     // per stream
   std::vector<uint64_t> events_;       // per stream
   uint64_t generated_events_ = 0;

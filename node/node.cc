@@ -3,7 +3,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
+#include <thread>
 
 namespace sluice {
 namespace {
@@ -29,55 +34,336 @@ Counts count(const Descriptor* d, size_t n) {
 
 // ---- NetSource --------------------------------------------------------------
 
-NetSource::NetSource(const LinkOptions& opts) : opts_(opts), pool_(opts.slots, opts.slot_bytes) {}
+NetSource::NetSource(const std::vector<LinkOptions>& links) : opts_(links) {}
 
-std::unique_ptr<NetSource> NetSource::make(const LinkOptions& opts, Status* st) {
-  std::unique_ptr<NetSource> s(new NetSource(opts));
-  s->listener_ = make_listener(opts, s->pool_, st);
-  if (!s->listener_) return nullptr;
+NetSource::~NetSource() {
+  if (epfd_ >= 0) ::close(epfd_);
+}
+
+std::unique_ptr<NetSource> NetSource::make(const std::vector<LinkOptions>& links,
+                                           TransportContext& ctx, Status* st) {
+  if (links.empty() || links.size() > UINT16_MAX) {
+    *st = Status::Error(fmt::format("a receive stage needs 1..{} upstream links, got {}",
+                                    UINT16_MAX, links.size()));
+    return nullptr;
+  }
+  std::unique_ptr<NetSource> s(new NetSource(links));
+  size_t slots = 0, slot_bytes = 0;
+  for (const auto& l : links) {
+    slots += l.slots;
+    slot_bytes = std::max<size_t>(slot_bytes, l.slot_bytes);
+  }
+  s->pool_ = std::make_unique<SlotPool>(slots, slot_bytes);
+  *st = ctx.register_pool(*s->pool_);
+  if (!st->ok()) return nullptr;
+  // Every slot starts with its link: posted, and granted by the handshake.
+  std::vector<uint32_t> all(slots);
+  if (s->pool_->try_acquire_n(all.data(), slots) != slots) {
+    *st = Status::Error("a fresh pool did not hand out every slot");
+    return nullptr;
+  }
+  s->owner_.resize(slots);
+  uint32_t first = 0;
+  for (size_t i = 0; i < links.size(); ++i) {
+    for (uint32_t k = 0; k < links[i].slots; ++k) s->owner_[first + k] = static_cast<uint16_t>(i);
+    s->first_.push_back(first);
+    auto l = make_listener(links[i], *s->pool_, first, ctx, st);
+    if (!l) return nullptr;
+    s->listeners_.push_back(std::move(l));
+    first += links[i].slots;
+  }
+  s->merged_ = std::make_unique<EndOfStream>();
+  s->epfd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (s->epfd_ < 0 || !s->pool_->freed().enable_fd()) {
+    *st = Status::Error(fmt::format("epoll/eventfd for the receive stage: {}", strerror(errno)));
+    return nullptr;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = UINT64_MAX;  // the pool
+  epoll_ctl(s->epfd_, EPOLL_CTL_ADD, s->pool_->freed().fd(), &ev);
   return s;
 }
 
+// Every upstream connects on its own schedule: accept them side by side.
 Status NetSource::start() {
-  Status st;
-  auto r = listener_->accept(&st);
+  std::vector<std::unique_ptr<Receiver>> got(listeners_.size());
+  std::vector<Status> sts(listeners_.size());
+  std::vector<std::thread> ts;
+  for (size_t i = 0; i < listeners_.size(); ++i)
+    ts.emplace_back([&, i] {
+      got[i] = listeners_[i]->accept(&sts[i]);
+      // One failed accept ends the stage: the others must not wait forever.
+      if (!got[i])
+        for (auto& l : listeners_) l->shutdown();
+    });
+  for (auto& t : ts) t.join();
   std::lock_guard lk(mu_);
-  if (!r) return st;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!got[i]) return sts[i];
+  links_ = std::move(got);
   if (shut_) {
-    r->shutdown();
+    for (auto& r : links_) r->shutdown();
     return Status::Error("shut down while accepting");
   }
-  receiver_ = std::move(r);
+  watching_.assign(links_.size(), true);
+  for (size_t i = 0; i < links_.size(); ++i) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = i;
+    epoll_ctl(epfd_, EPOLL_CTL_ADD, links_[i]->wait_fd(), &ev);
+  }
   return {};
 }
 
-Status NetSource::next(std::span<Descriptor> out, size_t* n) { return receiver_->receive(out, n); }
+// Slots released anywhere come back to their link: posted and credited.
+Status NetSource::give_back_freed() {
+  uint32_t freed[64];
+  size_t n;
+  while ((n = pool_->try_acquire_n(freed, 64)) > 0)
+    for (size_t i = 0; i < n; ++i) {
+      Status st = links_[owner_[freed[i]]]->give_back(freed[i]);
+      if (!st) return st;
+    }
+  return {};
+}
+
+// A link's END: merged into one END for the instance. Every END but the last
+// frees its slot at once; the last carries the merged totals. False: drop it.
+bool NetSource::merge_end(const Descriptor& d) {
+  EndOfStream eos{};
+  std::memcpy(&eos, pool_->slot(d.slot), std::min<size_t>(d.bytes, sizeof eos));  // checked
+  for (uint32_t i = 0; i < eos.n_streams && merged_->n_streams < kMaxStreams; ++i)
+    merged_->streams[merged_->n_streams++] = eos.streams[i];
+  ++ended_;
+  if (ended_ < links_.size()) {
+    (void)pool_->release(d.slot);
+    return false;
+  }
+  return true;
+}
+
+Status NetSource::sleep() {
+  int timeout = -1;
+  for (size_t i = 0; i < links_.size(); ++i) {
+    if (!watching_[i]) continue;
+    const int p = links_[i]->poll_period_ms();
+    if (p >= 0 && (timeout < 0 || p < timeout)) timeout = p;
+  }
+  EventCount& freed = pool_->freed();
+  freed.prepare_fd_wait();
+  if (pool_->free_slots() == 0 && !pool_->closed()) {
+    epoll_event evs[16];
+    int r = epoll_wait(epfd_, evs, 16, timeout);
+    if (r < 0 && errno != EINTR) {
+      freed.finish_fd_wait();
+      return Status::Error(fmt::format("epoll_wait failed: {}", strerror(errno)));
+    }
+  }
+  freed.finish_fd_wait();
+  return {};
+}
+
+Status NetSource::next(std::span<Descriptor> out, size_t* n) {
+  *n = 0;
+  for (;;) {
+    if (pool_->closed()) return Status::Error("receive stage shut down");
+    Status st = give_back_freed();
+    if (!st) return st;
+    if (end_out_) {
+      // The stream has ended; stay until every END slot came back, so each
+      // link returns its last credits and finishes cleanly.
+      bool all = true;
+      for (auto& l : links_) all = all && l->finished();
+      if (all) return {};
+      st = sleep();
+      if (!st) return st;
+      continue;
+    }
+    size_t k = 0;
+    for (size_t j = 0; j < links_.size() && k < out.size(); ++j) {
+      const size_t i = (rr_ + j) % links_.size();
+      Receiver& l = *links_[i];
+      if (l.ended()) continue;
+      size_t got = 0;
+      st = l.poll(out.subspan(k), &got);
+      if (!st) return st;
+      for (size_t e = k; e < k + got; ++e) {
+        if (!(out[e].flags & kDescEnd)) continue;
+        if (watching_[i]) {
+          epoll_ctl(epfd_, EPOLL_CTL_DEL, l.wait_fd(), nullptr);  // EOF stays readable
+          watching_[i] = false;
+        }
+        if (links_.size() == 1) {
+          end_out_ = true;
+          continue;
+        }
+        if (merge_end(out[e])) {
+          std::memcpy(pool_->slot(out[e].slot), merged_.get(), merged_->wire_bytes());
+          out[e].bytes = static_cast<uint32_t>(merged_->wire_bytes());
+          end_out_ = true;
+        } else {
+          std::memmove(&out[e], &out[e + 1], (k + got - e - 1) * sizeof(Descriptor));
+          --got;
+          --e;
+        }
+      }
+      k += got;
+    }
+    rr_ = (rr_ + 1) % links_.size();
+    if (k > 0) {
+      *n = k;
+      return {};
+    }
+    st = sleep();
+    if (!st) return st;
+  }
+}
 
 void NetSource::shutdown() {
   std::lock_guard lk(mu_);
   shut_ = true;
-  listener_->shutdown();
-  if (receiver_) receiver_->shutdown();
-  pool_.close();
+  for (auto& l : listeners_) l->shutdown();
+  for (auto& r : links_) r->shutdown();
+  pool_->close();
 }
 
 void NetSource::report(ProcessSummary& s) const {}
 
 // ---- NetDestination ---------------------------------------------------------
 
+namespace {
+constexpr size_t kLinkBatch = 1024;
+}
+
+NetDestination::NetDestination(std::vector<LinkOptions> links, Split split, SlotPool& pool,
+                               TransportContext& ctx)
+    : opts_(std::move(links)), split_(split), pool_(pool), ctx_(ctx) {}
+
 Status NetDestination::start() {
+  Status st = ctx_.register_pool(pool_);
+  if (!st) return st;
+  for (const auto& o : opts_) {
+    auto s = make_sender(o, pool_, ctx_, &st);
+    if (!s) return st;
+    links_.push_back(std::move(s));
+  }
+  batch_.assign(links_.size(), std::vector<Descriptor>(kLinkBatch));
+  nbatch_.assign(links_.size(), 0);
+  runs_.resize(pool_.slot_bytes() / kEventHeaderBytes + 1);
+  end_ = std::make_unique<EndOfStream>();
+  last_stats_.resize(links_.size());
+  return {};
+}
+
+Status NetDestination::flush(size_t i) {
+  if (nbatch_[i] == 0) return {};
+  Status st = links_[i]->send(std::span<const Descriptor>(batch_[i].data(), nbatch_[i]));
+  nbatch_[i] = 0;
+  return st;
+}
+
+// Cuts one descriptor's events into runs of consecutive events bound for the
+// same link; the runs share the slot, which gets one holder per run.
+Status NetDestination::split_by_stream(const Descriptor& d) {
+  const std::byte* base = pool_.slot(d.slot) + d.offset;
+  const size_t L = links_.size();
+  size_t nruns = 0;
+  size_t cur_link = SIZE_MAX;
+  uint32_t off = 0;
+  for (uint32_t e = 0; e < d.events; ++e) {
+    EventHeader h;
+    std::memcpy(&h, base + off, sizeof h);  // checked when it arrived
+    const size_t link = h.stream % L;
+    const uint32_t len = static_cast<uint32_t>(h.wire_bytes());
+    if (link != cur_link || nruns == 0) {
+      runs_[nruns++] = Descriptor{d.slot, d.offset + off, 0, 0, 0, static_cast<uint32_t>(link)};
+      cur_link = link;
+    }
+    Descriptor& r = runs_[nruns - 1];
+    r.bytes += len;
+    r.events += 1;
+    r.tuples += h.tuple_count;
+    off += len;
+  }
+  if (nruns > 1) {
+    Status st = pool_.retain(d.slot, static_cast<uint32_t>(nruns - 1));
+    if (!st) return st;
+  }
+  for (size_t r = 0; r < nruns; ++r) {
+    const size_t i = runs_[r].flags;
+    runs_[r].flags = 0;
+    if (nbatch_[i] == kLinkBatch) {
+      Status st = flush(i);
+      if (!st) return st;
+    }
+    batch_[i][nbatch_[i]++] = runs_[r];
+  }
+  return {};
+}
+
+// END: each link's own, after everything before it; then the slot is free.
+Status NetDestination::end(const Descriptor& d) {
+  const std::byte* p = pool_.slot(d.slot) + d.offset;
   Status st;
-  sender_ = make_sender(opts_, pool_, releaser_, &st);
-  return sender_ ? Status() : st;
+  if (links_.size() == 1 || split_ == Split::kCopy) {
+    for (auto& l : links_)
+      if (st) st = l->end(p, d.bytes);
+  } else {
+    EndOfStream all{};
+    std::memcpy(&all, p, std::min<size_t>(d.bytes, sizeof all));  // checked when it arrived
+    for (size_t i = 0; i < links_.size() && st; ++i) {
+      end_->n_streams = 0;
+      for (uint32_t e = 0; e < all.n_streams; ++e)
+        if (all.streams[e].stream % links_.size() == i) end_->streams[end_->n_streams++] = all.streams[e];
+      st = links_[i]->end(reinterpret_cast<const std::byte*>(end_.get()),
+                          static_cast<uint32_t>(end_->wire_bytes()));
+    }
+  }
+  if (d.slot != kNoSlot) {
+    Status r = pool_.release(d.slot);
+    if (st) st = r;
+  }
+  return st;
+}
+
+Status NetDestination::consume(std::span<const Descriptor> descs) {
+  size_t n = descs.size();
+  const bool has_end = n > 0 && (descs[n - 1].flags & kDescEnd);
+  if (has_end) --n;
+  Status st;
+  if (links_.size() == 1) {
+    if (n) st = links_[0]->send(descs.first(n));
+  } else if (split_ == Split::kCopy) {
+    const uint32_t extra = static_cast<uint32_t>(links_.size() - 1);
+    for (size_t i = 0; i < n && st; ++i) st = pool_.retain(descs[i].slot, extra);
+    for (size_t l = 0; l < links_.size() && st && n; ++l) st = links_[l]->send(descs.first(n));
+  } else {
+    for (size_t i = 0; i < n && st; ++i) st = split_by_stream(descs[i]);
+    for (size_t l = 0; l < links_.size() && st; ++l) st = flush(l);
+  }
+  if (st && has_end) st = end(descs[n]);
+  return st;
+}
+
+Status NetDestination::finish() {
+  Status first;
+  for (auto& l : links_) {
+    Status st = l->close();
+    if (first && !st) first = st;
+  }
+  return first;
 }
 
 void NetDestination::abort() {
-  if (sender_) last_stats_ = sender_->stats();
-  sender_.reset();  // closes the socket: the receiver sees the stream cut short
+  for (size_t i = 0; i < links_.size(); ++i) {
+    last_stats_[i] = links_[i]->stats();
+    links_[i]->abort();
+  }
 }
 
 void NetDestination::report(ProcessSummary& s) const {
-  s.credit_waits += sender_ ? sender_->stats().credit_waits : last_stats_.credit_waits;
+  for (const auto& l : links_) s.credit_waits += l->stats().credit_waits;
 }
 
 // ---- Instance ---------------------------------------------------------------
@@ -170,7 +456,11 @@ bool Instance::hand_over(Descriptor& d) {
   uint32_t slot = handover_->pool.acquire(cfg_.wait);
   if (slot == kNoSlot) return false;
   std::memcpy(handover_->pool.slot(slot), source_->pool().slot(d.slot) + d.offset, d.bytes);
-  source_->releaser().release(d.slot);
+  Status st = source_->pool().release(d.slot);
+  if (!st) {
+    fail(st);
+    return false;
+  }
   d.slot = slot;
   d.offset = 0;
   return true;

@@ -5,9 +5,9 @@
 //                 ▲                                               │
 //                 └──────── slot released, credit upstream ◄──────┘
 //
-// The receive stage's work is a Source (a network link, or the load
-// generator); the send stage's work is a Destination (a network link, or the
-// sink's verifier). The load generator and the sink are nodes with one stage
+// The receive stage's work is a Source (the upstream links, or the load
+// generator); the send stage's work is a Destination (the downstream links,
+// or the sink's verifier). The load generator and the sink are nodes with one stage
 // swapped, measured exactly like a node.
 //
 // An instance is one such chain of three threads with its own pool and its own
@@ -28,6 +28,9 @@
 #include "graph/operator.h"
 #include "node/metrics.h"
 #include "base/ring.h"
+#include "graph/config.h"
+#include "transport/event.h"
+#include "transport/link.h"
 #include "transport/pool.h"
 #include "transport/transport.h"
 
@@ -37,13 +40,12 @@ namespace sluice {
 class Source {
  public:
   virtual ~Source() = default;
-  // Runs first on the receive thread (accepting the upstream link, say).
+  // Runs first on the receive thread (accepting the upstream links, say).
   virtual Status start() { return {}; }
   // Waits for descriptors; *n = 0 once the stream has ended (after END).
   virtual Status next(std::span<Descriptor> out, size_t* n) = 0;
+  // The pool the events live in; stages downstream release into it.
   virtual SlotPool& pool() = 0;
-  // Where the send stage gives slots back.
-  virtual SlotReleaser& releaser() = 0;
   // From another thread: unblock next()/start().
   virtual void shutdown() = 0;
   virtual void report(ProcessSummary&) const {}
@@ -55,7 +57,7 @@ class Destination {
   virtual ~Destination() = default;
   // Runs first on the send thread (connecting downstream, say).
   virtual Status start() { return {}; }
-  // Consumes descriptors in order and releases each slot when done with it.
+  // Consumes descriptors in order (END last) and releases each slot when done.
   virtual Status consume(std::span<const Descriptor> descs) = 0;
   // After END was consumed: flush and close.
   virtual Status finish() { return {}; }
@@ -64,54 +66,83 @@ class Destination {
   virtual void report(ProcessSummary&) const {}
 };
 
-// A network link's receiving end: binds at construction, accepts in start().
-class NetSource final : public Source, private SlotReleaser {
+// The upstream links of one instance: frames from all of them flow into the
+// receive stage in arrival order (union); the stream ends after every link
+// has ended, with one END whose per-stream totals merge theirs. The links
+// share one pool, each owning a range of its slots (one per credit); this
+// stage owns the pool and every link's receiving end: slots released by any
+// stage come back here, and here they are posted again and credited. It
+// sleeps on every link's wait handle and the pool's fd at once.
+class NetSource final : public Source {
  public:
-  static std::unique_ptr<NetSource> make(const LinkOptions& opts, Status* st);
+  static std::unique_ptr<NetSource> make(const std::vector<LinkOptions>& links,
+                                         TransportContext& ctx, Status* st);
+  ~NetSource() override;
   Status start() override;
   Status next(std::span<Descriptor> out, size_t* n) override;
-  SlotPool& pool() override { return pool_; }
-  SlotReleaser& releaser() override { return *this; }
+  SlotPool& pool() override { return *pool_; }
   void shutdown() override;
   void report(ProcessSummary& s) const override;
 
  private:
-  explicit NetSource(const LinkOptions& opts);
-  void release(uint32_t slot) override { receiver_->release(slot); }
-  LinkOptions opts_;
-  SlotPool pool_;
-  std::unique_ptr<Listener> listener_;
-  std::unique_ptr<Receiver> receiver_;
-  std::mutex mu_;  // guards receiver_ against shutdown() from another thread
+  explicit NetSource(const std::vector<LinkOptions>& links);
+  Status give_back_freed();
+  Status sleep();
+  bool merge_end(const Descriptor& d);
+
+  std::vector<LinkOptions> opts_;
+  std::unique_ptr<SlotPool> pool_;
+  std::vector<uint32_t> first_;                   // each link's first slot
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  std::vector<std::unique_ptr<Receiver>> links_;
+  std::vector<uint16_t> owner_;                   // slot -> link
+  std::vector<bool> watching_;                    // link's fd in the epoll set
+  int epfd_ = -1;
+  size_t rr_ = 0, ended_ = 0;
+  bool end_out_ = false;
+  std::unique_ptr<EndOfStream> merged_;
+  std::mutex mu_;  // guards links_ against shutdown() from another thread
   bool shut_ = false;
 };
 
-// A network link's sending end: connects in start().
+// The downstream links of one instance. With one link, descriptors go
+// straight to it. With several, `split` decides: by stream (stream s to link
+// s % n; a descriptor's events are cut into runs, one per link, that share
+// the slot, and the END each link gets names only its streams) or copy
+// (every descriptor to every link). A slot sent to several links is retained
+// once per extra link, so it frees after its last send.
 class NetDestination final : public Destination {
  public:
-  NetDestination(const LinkOptions& opts, const SlotPool& pool, SlotReleaser& releaser)
-      : opts_(opts), pool_(pool), releaser_(releaser) {}
+  NetDestination(std::vector<LinkOptions> links, Split split, SlotPool& pool, TransportContext& ctx);
   Status start() override;
-  Status consume(std::span<const Descriptor> descs) override { return sender_->send(descs); }
-  Status finish() override { return sender_->close(); }
+  Status consume(std::span<const Descriptor> descs) override;
+  Status finish() override;
   void abort() override;
   void report(ProcessSummary& s) const override;
 
  private:
-  LinkOptions opts_;
-  const SlotPool& pool_;
-  SlotReleaser& releaser_;
-  std::unique_ptr<Sender> sender_;
-  LinkStats last_stats_;
+  Status split_by_stream(const Descriptor& d);
+  Status flush(size_t link);
+  Status end(const Descriptor& d);
+
+  std::vector<LinkOptions> opts_;
+  Split split_;
+  SlotPool& pool_;
+  TransportContext& ctx_;
+  std::vector<std::unique_ptr<Sender>> links_;
+  std::vector<std::vector<Descriptor>> batch_;   // per link, sized at start
+  std::vector<size_t> nbatch_;
+  std::vector<Descriptor> runs_;                 // one descriptor's runs, sized at start
+  std::unique_ptr<EndOfStream> end_;
+  std::vector<LinkStats> last_stats_;
 };
 
 // The `handover: copy` choice (original Borealis): the process stage copies
 // each event into a fresh slot of this pool and frees the received one at
 // once; the send stage then sends from, and releases into, this pool.
 struct HandoverPool {
-  HandoverPool(size_t slots, size_t slot_bytes) : pool(slots, slot_bytes), releaser(pool) {}
+  HandoverPool(size_t slots, size_t slot_bytes) : pool(slots, slot_bytes) {}
   SlotPool pool;
-  PoolReleaser releaser;
 };
 
 struct InstanceConfig {

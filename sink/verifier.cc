@@ -61,7 +61,10 @@ Status Verifier::consume(std::span<const Descriptor> descs) {
     const std::byte* run = pool_.slot(d.slot) + d.offset;
     if (d.flags & kDescEnd) verify_end(run, d.bytes);
     else verify_run(run, d, now);
-    if (d.slot != kNoSlot) releaser_.release(d.slot);
+    if (d.slot != kNoSlot) {
+      Status st = pool_.release(d.slot);
+      if (!st) return st;
+    }
   }
   return {};
 }

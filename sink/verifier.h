@@ -25,7 +25,8 @@ struct VerifyCounts {
 
 class Verifier final : public Destination {
  public:
-  Verifier(const SlotPool& pool, SlotReleaser& releaser) : pool_(pool), releaser_(releaser) {}
+  // Checks events in `pool`'s slots and releases each slot into it.
+  explicit Verifier(SlotPool& pool) : pool_(pool) {}
   Status consume(std::span<const Descriptor> descs) override;
   Status finish() override;
   void report(ProcessSummary& s) const override;
@@ -38,8 +39,7 @@ class Verifier final : public Destination {
   void verify_end(const std::byte* p, uint32_t bytes);
 
  private:
-  const SlotPool& pool_;
-  SlotReleaser& releaser_;
+  SlotPool& pool_;
   VerifyCounts c_;
   LatencyHistogram latency_;
   std::array<uint64_t, kMaxStreams> next_seq_{};

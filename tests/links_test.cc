@@ -15,7 +15,7 @@
 #include "graph/config.h"
 #include "loadgen/generator.h"
 #include "node/node.h"
-#include "node/process.h"
+#include "runtime/process.h"
 #include "transport/tcp/codec.h"
 
 namespace sluice {

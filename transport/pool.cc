@@ -2,8 +2,9 @@
 
 #include <sys/mman.h>
 
+#include <fmt/format.h>
+
 #include <cstring>
-#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -17,9 +18,7 @@ size_t pow2_at_least(size_t n) {
 }  // namespace
 
 SlotPool::SlotPool(size_t slots, size_t slot_bytes)
-    : slots_(slots),
-      slot_bytes_((slot_bytes + kCacheLine - 1) / kCacheLine * kCacheLine),
-      free_(pow2_at_least(slots)) {
+    : slots_(slots), slot_bytes_((slot_bytes + kCacheLine - 1) / kCacheLine * kCacheLine) {
   if (slots == 0 || slot_bytes == 0) throw std::invalid_argument("pool needs slots and slot bytes");
   if (slots >= kNoSlot) throw std::invalid_argument("too many slots");
   map_bytes_ = slots_ * slot_bytes_;
@@ -30,23 +29,98 @@ SlotPool::SlotPool(size_t slots, size_t slot_bytes)
   madvise(p, map_bytes_, MADV_HUGEPAGE);
   std::memset(p, 0, map_bytes_);  // fault every page in now, not on the data path
   base_ = static_cast<std::byte*>(p);
-  for (uint32_t i = 0; i < slots_; ++i) free_.try_push(i);
+  holders_.reset(new std::atomic<uint32_t>[slots_]);
+  const size_t cap = pow2_at_least(slots_);
+  mask_ = cap - 1;
+  cells_.reset(new Cell[cap]);
+  for (size_t i = 0; i < cap; ++i) cells_[i].seq.store(i, std::memory_order_relaxed);
+  for (uint32_t i = 0; i < slots_; ++i) {
+    holders_[i].store(0, std::memory_order_relaxed);
+    push_free(i);
+  }
 }
 
 SlotPool::~SlotPool() {
   if (base_) munmap(base_, map_bytes_);
 }
 
+// A bounded multi-producer queue (Vyukov's): a producer claims a position with
+// one fetch_add and publishes the cell with its sequence number. It can never
+// be full: a slot is on it at most once, and it has room for every slot.
+void SlotPool::push_free(uint32_t slot) {
+  const uint64_t pos = tail_.fetch_add(1, std::memory_order_relaxed);
+  Cell& c = cells_[pos & mask_];
+  while (c.seq.load(std::memory_order_acquire) != pos) SLUICE_CPU_RELAX();  // owner mid-pop
+  c.slot = slot;
+  c.seq.store(pos + 1, std::memory_order_release);
+}
+
+size_t SlotPool::try_acquire_n(uint32_t* out, size_t max) {
+  size_t n = 0;
+  while (n < max) {
+    Cell& c = cells_[head_ & mask_];
+    if (c.seq.load(std::memory_order_acquire) != head_ + 1) break;
+    const uint32_t s = c.slot;
+    c.seq.store(head_ + mask_ + 1, std::memory_order_release);
+    ++head_;
+    holders_[s].store(1, std::memory_order_relaxed);
+    out[n++] = s;
+  }
+  return n;
+}
+
 uint32_t SlotPool::try_acquire() {
   uint32_t s;
-  return free_.try_pop(s) ? s : kNoSlot;
+  return try_acquire_n(&s, 1) ? s : kNoSlot;
 }
 
 uint32_t SlotPool::acquire(Wait policy) {
-  uint32_t s;
-  return free_.pop_n(&s, 1, policy) == 1 ? s : kNoSlot;
+  for (;;) {
+    uint32_t s = try_acquire();
+    if (s != kNoSlot) return s;
+    if (closed()) return kNoSlot;
+    wait_until(
+        policy, freed_,
+        [&] { return cells_[head_ & mask_].seq.load(std::memory_order_acquire) == head_ + 1; },
+        [&] { return closed(); });
+  }
 }
 
-void SlotPool::release(uint32_t slot) { free_.try_push(slot); }
+size_t SlotPool::free_slots() const {
+  const uint64_t t = tail_.load(std::memory_order_acquire);
+  return t > head_ ? t - head_ : 0;
+}
+
+Status SlotPool::retain(uint32_t slot, uint32_t more) {
+  if (slot >= slots_)
+    return Status::Error(fmt::format("retain of slot {} of a pool of {} slots", slot, slots_));
+  if (holders_[slot].fetch_add(more, std::memory_order_relaxed) == 0) {
+    holders_[slot].fetch_sub(more, std::memory_order_relaxed);
+    return Status::Error(fmt::format("retain of slot {}, which is free", slot));
+  }
+  return {};
+}
+
+Status SlotPool::release(uint32_t slot) {
+  if (slot >= slots_)
+    return Status::Error(
+        fmt::format("release of slot {}, which is not in this pool of {} slots", slot, slots_));
+  uint32_t h = holders_[slot].load(std::memory_order_relaxed);
+  do {
+    if (h == 0)
+      return Status::Error(fmt::format("slot {} released twice (it was already free)", slot));
+  } while (!holders_[slot].compare_exchange_weak(h, h - 1, std::memory_order_acq_rel,
+                                                 std::memory_order_relaxed));
+  if (h == 1) {
+    push_free(slot);
+    freed_.notify();
+  }
+  return {};
+}
+
+void SlotPool::close() {
+  closed_.store(true, std::memory_order_seq_cst);
+  freed_.notify();
+}
 
 }  // namespace sluice

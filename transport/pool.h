@@ -1,20 +1,27 @@
 // The buffer pool: fixed-size slots allocated once, at start, and (for the
-// RDMA transports) registered once. An event lives in one slot from the moment
-// it is received (or generated) until the send stage is told its bytes are
-// gone. Nothing on the data path allocates: a slot is taken from the free ring
-// and given back to it.
+// RDMA carriers) registered once. An event lives in one slot from the moment
+// it is received (or generated) until the last holder of its descriptor is
+// told its bytes are gone. Nothing on the data path allocates: a slot is
+// taken from the free queue and given back to it.
 //
-// acquire() is called by one thread (the receiving side), release() by one
-// other thread (the side that learns the bytes are gone); the free ring is a
-// single-producer single-consumer ring between them.
+//   1. One thread, the pool's owner (the receive stage, or the load
+//      generator), acquires free slots: a slot then has one holder.
+//   2. retain() adds holders (an event copied to several downstream links).
+//   3. Any thread releases a holder. The last release puts the slot on the
+//      free queue (multi-producer, single-consumer) and wakes the owner.
+//   4. A release of a slot that has no holder (a double release), or of a
+//      slot number the pool does not have (a foreign one), is an error, not
+//      silently lost.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
 #include "base/descriptor.h"
 #include "base/ring.h"
+#include "base/status.h"
 
 namespace sluice {
 
@@ -33,20 +40,40 @@ class SlotPool {
   size_t bytes() const { return map_bytes_; }
   std::byte* slot(uint32_t i) const { return base_ + size_t{i} * slot_bytes_; }
 
-  // A free slot, or kNoSlot when all are in use.
+  // The owner: a free slot (now with one holder), or kNoSlot when none is.
   uint32_t try_acquire();
+  size_t try_acquire_n(uint32_t* out, size_t max);
   // Waits for a free slot (or close()); kNoSlot once closed.
   uint32_t acquire(Wait policy);
-  void release(uint32_t slot);
-  size_t free_slots() const { return free_.size(); }
-  void close() { free_.close(); }
+
+  // Any thread.
+  Status retain(uint32_t slot, uint32_t more);
+  Status release(uint32_t slot);
+
+  // Where the owner sleeps until a slot is freed (futex, or its fd).
+  EventCount& freed() { return freed_; }
+  size_t free_slots() const;
+  void close();
+  bool closed() const { return closed_.load(std::memory_order_acquire); }
 
  private:
+  struct alignas(16) Cell {
+    std::atomic<uint64_t> seq;
+    uint32_t slot;
+  };
+  void push_free(uint32_t slot);
+
   size_t slots_;
   size_t slot_bytes_;
   size_t map_bytes_;
   std::byte* base_ = nullptr;
-  SpscRing<uint32_t> free_;
+  std::unique_ptr<std::atomic<uint32_t>[]> holders_;
+  std::unique_ptr<Cell[]> cells_;
+  uint64_t mask_ = 0;
+  alignas(kCacheLine) std::atomic<uint64_t> tail_{0};  // producers
+  alignas(kCacheLine) uint64_t head_ = 0;              // the owner
+  alignas(kCacheLine) std::atomic<bool> closed_{false};
+  EventCount freed_;
 };
 
 }  // namespace sluice

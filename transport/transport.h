@@ -1,22 +1,15 @@
-// The transport interface: one narrow pair of link ends, chosen per link.
+// The transport interface: a link's two ends, chosen per link, over the one
+// protocol core (transport/link.h) and a carrier underneath it.
 //
-// A link joins the send stage of one node to the receive stage of the next.
-//   1. The downstream node makes a Listener (binds now: a port in use fails
-//      here, at start, not mid-run) over its own SlotPool.
-//   2. The upstream node's send stage connects a Sender; the two exchange a
-//      Cap'n Proto handshake (version, schema, slot size, encoding, token) and
-//      the receiver grants one credit per free slot.
-//   3. Sender::send() turns descriptors into frames, one credit per frame, and
-//      tells its SlotReleaser when each descriptor's bytes are gone.
-//   4. Receiver::receive() hands out one descriptor per frame that arrived,
-//      zero copy where the encoding allows; Receiver::release() takes the slot
-//      back and returns the credit upstream.
-//   5. The end of a stream is a descriptor with kDescEnd: it flows through the
-//      stages like an event, so nothing queued before it is lost.
+//   transport/          event and frame format, the pool, the handshake, the
+//                       protocol core (Receiver, Sender), this registry
+//   transport/tcp/      the tcp carrier (encodings sg, copy, capnp)
+//   (fabric/, ucx/)     the RDMA-style carriers of the next issue
 //
-// Transports live in their own folders (tcp/, fabric/, ucx/); their library
-// headers never appear here. A transport that does not support a choice
-// returns a Status naming it.
+// A process makes one TransportContext (where the RDMA carriers will own a
+// fabric domain or a UCX context and register each pool once), then for each
+// link into it a Listener over a range of its pool's slots, and for each link
+// out of it a Sender. Carrier library headers never appear here.
 #pragma once
 
 #include <cstdint>
@@ -26,8 +19,8 @@
 
 #include "base/descriptor.h"
 #include "base/ring.h"
-#include "transport/pool.h"
 #include "base/status.h"
+#include "transport/pool.h"
 #include "transport/tcp/options.h"
 
 namespace sluice {
@@ -70,74 +63,43 @@ struct LinkOptions {
   const std::string& bind_address() const { return listen.empty() ? host : listen; }
 };
 
-// Gets a slot back when the transport no longer needs its bytes.
-class SlotReleaser {
+class Receiver;
+class Sender;
+
+// Process-wide transport resources. Pools that links send from or receive
+// into are registered once, before any link is made over them.
+class TransportContext {
  public:
-  virtual ~SlotReleaser() = default;
-  virtual void release(uint32_t slot) = 0;
-};
-
-// Releases straight into a pool (the load generator's side).
-class PoolReleaser final : public SlotReleaser {
- public:
-  explicit PoolReleaser(SlotPool& pool) : pool_(pool) {}
-  void release(uint32_t slot) override { pool_.release(slot); }
-
- private:
-  SlotPool& pool_;
-};
-
-struct LinkStats {
-  uint64_t frames = 0;
-  uint64_t bytes = 0;          // wire bytes, frame headers included
-  uint64_t credit_waits = 0;   // times the sender had to wait for a credit
-  uint64_t syscalls = 0;       // send/recv family calls on the data path
-};
-
-class Receiver : public SlotReleaser {
- public:
-  // Waits for at least one frame, then returns as many as have fully arrived,
-  // one descriptor each, at most out.size(). *n = 0 means the stream ended
-  // after its END descriptor was handed out. An error names the peer; after an
-  // error, the link is closed and the receiver only returns that error.
-  virtual Status receive(std::span<Descriptor> out, size_t* n) = 0;
-  // From any one other thread: the slot is free again; a credit goes upstream.
-  void release(uint32_t slot) override = 0;
-  // From another thread: make a blocked receive() return (shutdown).
-  virtual void shutdown() = 0;
-  virtual const std::string& peer() const = 0;
-  virtual LinkStats stats() const = 0;
-};
-
-class Sender {
- public:
-  virtual ~Sender() = default;
-  // Sends the descriptors, in order, as frames; waits while the receiver has
-  // no credit. Calls the releaser for each descriptor once its bytes are gone.
-  // An END descriptor sends the end of stream after everything before it.
-  virtual Status send(std::span<const Descriptor> descs) = 0;
-  // Flushes what is queued and closes the link.
-  virtual Status close() = 0;
-  virtual const std::string& peer() const = 0;
-  virtual LinkStats stats() const = 0;
+  TransportContext() = default;
+  TransportContext(const TransportContext&) = delete;
+  TransportContext& operator=(const TransportContext&) = delete;
+  // tcp needs nothing; a carrier that needs registered memory registers here.
+  Status register_pool(SlotPool& pool) { return {}; }
 };
 
 class Listener {
  public:
   virtual ~Listener() = default;
-  // Waits for the upstream sender, checks its handshake, and returns the
-  // receiving end (nullptr with *st set on error or shutdown).
+  // Waits for the link's upstream: connections whose handshake does not match
+  // (a stranger, another schema, silence) are refused with a log line and the
+  // wait goes on. Returns the receiving end, or nullptr with *st set once
+  // shut down or on a fatal error.
   virtual std::unique_ptr<Receiver> accept(Status* st) = 0;
+  // From another thread: makes accept() return.
   virtual void shutdown() = 0;
   virtual uint16_t port() const = 0;  // the bound port (useful with port 0)
 };
 
-// Binds opts.host:opts.port for a link whose events land in `pool`.
-std::unique_ptr<Listener> make_listener(const LinkOptions& opts, SlotPool& pool, Status* st);
+// Binds opts.bind_address():opts.port now (a port in use fails here, at
+// start). Frames land in slots [first_slot, first_slot + opts.slots) of `pool`,
+// which the caller owns (acquired) and hands to the link.
+std::unique_ptr<Listener> make_listener(const LinkOptions& opts, SlotPool& pool,
+                                        uint32_t first_slot, TransportContext& ctx, Status* st);
 
 // Connects to opts.host:opts.port (retrying until connect_timeout_ms) and
-// shakes hands. Descriptors passed to send() name slots of `pool`.
-std::unique_ptr<Sender> make_sender(const LinkOptions& opts, const SlotPool& pool,
-                                    SlotReleaser& releaser, Status* st);
+// shakes hands. Descriptors passed to send() name slots of `pool`, released to
+// it once sent.
+std::unique_ptr<Sender> make_sender(const LinkOptions& opts, SlotPool& pool,
+                                    TransportContext& ctx, Status* st);
 
 }  // namespace sluice

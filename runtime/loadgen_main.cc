@@ -1,3 +1,3 @@
-#include "node/process.h"
+#include "runtime/process.h"
 
 int main(int argc, char** argv) { return sluice::process_main(sluice::Role::kLoadgen, argc, argv); }

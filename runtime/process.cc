@@ -1,4 +1,4 @@
-#include "node/process.h"
+#include "runtime/process.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -28,18 +28,23 @@ struct Built {
   std::vector<Verifier*> verifiers;
 };
 
-Status build(const Deployment& d, size_t index, Built* b, ProcessSummary* first_event_sink,
+// One instance of process `index`: its receive stage over its upstream links
+// (or a generator), its operators, its send stage over its downstream links
+// (or a verifier).
+Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
              std::function<void()> on_first) {
   const ProcessConfig& pc = d.processes[index];
   for (uint32_t k = 0; k < d.instances; ++k) {
     Status st;
     std::unique_ptr<Source> source;
     if (pc.role == Role::kLoadgen) {
-      auto g = std::make_unique<Generator>(d, k);
+      auto g = std::make_unique<Generator>(d, k, d.first_stream(index));
       b->generators.push_back(g.get());
       source = std::move(g);
     } else {
-      auto ns = NetSource::make(d.link_into(index, k), &st);
+      std::vector<LinkOptions> in;
+      for (size_t l : d.inputs_of(index)) in.push_back(d.link_options(l, k));
+      auto ns = NetSource::make(in, ctx, &st);
       if (!ns) return st;
       source = std::move(ns);
     }
@@ -48,15 +53,16 @@ Status build(const Deployment& d, size_t index, Built* b, ProcessSummary* first_
     std::unique_ptr<HandoverPool> handover;
     if (d.handover_copy)
       handover = std::make_unique<HandoverPool>(source->pool().slots(), source->pool().slot_bytes());
-    const SlotPool& send_pool = handover ? handover->pool : source->pool();
-    SlotReleaser& send_releaser = handover ? handover->releaser : source->releaser();
+    SlotPool& send_pool = handover ? handover->pool : source->pool();
     std::unique_ptr<Destination> dest;
     if (pc.role == Role::kSink) {
-      auto v = std::make_unique<Verifier>(send_pool, send_releaser);
+      auto v = std::make_unique<Verifier>(send_pool);
       b->verifiers.push_back(v.get());
       dest = std::move(v);
     } else {
-      dest = std::make_unique<NetDestination>(d.link_into(index + 1, k), send_pool, send_releaser);
+      std::vector<LinkOptions> out;
+      for (size_t l : d.outputs_of(index)) out.push_back(d.link_options(l, k));
+      dest = std::make_unique<NetDestination>(std::move(out), pc.split, send_pool, ctx);
     }
     OperatorChain chain;
     st = OperatorChain::make(pc.operators, &chain);
@@ -98,8 +104,9 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
     cpu0 = CpuTimes::process();
   };
 
+  TransportContext ctx;
   Built b;
-  Status st = build(d, index, &b, out, on_first);
+  Status st = build(d, index, ctx, &b, on_first);
   if (!st.ok()) {
     s.ok = false;
     s.error = st.message();

@@ -1,0 +1,102 @@
+// A carrier: what moves a link's frames and credit messages, under the
+// protocol core (transport/link.h). TCP, a libfabric endpoint or a UCX
+// endpoint, each in its own folder and build target. A carrier never decides
+// anything the protocol decides: credits, framing, length checks, END and the
+// clean close are the core's. It only:
+//
+//   receiving end (RxCarrier)              sending end (TxCarrier)
+//   - lands frames in slots it was given   - sends a frame gathered from pieces,
+//     (post), reports them (poll)            and releases each piece's slot once
+//   - sends credit messages                  its bytes are gone
+//   - after END, says it will send no      - hands over credit messages (credits)
+//     more (finish)                        - after END, waits for the receiver's
+//                                            finish (close)
+//
+// Both expose a wait handle, an fd that becomes readable when poll() or
+// credits() may have more; the stage that owns the link sleeps on it together
+// with its ring (base/ring.h, EventCount::fd()). A carrier that completes
+// asynchronously drives its progress inside poll()/credits()/progress().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "base/status.h"
+#include "transport/event.h"
+#include "transport/pool.h"
+
+namespace sluice {
+
+// Counters of one link end: single writer (the owning stage), read by anyone.
+struct LinkStats {
+  uint64_t frames = 0;
+  uint64_t bytes = 0;          // wire bytes, frame headers included
+  uint64_t credit_waits = 0;   // sender: times it had to wait for a credit
+  uint64_t syscalls = 0;       // send/recv family calls on the data path
+  uint64_t granted = 0;        // receiver: credits granted in total (initial included)
+  uint64_t max_held = 0;       // receiver: most frames held at once (received - returned)
+};
+
+// A frame that arrived: its payload is in `slot`, in the event wire form
+// (kEvents: `events` whole events; kEnd: an EndOfStream). A carrier that
+// changes the form on the wire (capnp) has rebuilt it by now.
+struct Arrival {
+  uint32_t slot;
+  FrameKind kind;
+  uint32_t bytes;
+  uint32_t events;
+};
+
+class RxCarrier {
+ public:
+  virtual ~RxCarrier() = default;
+  // `slot` receives a later frame (in posting order, for a stream carrier).
+  virtual Status post(uint32_t slot) = 0;
+  // Frames that have fully arrived, at most out.size(); never blocks.
+  // *n = 0 and ok: nothing now (sleep on wait_fd()).
+  virtual Status poll(std::span<Arrival> out, size_t* n) = 0;
+  // A credit message granting `credits` more frames.
+  virtual Status send_credits(uint32_t credits) = 0;
+  // END has passed through the node: no more credits will be sent.
+  virtual void finish() = 0;
+  // From any thread: make the owner's wait return and poll() fail.
+  virtual void shutdown() = 0;
+  virtual int wait_fd() const = 0;
+  // A carrier that must be looked at periodically (rx_poll: select) says how
+  // often; -1: only when wait_fd() is readable.
+  virtual int poll_period_ms() const { return -1; }
+  virtual LinkStats stats() const = 0;
+};
+
+class TxCarrier {
+ public:
+  // A piece of a frame's payload, and the slot to release once its bytes are
+  // gone (kNoSlot when a later piece of the same descriptor follows).
+  struct Piece {
+    const std::byte* p;
+    uint32_t len;
+    uint32_t release;
+  };
+  virtual ~TxCarrier() = default;
+  // Most pieces in one frame, and most events (capnp: one event per frame).
+  virtual size_t max_pieces() const = 0;
+  virtual uint32_t max_events_per_frame() const { return UINT32_MAX; }
+  // Sends (or queues) one frame; the core has taken its credit.
+  virtual Status frame(FrameKind kind, const Piece* pieces, size_t n, uint32_t payload_bytes,
+                       uint32_t events) = 0;
+  // Pushes out whatever frame() queued.
+  virtual Status flush() = 0;
+  // Credits that arrived since the last call; with `block`, waits until some
+  // do (or the link fails).
+  virtual Status credits(bool block, uint32_t* got) = 0;
+  // After END and flush: waits (at most timeout_ms) for the receiver to
+  // finish, then closes.
+  virtual Status close(uint32_t timeout_ms) = 0;
+  // Closes at once: the receiver sees the stream cut short.
+  virtual void abort() = 0;
+  virtual int wait_fd() const = 0;
+  virtual LinkStats stats() const = 0;
+};
+
+}  // namespace sluice

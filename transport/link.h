@@ -1,0 +1,137 @@
+// The protocol core: one link's two ends, the same over every carrier.
+//
+// Lifecycle of a link:
+//   1. The receiving process binds a Listener for the link (make_listener in
+//      transport.h) over a range of its pool's slots: one per credit.
+//   2. The sending process connects (make_sender). The carrier carries the
+//      handshake (transport/handshake.h): Hello with what the sender was built
+//      with; the receiver checks it against its own options and answers with
+//      the initial credits (one per slot of its range, all posted by now) or
+//      refuses, and then keeps waiting for its real upstream.
+//   3. Sender::send() frames runs of descriptors: each frame's payload fits
+//      one receiver slot and costs one credit; a sender never has more frames
+//      in flight than it was granted. Pieces are released to the pool once
+//      the carrier says their bytes are gone.
+//   4. Receiver::poll() hands out one descriptor per frame that arrived,
+//      after checking every length and count in it. The receiver keeps the
+//      ledger: credits granted, frames received, slots returned; a frame
+//      beyond the grant is a protocol error naming the peer.
+//   5. Releasing a slot from any stage only puts it back on the pool's free
+//      queue. The thread that owns the receiving end (the receive stage)
+//      takes it from there and gives it back to its link (give_back): the
+//      slot is posted again and credits go upstream in batches.
+//   6. END is a frame (it costs a credit) after everything else; Sender::end().
+//      When its slot comes back, the receiver returns what credit it owes and
+//      finishes; Sender::close() waits for that, so no frame is lost to a
+//      connection torn down early.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/descriptor.h"
+#include "base/fd.h"
+#include "base/status.h"
+#include "transport/carrier.h"
+#include "transport/pool.h"
+#include "transport/transport.h"
+
+namespace sluice {
+
+// The receiving end of one link; owned by one thread (the receive stage)
+// except shutdown().
+class Receiver {
+ public:
+  // The listener made this after the handshake: slots [first_slot,
+  // first_slot + opts.slots) of `pool` are posted and granted.
+  Receiver(const LinkOptions& opts, std::unique_ptr<RxCarrier> carrier, SlotPool& pool,
+           uint32_t first_slot, std::string name);
+  ~Receiver();
+
+  // Frames that arrived, one descriptor each, at most out.size(); never
+  // blocks (*n = 0: nothing now, sleep on wait_fd()). After END, *n = 0.
+  // After an error the link is closed and poll() only returns that error.
+  Status poll(std::span<Descriptor> out, size_t* n);
+  // The owner: `slot` (one of this link's) is free again.
+  Status give_back(uint32_t slot);
+  bool owns(uint32_t slot) const { return slot - first_slot_ < slots_; }
+  uint32_t first_slot() const { return first_slot_; }
+  bool ended() const { return ended_; }   // END handed out
+  bool finished() const { return finished_ || !error_.ok(); }  // and its slot came back
+  int wait_fd() const { return carrier_->wait_fd(); }
+  int poll_period_ms() const { return carrier_->poll_period_ms(); }
+  // From any thread: poll() fails from now on, and a sleeping owner wakes.
+  void shutdown();
+  const std::string& name() const { return name_; }
+  LinkStats stats() const;
+
+ private:
+  Status fail(std::string msg);
+
+  LinkOptions opts_;
+  std::unique_ptr<RxCarrier> carrier_;
+  SlotPool& pool_;
+  const uint32_t first_slot_, slots_, batch_;
+  std::string name_;
+  Status error_;
+  bool ended_ = false, finished_ = false;
+  uint32_t end_slot_ = kNoSlot;
+  uint64_t received_ = 0, returned_ = 0;
+  Counter granted_, max_held_;  // read by stats() from any thread
+  uint32_t pending_ = 0;
+  std::atomic<bool> shut_down_{false};
+};
+
+// The sending end of one link; owned by one thread (the send stage).
+class Sender {
+ public:
+  // The carrier shook hands: the receiver granted `credits` frames of at most
+  // `peer_slot_bytes` each. Descriptors passed to send() name slots of `pool`,
+  // and each is released to it once its bytes are gone.
+  Sender(const LinkOptions& opts, std::unique_ptr<TxCarrier> carrier, SlotPool& pool,
+         uint32_t credits, uint32_t peer_slot_bytes, std::string name);
+  ~Sender();
+
+  // Sends the descriptors, in order, as frames; waits while the receiver has
+  // no credit.
+  Status send(std::span<const Descriptor> descs);
+  // The end of the stream (an EndOfStream payload, copied), after everything
+  // sent before it.
+  Status end(const std::byte* eos, uint32_t bytes);
+  // After end(): waits for the receiver to finish, then closes.
+  Status close();
+  // Closes at once, without END: the receiver sees the stream cut short.
+  void abort();
+  const std::string& name() const { return name_; }
+  LinkStats stats() const;
+
+ private:
+  Status fail(Status st);
+  Status take_credit();
+  Status emit(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
+              uint32_t events);
+  Status add_piece(const std::byte* p, uint32_t len, uint32_t events, uint32_t release);
+  Status close_frame();
+
+  LinkOptions opts_;
+  std::unique_ptr<TxCarrier> carrier_;
+  SlotPool& pool_;
+  const uint32_t initial_credits_, peer_slot_bytes_;
+  const size_t max_pieces_;
+  const uint32_t max_events_;
+  std::string name_;
+  Status error_;
+  uint32_t credits_;
+  bool refilled_ = false, ended_ = false, closed_ = false;
+  Counter credit_waits_;
+  // The frame being planned.
+  std::vector<TxCarrier::Piece> pieces_;
+  size_t np_ = 0;
+  uint32_t payload_ = 0, events_ = 0;
+  std::unique_ptr<std::byte[]> end_buf_;
+};
+
+}  // namespace sluice

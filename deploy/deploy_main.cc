@@ -1,4 +1,4 @@
-// sluice-deploy: check a deployment file, or run its chain on this host and
+// sluice-deploy: check a deployment file, or run its graph on this host and
 // report what every process measured.
 #include <signal.h>
 #include <unistd.h>
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
 
   CLI::App* run = app.add_subcommand(
       "run",
-      "Start the chain on this host (sink first, loadgen last), each process in its own\n"
+      "Start every process on this host (sinks first, loadgens last), each in its own\n"
       "process group with its log in the run directory; wait; print a report");
   add_common(run);
   run->add_flag("--json", json, "Print the report as one JSON object on stdout instead of a table");

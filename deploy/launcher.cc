@@ -69,7 +69,7 @@ std::string default_run_dir() {
 // A running child: its own process group, so a signal reaches whatever it
 // started too.
 struct Child {
-  size_t index;  // into the chain
+  size_t index;  // into the deployment's processes
   pid_t pid = -1;
   bool running = false;
   bool stopped = false;  // still running when the launcher stopped the run
@@ -157,21 +157,28 @@ std::string names_of_running(const std::vector<Child>& children, const Deploymen
 
 std::string num(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "0"; }
 
+// The pipeline, as its sinks saw it: every sink's tuples and counts added up,
+// over the longest of their measured intervals.
 void fill_pipeline(RunReport* r) {
+  uint64_t bytes = 0;
+  double wall = 0;
   for (const auto& p : r->processes) {
     if (p.role != Role::kSink || !p.have_summary) continue;
     const ProcessSummary& s = p.summary;
-    r->tuples = s.tuples_in;
-    r->tuples_per_s = s.wall_s > 0 ? s.tuples_in / s.wall_s : 0;
-    r->gbps = s.wall_s > 0 ? s.bytes_in * 8.0 / s.wall_s / 1e9 : 0;
-    r->lost = s.lost;
-    r->duplicated = s.duplicated;
-    r->corrupt = s.corrupt;
-    r->filtered = s.filtered;
-    r->latency_p50_us = s.latency_p50_us;
-    r->latency_p99_us = s.latency_p99_us;
-    r->latency_max_us = s.latency_max_us;
+    r->tuples += s.tuples_in;
+    bytes += s.bytes_in;
+    wall = std::max(wall, s.wall_s);
+    r->lost += s.lost;
+    r->duplicated += s.duplicated;
+    r->corrupt += s.corrupt;
+    r->filtered += s.filtered;
+    // Percentiles do not add up: report the worst sink's.
+    r->latency_p50_us = std::max(r->latency_p50_us, s.latency_p50_us);
+    r->latency_p99_us = std::max(r->latency_p99_us, s.latency_p99_us);
+    r->latency_max_us = std::max(r->latency_max_us, s.latency_max_us);
   }
+  r->tuples_per_s = wall > 0 ? r->tuples / wall : 0;
+  r->gbps = wall > 0 ? bytes * 8.0 / wall / 1e9 : 0;
 }
 
 }  // namespace
@@ -267,9 +274,10 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
     r.processes.push_back(std::move(out));
   }
 
-  // Start downstream first: sink, nodes from last to first, loadgen.
+  // Start downstream first (sinks, then the nodes that feed them, load
+  // generators last), so every listener is up before its upstream connects.
   std::vector<Child> children;
-  for (size_t k = d.processes.size(); k-- > 0;) {
+  for (size_t k : d.start_order()) {
     ProcessOutcome& p = r.processes[k];
     const std::string& program = o.programs.of(p.role);
     Child c{k};
@@ -302,7 +310,7 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
   double drain_deadline = -1;
   for (;;) {
     size_t alive = reap(children);
-    // The first child (in chain order) that failed ends the run.
+    // The first child (in the file's order) that failed ends the run.
     for (const auto& c : children) {
       if (c.running || (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0)) continue;
       ProcessOutcome& p = r.processes[c.index];

@@ -1,17 +1,17 @@
-// The launcher: runs a deployment's chain on this host as child processes and
+// The launcher: runs a deployment's processes on this host as child processes and
 // gathers what each one measured into one report.
 //
 //   1. find_programs(): sluice-loadgen, sluice-node and sluice-sink, by role.
 //   2. run_deployment(): makes the run directory, writes resolved.yaml (every
-//      child reads that one file), then starts the sink first, the nodes from
-//      last to first and the load generator last, so every listener is up
-//      before its upstream connects. Each child runs in its own process
+//      child reads that one file), then starts the processes downstream first
+//      (Deployment::start_order: sinks first, load generators last), so every
+//      listener is up before its upstream connects. Each child runs in its own process
 //      group with stdout and stderr in <run>/NAME.log.
 //   3. It waits. The first child that exits non-zero or by a signal, a
 //      timeout, or a stop signal ends the run: the others get SIGTERM, then
 //      SIGKILL after a grace period, and nothing is left running.
-//   4. It reads <run>/NAME.json (ProcessSummary) of every process; the sink's
-//      counts make the pipeline line. A run is ok only if every process
+//   4. It reads <run>/NAME.json (ProcessSummary) of every process; the sinks'
+//      counts, added up, make the pipeline line. A run is ok only if every process
 //      succeeded and the sink counted no lost, duplicated or corrupt tuple.
 //   5. report_table() / report_json() print it.
 #pragma once
@@ -75,10 +75,10 @@ struct RunReport {
   std::string run_dir;
   bool ok = false;
   std::string error;
-  std::vector<ProcessOutcome> processes;  // in chain order
+  std::vector<ProcessOutcome> processes;  // in the file's order
   std::vector<std::string> started;       // names in the order they were started
 
-  // The pipeline, as the sink saw it.
+  // The pipeline, as its sinks saw it (added up over every sink).
   uint64_t tuples = 0;
   double tuples_per_s = 0, gbps = 0;
   uint64_t lost = 0, duplicated = 0, corrupt = 0, filtered = 0;

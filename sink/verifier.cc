@@ -1,8 +1,17 @@
 #include "sink/verifier.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace sluice {
+
+// A gap in a stream, less the tuples of corrupt events of that stream not yet
+// accounted for: those are counted corrupt, not lost too.
+uint64_t Verifier::gap(uint32_t stream, uint64_t missing) {
+  const uint64_t known = std::min(missing, corrupt_unseen_[stream]);
+  corrupt_unseen_[stream] -= known;
+  return missing - known;
+}
 
 void Verifier::verify_run(const std::byte* run, const Descriptor& d, uint64_t now_ns) {
   size_t off = 0;
@@ -14,13 +23,17 @@ void Verifier::verify_run(const std::byte* run, const Descriptor& d, uint64_t no
     ++c_.events;
     c_.tuples += h.tuple_count;
     if (event_checksum(p) != h.checksum) {
+      // Nothing in it can be trusted, its sequence numbers neither. The gap
+      // it leaves in its stream is these tuples, already counted corrupt:
+      // not lost as well.
       c_.corrupt += h.tuple_count;
-      continue;  // nothing in it can be trusted, its sequence numbers neither
+      corrupt_unseen_[h.stream] += h.tuple_count;
+      continue;
     }
     seen_[h.stream] = true;
     uint64_t& next = next_seq_[h.stream];
     if (h.first_seq > next) {
-      c_.lost += h.first_seq - next;
+      c_.lost += gap(h.stream, h.first_seq - next);
     } else if (h.first_seq < next) {
       c_.duplicated += std::min<uint64_t>(h.tuple_count, next - h.first_seq);
     }
@@ -50,7 +63,7 @@ void Verifier::verify_end(const std::byte* p, uint32_t bytes) {
       continue;
     }
     uint64_t got = next_seq_[e.stream];
-    if (got < e.next_seq) c_.lost += e.next_seq - got;
+    if (got < e.next_seq) c_.lost += gap(e.stream, e.next_seq - got);
     else if (got > e.next_seq) c_.corrupt += got - e.next_seq;  // tuples nobody generated
   }
 }

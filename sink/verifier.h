@@ -1,7 +1,8 @@
 // The sink's verifier: a Destination that checks every event instead of
 // sending it on.
 //
-// Per event: the checksum (a mismatch makes its tuples corrupt), the stream's
+// Per event: the checksum (a mismatch makes its tuples corrupt, and the gap
+// they leave in their stream is not counted lost as well), the stream's
 // tuple sequence (a gap is lost tuples, an overlap duplicated ones, tuples
 // dropped by operators upstream are counted as filtered), each tuple's
 // sequence number (inside the event's span, increasing), and the latency from
@@ -39,11 +40,14 @@ class Verifier final : public Destination {
   void verify_end(const std::byte* p, uint32_t bytes);
 
  private:
+  uint64_t gap(uint32_t stream, uint64_t missing);
+
   SlotPool& pool_;
   VerifyCounts c_;
   LatencyHistogram latency_;
   std::array<uint64_t, kMaxStreams> next_seq_{};
   std::array<bool, kMaxStreams> seen_{};
+  std::array<uint64_t, kMaxStreams> corrupt_unseen_{};  // corrupt tuples not yet met as a gap
 };
 
 }  // namespace sluice

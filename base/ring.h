@@ -84,18 +84,17 @@ class EventCount {
 
   // The fd form. Call enable_fd() once, before any thread waits or notifies.
   // Then: prepare_fd_wait(); re-check; sleep in poll/epoll on fd() (and
-  // more); finish_fd_wait() in every case, woken or not.
+  // more); finish_fd_wait(fd was readable) in every case, woken or not.
   bool enable_fd() {
     if (fd_ < 0) fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     return fd_ >= 0;
   }
   int fd() const { return fd_; }
   void prepare_fd_wait() { fd_waiters_.fetch_add(1, std::memory_order_seq_cst); }
-  void finish_fd_wait() {
+  void finish_fd_wait(bool readable) {
     fd_waiters_.fetch_sub(1, std::memory_order_relaxed);
     uint64_t v;
-    while (::read(fd_, &v, sizeof v) > 0) {
-    }
+    if (readable) (void)!::read(fd_, &v, sizeof v);  // one read resets the counter
   }
 
   // Caller has published its change; the fence orders that store before the

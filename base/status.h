@@ -1,3 +1,6 @@
+// base/: what every part of sluice uses (Status, descriptors, rings and
+// waits, fds). It includes nothing of sluice's own.
+//
 // Errors are values: Status says ok or what went wrong, in words that name the
 // call, the link and the peer.
 #pragma once

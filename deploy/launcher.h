@@ -1,3 +1,5 @@
+// deploy/: sluice-deploy; may include every folder below it.
+//
 // The launcher: runs a deployment's processes on this host as child processes and
 // gathers what each one measured into one report.
 //

@@ -1,3 +1,5 @@
+// loadgen/: may include base/, transport/, graph/ and node/.
+//
 // The load generator: a Source that makes events instead of receiving them.
 //
 // Each event goes into its own slot of a pool sized once at start (the pool's

@@ -106,6 +106,11 @@ Status NetSource::start() {
     for (auto& r : links_) r->shutdown();
     return Status::Error("shut down while accepting");
   }
+  // Wake up for freed slots only once a credit batch is ready.
+  size_t batch = SIZE_MAX;
+  for (const auto& o : opts_) batch = std::min<size_t>(batch, o.effective_credit_batch());
+  wake_threshold_ = batch;
+  pool_->set_wake_threshold(batch);
   watching_.assign(links_.size(), true);
   for (size_t i = 0; i < links_.size(); ++i) {
     epoll_event ev{};
@@ -152,15 +157,17 @@ Status NetSource::sleep() {
   }
   EventCount& freed = pool_->freed();
   freed.prepare_fd_wait();
-  if (pool_->free_slots() == 0 && !pool_->closed()) {
+  bool rang = false;
+  if (pool_->free_slots() < wake_threshold_ && !pool_->closed()) {
     epoll_event evs[16];
     int r = epoll_wait(epfd_, evs, 16, timeout);
     if (r < 0 && errno != EINTR) {
-      freed.finish_fd_wait();
+      freed.finish_fd_wait(true);
       return Status::Error(fmt::format("epoll_wait failed: {}", strerror(errno)));
     }
+    for (int i = 0; i < r; ++i) rang = rang || evs[i].data.u64 == UINT64_MAX;
   }
-  freed.finish_fd_wait();
+  freed.finish_fd_wait(rang);
   return {};
 }
 
@@ -173,6 +180,7 @@ Status NetSource::next(std::span<Descriptor> out, size_t* n) {
     if (end_out_) {
       // The stream has ended; stay until every END slot came back, so each
       // link returns its last credits and finishes cleanly.
+      if (wake_threshold_ != 1) pool_->set_wake_threshold(wake_threshold_ = 1);
       bool all = true;
       for (auto& l : links_) all = all && l->finished();
       if (all) return {};

@@ -1,3 +1,5 @@
+// node/: may include base/, transport/ and graph/.
+//
 // The node: receive, process and send stages, one thread each, joined by two
 // descriptor rings.
 //
@@ -98,7 +100,7 @@ class NetSource final : public Source {
   std::vector<uint16_t> owner_;                   // slot -> link
   std::vector<bool> watching_;                    // link's fd in the epoll set
   int epfd_ = -1;
-  size_t rr_ = 0, ended_ = 0;
+  size_t rr_ = 0, ended_ = 0, wake_threshold_ = 1;
   bool end_out_ = false;
   std::unique_ptr<EndOfStream> merged_;
   std::mutex mu_;  // guards links_ against shutdown() from another thread

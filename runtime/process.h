@@ -1,3 +1,6 @@
+// runtime/: the assembly of a program from a deployment; may include every
+// folder below deploy/.
+//
 // One sluice process: `instances` node instances, progress lines, and the
 // summary. sluice-node, sluice-loadgen and sluice-sink are this with a role.
 #pragma once

@@ -1,3 +1,5 @@
+// sink/: may include base/, transport/, graph/ and node/.
+//
 // The sink's verifier: a Destination that checks every event instead of
 // sending it on.
 //

@@ -28,6 +28,8 @@
 
 namespace sluice {
 
+class CreditGate;  // transport/link.h
+
 // Counters of one link end: single writer (the owning stage), read by anyone.
 struct LinkStats {
   uint64_t frames = 0;
@@ -97,6 +99,10 @@ class TxCarrier {
   virtual void abort() = 0;
   virtual int wait_fd() const = 0;
   virtual LinkStats stats() const = 0;
+  // A carrier with a send queue of its own takes each frame's credit from
+  // `gate` when it writes the frame; the core then hands it frames without
+  // taking credits itself. Others return false and the core takes them.
+  virtual bool takes_credits(CreditGate* gate) { return false; }
 };
 
 }  // namespace sluice

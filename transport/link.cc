@@ -129,9 +129,11 @@ Sender::Sender(const LinkOptions& opts, std::unique_ptr<TxCarrier> carrier, Slot
                                                        peer_slot_bytes / kEventHeaderBytes + 1))),
       max_events_(std::max<uint32_t>(1, carrier_->max_events_per_frame())),
       name_(std::move(name)),
-      credits_(credits),
+      gate_(*carrier_, credits, name_),
       pieces_(max_pieces_),
-      end_buf_(new std::byte[sizeof(EndOfStream)]) {}
+      end_buf_(new std::byte[sizeof(EndOfStream)]) {
+  carrier_takes_credits_ = carrier_->takes_credits(&gate_);
+}
 
 Sender::~Sender() = default;
 
@@ -141,46 +143,26 @@ Status Sender::fail(Status st) {
   return error_;
 }
 
-// One credit for one frame. Credits that already arrived are taken once per
-// send() when running low, so the common case costs no syscall per frame;
-// with none left, what is queued goes out first (the receiver can only free
-// slots of frames it has), then the sender waits.
-Status Sender::take_credit() {
-  auto add = [&](uint32_t got) -> Status {
-    if (uint64_t{credits_} + got > initial_credits_)
-      return Status::Error(fmt::format(
-          "{}: receiver returned {} credits, {} more than the {} it granted", name_, got,
-          uint64_t{credits_} + got - initial_credits_, initial_credits_));
-    credits_ += got;
-    return {};
-  };
-  if (credits_ < (initial_credits_ + 1) / 2 && !refilled_) {
-    uint32_t got = 0;
-    Status st = carrier_->credits(false, &got);
-    if (st) st = add(got);
-    if (!st) return st;
-    refilled_ = true;
-  }
-  if (credits_ == 0) {
-    Status st = carrier_->flush();
-    if (!st) return st;
-    credit_waits_.add(1);
-    while (credits_ == 0) {
-      uint32_t got = 0;
-      st = carrier_->credits(true, &got);
-      if (st) st = add(got);
-      if (!st) return st;
-    }
-  }
-  --credits_;
+Status CreditGate::refill(bool block) {
+  uint32_t got = 0;
+  Status st = carrier_.credits(block, &got);
+  if (!st) return st;
+  if (uint64_t{credits_} + got > initial_)
+    return Status::Error(fmt::format(
+        "{}: receiver returned {} credits, {} more than the {} it granted", name_, got,
+        uint64_t{credits_} + got - initial_, initial_));
+  credits_ += got;
   return {};
 }
 
 Status Sender::emit(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
                     uint32_t events) {
-  Status st = take_credit();
-  if (st) st = carrier_->frame(kind, p, n, payload, events);
-  return st;
+  if (!carrier_takes_credits_) {
+    uint32_t got = 0;
+    Status st = gate_.take(1, &got, [&] { return carrier_->flush(); });
+    if (!st) return st;
+  }
+  return carrier_->frame(kind, p, n, payload, events);
 }
 
 Status Sender::close_frame() {
@@ -207,7 +189,7 @@ Status Sender::send(std::span<const Descriptor> descs) {
   if (!error_.ok()) return error_;
   if (closed_ || ended_)
     return Status::Error(fmt::format("{}: send after the end of stream", name_));
-  refilled_ = false;
+  gate_.new_batch();
   for (const Descriptor& d : descs) {
     if (d.flags & kDescEnd)
       return fail(Status::Error(fmt::format("{}: END passed to send(); end() sends it", name_)));
@@ -268,7 +250,7 @@ Status Sender::end(const std::byte* eos, uint32_t bytes) {
         peer_slot_bytes_)));
   std::memcpy(end_buf_.get(), eos, bytes);
   ended_ = true;
-  refilled_ = false;
+  gate_.new_batch();
   TxCarrier::Piece p{end_buf_.get(), bytes, kNoSlot};
   Status st = close_frame();
   if (st) st = emit(FrameKind::kEnd, &p, 1, bytes, 0);
@@ -291,7 +273,7 @@ void Sender::abort() { carrier_->abort(); }
 
 LinkStats Sender::stats() const {
   LinkStats s = carrier_->stats();
-  s.credit_waits = credit_waits_.get();
+  s.credit_waits = gate_.waits();
   return s;
 }
 

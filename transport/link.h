@@ -85,6 +85,54 @@ class Receiver {
   std::atomic<bool> shut_down_{false};
 };
 
+// Credits as a sender sees them: what the receiver granted, one taken per
+// frame, refilled from the credit messages the carrier hands over, and never
+// above the grant. One thread takes credits: the send stage, or the thread of
+// a carrier with its own send queue (tcp's async_send), which takes each
+// frame's credit when it writes the frame, as Borealis' send queue did.
+class CreditGate {
+ public:
+  CreditGate(TxCarrier& carrier, uint32_t initial, const std::string& name)
+      : carrier_(carrier), initial_(initial), credits_(initial), name_(name) {}
+  // A new batch of frames: credits that already arrived are taken once per
+  // batch when running low, so the common case costs no syscall per frame.
+  void new_batch() { refilled_ = false; }
+  // Takes 1..want credits into *got. With none left, runs before_wait (the
+  // receiver can only free slots of frames it has: push out what is queued),
+  // counts a wait, and waits for the receiver.
+  template <class BeforeWait>
+  Status take(uint32_t want, uint32_t* got, BeforeWait before_wait) {
+    if (credits_ < (initial_ + 1) / 2 && !refilled_) {
+      Status st = refill(false);
+      if (!st) return st;
+      refilled_ = true;
+    }
+    if (credits_ == 0) {
+      Status st = before_wait();
+      if (!st) return st;
+      waits_.add(1);
+      while (credits_ == 0) {
+        st = refill(true);
+        if (!st) return st;
+      }
+    }
+    *got = want < credits_ ? want : credits_;
+    credits_ -= *got;
+    return {};
+  }
+  uint64_t waits() const { return waits_.get(); }
+
+ private:
+  Status refill(bool block);
+
+  TxCarrier& carrier_;
+  const uint32_t initial_;
+  uint32_t credits_;
+  const std::string& name_;
+  bool refilled_ = false;
+  Counter waits_;
+};
+
 // The sending end of one link; owned by one thread (the send stage).
 class Sender {
  public:
@@ -110,7 +158,6 @@ class Sender {
 
  private:
   Status fail(Status st);
-  Status take_credit();
   Status emit(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
               uint32_t events);
   Status add_piece(const std::byte* p, uint32_t len, uint32_t events, uint32_t release);
@@ -124,9 +171,9 @@ class Sender {
   const uint32_t max_events_;
   std::string name_;
   Status error_;
-  uint32_t credits_;
-  bool refilled_ = false, ended_ = false, closed_ = false;
-  Counter credit_waits_;
+  CreditGate gate_;
+  bool carrier_takes_credits_ = false;
+  bool ended_ = false, closed_ = false;
   // The frame being planned.
   std::vector<TxCarrier::Piece> pieces_;
   size_t np_ = 0;

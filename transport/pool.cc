@@ -56,16 +56,18 @@ void SlotPool::push_free(uint32_t slot) {
 }
 
 size_t SlotPool::try_acquire_n(uint32_t* out, size_t max) {
+  uint64_t head = head_.load(std::memory_order_relaxed);
   size_t n = 0;
   while (n < max) {
-    Cell& c = cells_[head_ & mask_];
-    if (c.seq.load(std::memory_order_acquire) != head_ + 1) break;
+    Cell& c = cells_[head & mask_];
+    if (c.seq.load(std::memory_order_acquire) != head + 1) break;
     const uint32_t s = c.slot;
-    c.seq.store(head_ + mask_ + 1, std::memory_order_release);
-    ++head_;
+    c.seq.store(head + mask_ + 1, std::memory_order_release);
+    ++head;
     holders_[s].store(1, std::memory_order_relaxed);
     out[n++] = s;
   }
+  if (n) head_.store(head, std::memory_order_relaxed);
   return n;
 }
 
@@ -81,14 +83,18 @@ uint32_t SlotPool::acquire(Wait policy) {
     if (closed()) return kNoSlot;
     wait_until(
         policy, freed_,
-        [&] { return cells_[head_ & mask_].seq.load(std::memory_order_acquire) == head_ + 1; },
+        [&] {
+          const uint64_t h = head_.load(std::memory_order_relaxed);
+          return cells_[h & mask_].seq.load(std::memory_order_acquire) == h + 1;
+        },
         [&] { return closed(); });
   }
 }
 
 size_t SlotPool::free_slots() const {
   const uint64_t t = tail_.load(std::memory_order_acquire);
-  return t > head_ ? t - head_ : 0;
+  const uint64_t h = head_.load(std::memory_order_relaxed);
+  return t > h ? t - h : 0;
 }
 
 Status SlotPool::retain(uint32_t slot, uint32_t more) {
@@ -113,7 +119,10 @@ Status SlotPool::release(uint32_t slot) {
                                                  std::memory_order_relaxed));
   if (h == 1) {
     push_free(slot);
-    freed_.notify();
+    // The fence in notify() orders the push before the loads behind it; the
+    // owner announces itself, then re-reads the free count, before it sleeps.
+    const size_t t = wake_threshold_.load(std::memory_order_relaxed);
+    if (t <= 1 || free_slots() >= t) freed_.notify();
   }
   return {};
 }

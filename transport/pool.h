@@ -50,8 +50,15 @@ class SlotPool {
   Status retain(uint32_t slot, uint32_t more);
   Status release(uint32_t slot);
 
-  // Where the owner sleeps until a slot is freed (futex, or its fd).
+  // Where the owner sleeps until a slot is freed (futex, or its fd). A
+  // release wakes it once `threshold` slots are free (default 1): an owner
+  // that returns credits in batches sleeps until a batch is ready, instead
+  // of waking (and costing a syscall) per slot. It lowers the threshold to 1
+  // when it waits for one particular slot.
   EventCount& freed() { return freed_; }
+  void set_wake_threshold(size_t threshold) {
+    wake_threshold_.store(threshold ? threshold : 1, std::memory_order_seq_cst);
+  }
   size_t free_slots() const;
   void close();
   bool closed() const { return closed_.load(std::memory_order_acquire); }
@@ -71,7 +78,8 @@ class SlotPool {
   std::unique_ptr<Cell[]> cells_;
   uint64_t mask_ = 0;
   alignas(kCacheLine) std::atomic<uint64_t> tail_{0};  // producers
-  alignas(kCacheLine) uint64_t head_ = 0;              // the owner
+  alignas(kCacheLine) std::atomic<uint64_t> head_{0};  // written by the owner only
+  std::atomic<size_t> wake_threshold_{1};
   alignas(kCacheLine) std::atomic<bool> closed_{false};
   EventCount freed_;
 };

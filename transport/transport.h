@@ -1,3 +1,5 @@
+// transport/: may include base/ only.
+//
 // The transport interface: a link's two ends, chosen per link, over the one
 // protocol core (transport/link.h) and a carrier underneath it.
 //

@@ -466,9 +466,10 @@ class TcpTx : public TxCarrier {
     return st;
   }
 
+  // Shut the socket first: a sender thread blocked waiting for credits wakes.
   void abort() override {
-    (void)stop();
     if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
+    (void)stop();
   }
 
   int wait_fd() const override { return fd_.get(); }
@@ -575,7 +576,10 @@ class BufferedTx final : public TcpTx {
     chunk_bytes_ = 4 * max_frame_;
     const size_t nchunks = opts_.tcp.async_send ? 8 : 1;
     chunks_.resize(nchunks);
-    for (auto& c : chunks_) c.buf.reset(new std::byte[chunk_bytes_]);
+    for (auto& c : chunks_) {
+      c.buf.reset(new std::byte[chunk_bytes_]);
+      c.frame_end.resize(chunk_bytes_ / sizeof(FrameHeader) + 1);  // sized once: no allocation later
+    }
     if (opts_.tcp.async_send) {
       full_ = std::make_unique<SpscRing<uint32_t>>(16);
       free_ = std::make_unique<SpscRing<uint32_t>>(16);
@@ -587,6 +591,13 @@ class BufferedTx final : public TcpTx {
   ~BufferedTx() override { (void)stop(); }
 
   size_t max_pieces() const override { return SIZE_MAX; }
+  // async_send: the sender thread takes each frame's credit as it writes it,
+  // so the send stage fills the queue ahead of the credits (the original path).
+  bool takes_credits(CreditGate* gate) override {
+    if (!opts_.tcp.async_send) return false;
+    gate_ = gate;
+    return true;
+  }
   uint32_t max_events_per_frame() const override {
     return opts_.tcp.encoding == Encoding::kCapnp ? 1 : UINT32_MAX;
   }
@@ -608,6 +619,7 @@ class BufferedTx final : public TcpTx {
       st = release(p[i].release);  // copied: the slot's bytes are no longer needed
       if (!st) return st;
     }
+    c.frame_end[c.frames++] = c.used;
     stats_.frames.add(1);
     return {};
   }
@@ -619,6 +631,8 @@ class BufferedTx final : public TcpTx {
   struct Chunk {
     std::unique_ptr<std::byte[]> buf;
     size_t used = 0;
+    std::vector<size_t> frame_end;  // where each frame ends
+    size_t frames = 0;
   };
 
   Status stop() override {
@@ -651,6 +665,7 @@ class BufferedTx final : public TcpTx {
                         static_cast<uint32_t>(len), 1};
     std::memcpy(c.buf.get() + c.used, &h, sizeof h);
     c.used += sizeof h + len;
+    c.frame_end[c.frames++] = c.used;
     stats_.frames.add(1);
     return release(p[0].release);
   }
@@ -661,7 +676,7 @@ class BufferedTx final : public TcpTx {
     if (c.used == 0) return {};
     if (!opts_.tcp.async_send) {
       Status st = write_all(fd_.get(), c.buf.get(), c.used, link_, &stats_);
-      c.used = 0;
+      c.used = c.frames = 0;
       return st;
     }
     full_->push(cur_, opts_.wait);
@@ -674,13 +689,30 @@ class BufferedTx final : public TcpTx {
     return {};
   }
 
-  // The sender thread: owns the socket's write side.
+  // Writes a chunk's frames as credits allow: one credit per frame.
+  Status write_chunk(Chunk& c) {
+    gate_->new_batch();
+    size_t done = 0, off = 0;
+    while (done < c.frames) {
+      uint32_t k = 0;
+      Status st = gate_->take(static_cast<uint32_t>(c.frames - done), &k, [] { return Status(); });
+      if (!st) return st;
+      const size_t end = c.frame_end[done + k - 1];
+      st = write_all(fd_.get(), c.buf.get() + off, end - off, link_, &stats_);
+      if (!st) return st;
+      off = end;
+      done += k;
+    }
+    return {};
+  }
+
+  // The sender thread: owns the socket's write side and the credits.
   void drain_loop() {
     uint32_t idx;
     while (full_->pop_n(&idx, 1, opts_.wait) == 1) {
       Chunk& c = chunks_[idx];
-      Status st = write_all(fd_.get(), c.buf.get(), c.used, link_, &stats_);
-      c.used = 0;
+      Status st = write_chunk(c);
+      c.used = c.frames = 0;
       if (!st) {
         {
           std::lock_guard<std::mutex> lk(mu_);
@@ -710,6 +742,7 @@ class BufferedTx final : public TcpTx {
   std::mutex mu_;
   Status thread_error_;
   std::atomic<bool> failed_{false};
+  CreditGate* gate_ = nullptr;
 };
 
 // ---------------------------------------------------------------------------

@@ -51,7 +51,9 @@ int main(int argc, char** argv) {
   };
 
   CLI::App* check = app.add_subcommand(
-      "check", "Parse and validate FILE.yaml with the overrides; print every key resolved");
+      "check",
+      "Parse and validate FILE.yaml with the overrides; print the graph (links, unions,\n"
+      "splits) and every key resolved");
   add_common(check);
 
   CLI::App* run = app.add_subcommand(
@@ -87,8 +89,8 @@ int main(int argc, char** argv) {
   }
 
   if (check->parsed()) {
-    fmt::print("# {}: ok ({} processes, preset {})\n{}", file, d.processes.size(), d.preset,
-               dump_deployment(d));
+    fmt::print("# {}: ok ({} processes, preset {})\n{}{}", file, d.processes.size(), d.preset,
+               describe_graph(d), dump_deployment(d));
     return kOk;
   }
 

@@ -73,30 +73,37 @@ int Deployment::process_index(const std::string& name) const {
   return -1;
 }
 
-static uint16_t listen_port(const Deployment& d, size_t i, uint32_t instance) {
-  const uint32_t first = d.processes[i].port ? d.processes[i].port : d.base_port + 100u * i;
-  return static_cast<uint16_t>(first + instance);
-}
+const char* split_name(Split s) { return s == Split::kCopy ? "copy" : "stream"; }
 
-// TEMPORARY (chain only; the graph parser replaces this).
 std::vector<size_t> Deployment::inputs_of(size_t i) const {
   std::vector<size_t> v;
   for (size_t l = 0; l < links.size(); ++l)
     if (links[l].to == i) v.push_back(l);
   return v;
 }
+
 std::vector<size_t> Deployment::outputs_of(size_t i) const {
   std::vector<size_t> v;
   for (size_t l = 0; l < links.size(); ++l)
     if (links[l].from == i) v.push_back(l);
   return v;
 }
+
 uint16_t Deployment::link_port(size_t l, uint32_t instance) const {
-  return listen_port(*this, links[l].to, instance);
+  if (links[l].port) return static_cast<uint16_t>(links[l].port + instance);
+  const size_t to = links[l].to;
+  const uint32_t first = processes[to].port ? processes[to].port : base_port + 100u * to;
+  const auto ins = inputs_of(to);
+  const size_t j = std::find(ins.begin(), ins.end(), l) - ins.begin();
+  return static_cast<uint16_t>(first + j * instances + instance);
 }
+
+// One LinkOptions serves both ends of link l: the sender connects to the
+// receiver's host and the receiver binds its listen address; errors on either
+// end read "link <from> -> <to>".
 LinkOptions Deployment::link_options(size_t l, uint32_t instance) const {
   LinkOptions o = links[l].options;
-  const auto& to = processes[links[l].to];
+  const ProcessConfig& to = processes[links[l].to];
   o.host = to.host;
   o.listen = to.listen;
   o.port = link_port(l, instance);
@@ -109,20 +116,58 @@ LinkOptions Deployment::link_options(size_t l, uint32_t instance) const {
   o.wait = wait;
   return o;
 }
+
 uint32_t Deployment::first_stream(size_t i) const {
   uint32_t f = 0;
-  for (size_t j = 0; j < i; ++j)
+  for (size_t j = 0; j < i && j < processes.size(); ++j)
     if (processes[j].role == Role::kLoadgen) f += streams;
   return f;
 }
-uint32_t Deployment::streams_into(size_t i) const { return streams; }
-std::vector<size_t> Deployment::start_order() const {
-  std::vector<size_t> v;
-  for (size_t k = processes.size(); k-- > 0;) v.push_back(k);
-  return v;
+
+// Load generators upstream of i, each counted once, times their streams.
+uint32_t Deployment::streams_into(size_t i) const {
+  std::vector<bool> seen(processes.size(), false);
+  std::vector<size_t> todo = {i};
+  uint32_t n = 0;
+  while (!todo.empty()) {
+    const size_t p = todo.back();
+    todo.pop_back();
+    for (size_t l : inputs_of(p)) {
+      const size_t f = links[l].from;
+      if (seen[f]) continue;
+      seen[f] = true;
+      if (processes[f].role == Role::kLoadgen) n += streams;
+      todo.push_back(f);
+    }
+  }
+  return n;
 }
-const char* split_name(Split s) { return s == Split::kCopy ? "copy" : "stream"; }
-std::string describe_graph(const Deployment& d) { return ""; }
+
+// Receivers before their senders: a process comes once every process it
+// links to has come (the graph has no cycle once validated).
+std::vector<size_t> Deployment::start_order() const {
+  std::vector<size_t> order;
+  std::vector<bool> placed(processes.size(), false);
+  while (order.size() < processes.size()) {
+    bool progress = false;
+    for (size_t i = processes.size(); i-- > 0;) {
+      if (placed[i]) continue;
+      bool ready = true;
+      for (size_t l : outputs_of(i)) ready = ready && placed[links[l].to];
+      if (!ready) continue;
+      placed[i] = true;
+      order.push_back(i);
+      progress = true;
+    }
+    if (!progress)  // a cycle (refused by validation): the rest in reverse file order
+      for (size_t i = processes.size(); i-- > 0;)
+        if (!placed[i]) {
+          placed[i] = true;
+          order.push_back(i);
+        }
+  }
+  return order;
+}
 
 double Deployment::cores_of(size_t i) const {
   if (processes[i].cores > 0) return processes[i].cores;
@@ -188,7 +233,7 @@ const std::vector<std::string> kTransports = {"tcp", "fabric", "ucx"};
 const std::vector<std::string> kCongestion = {"default", "reno", "cubic", "bbr"};
 const std::vector<std::string> kWaits = {"block", "spin", "hybrid"};
 const std::vector<std::string> kRoles = {"loadgen", "node", "sink"};
-const std::vector<std::string> kProcessKeys = {"name", "role", "host", "port", "cores", "operators"};
+const std::vector<std::string> kProcessKeys = {"name", "role", "host", "listen", "port", "cores", "split", "operators"};
 const std::vector<std::string> kOperatorKinds = {"filter"};
 const std::vector<std::string> kFilterKeys = {"field", "op", "value"};
 const std::vector<std::string> kFilterFields = {"key", "seq"};
@@ -217,6 +262,21 @@ class Reader {
       for (auto e : n) mark_override(e, text, false);
     }
   }
+
+  // Links written out from the chain of processes: errors on them name the
+  // line of `processes`.
+  void mark_chain(const YAML::Node& links, const YAML::Node& processes) {
+    chain_links_ = links;
+    chain_at_ = file_line(processes);
+  }
+  bool is_chain(const YAML::Node& n) const {
+    try {
+      return chain_links_.IsDefined() && !chain_links_.IsNull() && chain_links_.is(n);
+    } catch (const YAML::Exception&) {
+      return false;
+    }
+  }
+  const std::string& chain_at() const { return chain_at_; }
 
   // "file:line" or "--set k=v".
   std::string where(const YAML::Node& n) const {
@@ -340,11 +400,107 @@ class Reader {
 
   std::string name_;
   std::vector<Origin> overrides_;
+  YAML::Node chain_links_;
+  std::string chain_at_;
 };
 
-// ---------------------------------------------------------------- the table
+// ---------------------------------------------------------------- the tables
 
-// One top-level key: how it is read into a Deployment and written back.
+// One link key: read into a LinkOptions (the top level's defaults, or one
+// link's), written back. tcp_only keys belong to the tcp carrier.
+struct LinkKey {
+  std::string name;
+  bool tcp_only;
+  std::function<Status(const Reader&, const YAML::Node&, const std::string&, LinkOptions*)> read;
+  std::function<void(YAML::Emitter&, const LinkOptions&)> write;
+};
+
+template <class T>
+LinkKey link_uint(const char* name, bool tcp_only, T& (*field)(LinkOptions&)) {
+  return {name, tcp_only,
+          [=](const Reader& r, const YAML::Node& n, const std::string& path, LinkOptions* l) {
+            return r.get(n, path, &field(*l));
+          },
+          [=](YAML::Emitter& e, const LinkOptions& l) {
+            e << YAML::Key << name << YAML::Value << uint64_t(field(const_cast<LinkOptions&>(l)));
+          }};
+}
+
+// An enum: read as one of `allowed`, stored by `set`, written by `get`.
+LinkKey link_enum(const char* name, bool tcp_only, const std::vector<std::string>* allowed,
+                  std::function<void(LinkOptions*, const std::string&)> set,
+                  std::function<std::string(const LinkOptions&)> get) {
+  return {name, tcp_only,
+          [=](const Reader& r, const YAML::Node& n, const std::string& path, LinkOptions* l) {
+            std::string v;
+            if (Status st = r.get_enum(n, path, *allowed, &v); !st) return st;
+            set(l, v);
+            return Status();
+          },
+          [=](YAML::Emitter& e, const LinkOptions& l) { e << YAML::Key << name << YAML::Value << get(l); }};
+}
+
+const std::vector<std::string> kSendQueues = {"sync", "async"};
+const std::vector<std::string> kRxPolls = {"block", "select"};
+const std::vector<std::string> kHandovers = {"descriptor", "copy"};
+const std::vector<std::string> kCongestionIn = {"", "default", "reno", "cubic", "bbr"};
+const std::vector<std::string> kSplits = {"stream", "copy"};
+
+// Every key a link may set, at the top level (the defaults of every link) or
+// in a link of `links:`.
+const std::vector<LinkKey>& link_keys() {
+  static const std::vector<LinkKey> k = {
+      link_enum("transport", false, &kTransports,
+                [](LinkOptions* l, const std::string& v) { l->transport = v; },
+                [](const LinkOptions& l) { return l.transport; }),
+      link_enum("encoding", true, &kEncodings,
+                [](LinkOptions* l, const std::string& v) { parse_encoding(v, &l->tcp.encoding); },
+                [](const LinkOptions& l) { return std::string(encoding_name(l.tcp.encoding)); }),
+      link_enum("send_queue", true, &kSendQueues,
+                [](LinkOptions* l, const std::string& v) { l->tcp.async_send = v == "async"; },
+                [](const LinkOptions& l) { return std::string(l.tcp.async_send ? "async" : "sync"); }),
+      link_enum("rx_poll", true, &kRxPolls,
+                [](LinkOptions* l, const std::string& v) { l->tcp.rx_select = v == "select"; },
+                [](const LinkOptions& l) { return std::string(l.tcp.rx_select ? "select" : "block"); }),
+      link_uint("read_bytes", true, +[](LinkOptions& l) -> uint32_t& { return l.tcp.read_bytes; }),
+      link_uint("poll_timeout_us", true,
+                +[](LinkOptions& l) -> uint32_t& { return l.tcp.poll_timeout_us; }),
+      {"congestion", true,
+       [](const Reader& r, const YAML::Node& n, const std::string& path, LinkOptions* l) {
+         std::string v;
+         if (n.IsNull()) v.clear();
+         else if (Status st = r.get_enum(n, path, kCongestionIn, &v); !st) return st;
+         l->tcp.congestion = v == "default" ? "" : v;
+         return Status();
+       },
+       [](YAML::Emitter& e, const LinkOptions& l) {
+         e << YAML::Key << "congestion" << YAML::Value
+           << (l.tcp.congestion.empty() ? std::string("default") : l.tcp.congestion);
+       }},
+      link_uint("slot_bytes", false, +[](LinkOptions& l) -> uint32_t& { return l.slot_bytes; }),
+      link_uint("slots", false, +[](LinkOptions& l) -> uint32_t& { return l.slots; }),
+      link_uint("credit_batch", false, +[](LinkOptions& l) -> uint32_t& { return l.credit_batch; }),
+      link_uint("connect_timeout_ms", false,
+                +[](LinkOptions& l) -> uint32_t& { return l.connect_timeout_ms; }),
+      {"token", false,
+       [](const Reader& r, const YAML::Node& n, const std::string& path, LinkOptions* l) {
+         return r.get_string(n, path, true, &l->token);
+       },
+       [](YAML::Emitter& e, const LinkOptions& l) {
+         e << YAML::Key << "token" << YAML::Value << YAML::DoubleQuoted << l.token;
+       }},
+  };
+  return k;
+}
+
+const LinkKey* find_link_key(const std::string& name) {
+  for (const auto& k : link_keys())
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+// One top-level key that is not a link key: how it is read into a Deployment
+// and written back.
 struct Key {
   std::string name;
   std::function<Status(const Reader&, const YAML::Node&, Deployment*)> read;
@@ -358,17 +514,6 @@ Key uint_key(const char* name, T Deployment::*m) {
           [=](YAML::Emitter& e, const Deployment& d) { e << YAML::Key << name << YAML::Value << uint64_t(d.*m); }};
 }
 
-template <class T>
-Key link_uint_key(const char* name, T LinkOptions::*m) {
-  return {name,
-          [=](const Reader& r, const YAML::Node& n, Deployment* d) {
-            return r.get(n, name, &(d->link.*m));
-          },
-          [=](YAML::Emitter& e, const Deployment& d) {
-            e << YAML::Key << name << YAML::Value << uint64_t(d.link.*m);
-          }};
-}
-
 Key double_key(const char* name, double Deployment::*m) {
   return {name,
           [=](const Reader& r, const YAML::Node& n, Deployment* d) {
@@ -379,17 +524,6 @@ Key double_key(const char* name, double Deployment::*m) {
           }};
 }
 
-Key link_string_key(const char* name, std::string LinkOptions::*m) {
-  return {name,
-          [=](const Reader& r, const YAML::Node& n, Deployment* d) {
-            return r.get_string(n, name, true, &(d->link.*m));
-          },
-          [=](YAML::Emitter& e, const Deployment& d) {
-            e << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << d.link.*m;
-          }};
-}
-
-// An enum: read as one of `allowed`, stored by `set`, written by `get`.
 Key enum_key(const char* name, const std::vector<std::string>* allowed,
              std::function<void(Deployment*, const std::string&)> set,
              std::function<std::string(const Deployment&)> get) {
@@ -405,57 +539,20 @@ Key enum_key(const char* name, const std::vector<std::string>* allowed,
           }};
 }
 
-const std::vector<std::string> kSendQueues = {"sync", "async"};
-const std::vector<std::string> kRxPolls = {"block", "select"};
-const std::vector<std::string> kHandovers = {"descriptor", "copy"};
-const std::vector<std::string> kCongestionIn = {"", "default", "reno", "cubic", "bbr"};
-
-// In the order dump_deployment writes them. `preset`, `host` and `processes`
-// are read specially (see parse_root), but listed here for the key check.
+// In the order dump_deployment writes them, after `preset` and the link keys.
+// `preset`, `host`, `processes` and `links` are read specially (parse_root).
 const std::vector<Key>& keys() {
   static const std::vector<Key> k = {
-      {"preset", nullptr,
-       [](YAML::Emitter& e, const Deployment& d) { e << YAML::Key << "preset" << YAML::Value << d.preset; }},
-      // The link: the preset's choices, then any of these.
-      enum_key("transport", &kTransports,
-               [](Deployment* d, const std::string& v) { d->link.transport = v; },
-               [](const Deployment& d) { return d.link.transport; }),
-      enum_key("encoding", &kEncodings,
-               [](Deployment* d, const std::string& v) { parse_encoding(v, &d->link.tcp.encoding); },
-               [](const Deployment& d) { return std::string(encoding_name(d.link.tcp.encoding)); }),
-      enum_key("send_queue", &kSendQueues,
-               [](Deployment* d, const std::string& v) { d->link.tcp.async_send = v == "async"; },
-               [](const Deployment& d) { return std::string(d.link.tcp.async_send ? "async" : "sync"); }),
-      enum_key("rx_poll", &kRxPolls,
-               [](Deployment* d, const std::string& v) { d->link.tcp.rx_select = v == "select"; },
-               [](const Deployment& d) { return std::string(d.link.tcp.rx_select ? "select" : "block"); }),
       enum_key("handover", &kHandovers,
                [](Deployment* d, const std::string& v) { d->handover_copy = v == "copy"; },
                [](const Deployment& d) { return std::string(d.handover_copy ? "copy" : "descriptor"); }),
-      {"read_bytes",
-       [](const Reader& r, const YAML::Node& n, Deployment* d) { return r.get(n, "read_bytes", &d->link.tcp.read_bytes); },
-       [](YAML::Emitter& e, const Deployment& d) { e << YAML::Key << "read_bytes" << YAML::Value << d.link.tcp.read_bytes; }},
-      {"poll_timeout_us",
-       [](const Reader& r, const YAML::Node& n, Deployment* d) { return r.get(n, "poll_timeout_us", &d->link.tcp.poll_timeout_us); },
-       [](YAML::Emitter& e, const Deployment& d) { e << YAML::Key << "poll_timeout_us" << YAML::Value << d.link.tcp.poll_timeout_us; }},
-      {"congestion",
+      {"schema",
        [](const Reader& r, const YAML::Node& n, Deployment* d) {
-         std::string v;
-         if (n.IsNull()) v.clear();
-         else if (Status st = r.get_enum(n, "congestion", kCongestionIn, &v); !st) return st;
-         d->link.tcp.congestion = v == "default" ? "" : v;
-         return Status();
+         return r.get_string(n, "schema", true, &d->link.schema);
        },
        [](YAML::Emitter& e, const Deployment& d) {
-         e << YAML::Key << "congestion" << YAML::Value
-           << (d.link.tcp.congestion.empty() ? std::string("default") : d.link.tcp.congestion);
+         e << YAML::Key << "schema" << YAML::Value << YAML::DoubleQuoted << d.link.schema;
        }},
-      link_uint_key("slot_bytes", &LinkOptions::slot_bytes),
-      link_uint_key("slots", &LinkOptions::slots),
-      link_uint_key("credit_batch", &LinkOptions::credit_batch),
-      link_uint_key("connect_timeout_ms", &LinkOptions::connect_timeout_ms),
-      link_string_key("token", &LinkOptions::token),
-      link_string_key("schema", &LinkOptions::schema),
       // The stream.
       uint_key("tuple_bytes", &Deployment::tuple_bytes),
       uint_key("event_bytes", &Deployment::event_bytes),
@@ -478,17 +575,24 @@ const std::vector<Key>& keys() {
       double_key("peak_watts", &Deployment::peak_watts),
       double_key("progress_s", &Deployment::progress_s),
       uint_key("base_port", &Deployment::base_port),
-      // The default host of processes; processes are written with their own.
-      {"host", nullptr, nullptr},
-      {"processes", nullptr, nullptr},
   };
   return k;
 }
 
 const std::vector<std::string>& key_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> v;
+    std::vector<std::string> v = {"preset", "host", "processes", "links"};
+    for (const auto& k : link_keys()) v.push_back(k.name);
     for (const auto& k : keys()) v.push_back(k.name);
+    return v;
+  }();
+  return names;
+}
+
+const std::vector<std::string>& link_entry_keys() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v = {"from", "to", "port", "preset"};
+    for (const auto& k : link_keys()) v.push_back(k.name);
     return v;
   }();
   return names;
@@ -498,11 +602,17 @@ const std::vector<std::string>& key_names() {
 
 // Which part of the schema a YAML node stands for; says which keys a map
 // may have when an override walks into it.
-enum class Shape { kRoot, kProcessList, kProcess, kOperatorList, kOperator, kFilter, kOther };
+enum class Shape {
+  kRoot, kProcessList, kProcess, kOperatorList, kOperator, kFilter, kLinkList, kLink, kOther
+};
 
 Shape child_shape(Shape s, const std::string& key) {
   switch (s) {
-    case Shape::kRoot: return key == "processes" ? Shape::kProcessList : Shape::kOther;
+    case Shape::kRoot:
+      return key == "processes" ? Shape::kProcessList
+             : key == "links"   ? Shape::kLinkList
+                                : Shape::kOther;
+    case Shape::kLinkList: return Shape::kLink;
     case Shape::kProcessList: return Shape::kProcess;
     case Shape::kProcess: return key == "operators" ? Shape::kOperatorList : Shape::kOther;
     case Shape::kOperatorList: return Shape::kOperator;
@@ -517,6 +627,7 @@ const std::vector<std::string>* known_keys(Shape s) {
     case Shape::kProcess: return &kProcessKeys;
     case Shape::kOperator: return &kOperatorKinds;
     case Shape::kFilter: return &kFilterKeys;
+    case Shape::kLink: return &link_entry_keys();
     default: return nullptr;
   }
 }
@@ -541,6 +652,24 @@ Status apply_override(YAML::Node& root, const std::string& text, Reader* reader)
     b = dot + 1;
   }
 
+  // A chain file has no `links:`: an override of one of its links first
+  // writes the chain's links out, from the processes as they are now.
+  if (parts[0] == "links" && parts.size() > 1 && !static_cast<const YAML::Node&>(root)["links"] &&
+      root["processes"].IsSequence()) {
+    YAML::Node links(YAML::NodeType::Sequence);
+    const YAML::Node procs = root["processes"];
+    for (size_t i = 0; i + 1 < procs.size(); ++i) {
+      if (!procs[i].IsMap() || !procs[i + 1].IsMap() || !procs[i]["name"] || !procs[i + 1]["name"])
+        return fail("the chain's links cannot be written out: a process has no name");
+      YAML::Node l(YAML::NodeType::Map);
+      l["from"] = procs[i]["name"].as<std::string>();
+      l["to"] = procs[i + 1]["name"].as<std::string>();
+      links.push_back(l);
+    }
+    root["links"] = links;
+    reader->mark_chain(links, root["processes"]);
+  }
+
   YAML::Node cur = root;
   Shape shape = Shape::kRoot;
   std::string walked;
@@ -555,7 +684,8 @@ Status apply_override(YAML::Node& root, const std::string& text, Reader* reader)
       if (ec != std::errc() || p != part.data() + part.size())
         return fail(fmt::format("'{}' is a list; '{}' is not an index", walked, part));
       if (idx >= cur.size())
-        return fail(fmt::format("'{}' has {} entries; there is no index {}", walked, cur.size(), idx));
+        return fail(fmt::format("'{}' has {} entr{}; there is no index {}", walked, cur.size(),
+                                cur.size() == 1 ? "y" : "ies", idx));
       if (last) {
         cur[idx] = value;
       } else {
@@ -644,6 +774,12 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
       p->role = role == "loadgen" ? Role::kLoadgen : role == "sink" ? Role::kSink : Role::kNode;
     } else if (key == "host") {
       st = r.get_string(v, kpath, false, &p->host);
+    } else if (key == "listen") {
+      st = r.get_string(v, kpath, true, &p->listen);
+    } else if (key == "split") {
+      std::string sp;
+      st = r.get_enum(v, kpath, kSplits, &sp);
+      p->split = sp == "copy" ? Split::kCopy : Split::kStream;
     } else if (key == "port") {
       st = r.get(v, kpath, &p->port);
     } else if (key == "cores") {
@@ -669,6 +805,69 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
   return {};
 }
 
+// ---------------------------------------------------------------- links
+
+// One link of `links:`: from, to, port, its preset, and any link key. Its
+// options start from the top level's (`base`), then its preset's choices,
+// then its own keys.
+Status parse_link(const Reader& r, const YAML::Node& n, size_t i, const Deployment& d,
+                  const std::string& chain_at, LinkConfig* l) {
+  const std::string path = fmt::format("links.{}", i);
+  if (!n.IsMap()) return r.error(n, path, fmt::format("expected a map, got {}", node_kind(n)));
+  l->source_line = chain_at.empty() ? r.where(n) : chain_at;
+  std::vector<std::pair<YAML::Node, YAML::Node>> kv;
+  if (Status st = r.keys_of(n, path, link_entry_keys(), &kv); !st) return st;
+  std::vector<std::string> names;
+  for (const auto& p : d.processes) names.push_back(p.name);
+  auto process = [&](const YAML::Node& v, const std::string& kpath, size_t* out) -> Status {
+    std::string name;
+    if (Status st = r.get_string(v, kpath, false, &name); !st) return st;
+    int idx = d.process_index(name);
+    if (idx < 0)
+      return r.error(v, kpath, fmt::format("no process '{}'{}", name, did_you_mean(name, names)));
+    *out = static_cast<size_t>(idx);
+    return {};
+  };
+  bool have_from = false, have_to = false;
+  l->options = d.link;
+  // The link's preset first: its own keys then override its choices.
+  for (auto& [k, v] : kv) {
+    if (k.Scalar() != "preset") continue;
+    const std::string kpath = path + ".preset";
+    if (Status st = r.get_string(v, kpath, false, &l->preset); !st) return st;
+    if (Status st = apply_preset(l->preset, &l->options); !st) return r.error(v, kpath, st.message());
+  }
+  std::vector<std::pair<const LinkKey*, YAML::Node>> tcp_keys;
+  for (auto& [k, v] : kv) {
+    const std::string& key = k.Scalar();
+    const std::string kpath = path + "." + key;
+    Status st;
+    if (key == "from") {
+      have_from = true;
+      st = process(v, kpath, &l->from);
+    } else if (key == "to") {
+      have_to = true;
+      st = process(v, kpath, &l->to);
+    } else if (key == "port") {
+      st = r.get(v, kpath, &l->port);
+    } else if (key == "preset") {
+      continue;
+    } else if (const LinkKey* lk = find_link_key(key)) {
+      st = lk->read(r, v, kpath, &l->options);
+      if (lk->tcp_only) tcp_keys.push_back({lk, v});
+    }
+    if (!st) return st;
+  }
+  if (!have_from || !have_to)
+    return r.error(n, "", fmt::format("{}: missing required key '{}'", path, have_from ? "to" : "from"));
+  for (auto& [lk, v] : tcp_keys)
+    if (l->options.transport != "tcp")
+      return r.error(v, path + "." + lk->name,
+                     fmt::format("'{}' is a tcp option; this link's transport is {}", lk->name,
+                                 l->options.transport));
+  return {};
+}
+
 // ---------------------------------------------------------------- validate
 
 struct Places {
@@ -685,29 +884,75 @@ struct Places {
   }
 };
 
+Status validate_graph(const Deployment& d, const Places& at) {
+  const auto& ps = d.processes;
+  const auto& ls = d.links;
+  auto link_error = [&](size_t l, const std::string& key, const std::string& msg) {
+    const std::string k = d.chain ? "processes" : fmt::format("links.{}{}", l, key.empty() ? "" : "." + key);
+    return Status::Error(fmt::format("{}: key '{}': {}", ls[l].source_line, k, msg));
+  };
+  auto process_error = [&](size_t i, const std::string& msg) {
+    return Status::Error(fmt::format("{}: process '{}' (role {}) {}", ps[i].source_line, ps[i].name,
+                                     role_name(ps[i].role), msg));
+  };
+  if (ps.size() < 2)
+    return at.error("processes", fmt::format("a pipeline needs at least a loadgen and a sink, got {} "
+                                             "process{}", ps.size(), ps.size() == 1 ? "" : "es"));
+  for (size_t l = 0; l < ls.size(); ++l) {
+    const ProcessConfig& f = ps[ls[l].from];
+    const ProcessConfig& t = ps[ls[l].to];
+    if (ls[l].from == ls[l].to)
+      return link_error(l, "to", fmt::format("a link from '{}' to itself", f.name));
+    if (f.role == Role::kSink)
+      return link_error(l, "from", fmt::format("'{}' is a sink; a sink has no downstream", f.name));
+    if (t.role == Role::kLoadgen)
+      return link_error(l, "to", fmt::format("'{}' is a loadgen; a loadgen has no upstream", t.name));
+    for (size_t m = 0; m < l; ++m)
+      if (ls[m].from == ls[l].from && ls[m].to == ls[l].to)
+        return link_error(l, "", fmt::format("the link {} -> {} is given twice (first at {})",
+                                             f.name, t.name, ls[m].source_line));
+  }
+  size_t loadgens = 0, sinks = 0;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const size_t in = d.inputs_of(i).size(), out = d.outputs_of(i).size();
+    loadgens += ps[i].role == Role::kLoadgen;
+    sinks += ps[i].role == Role::kSink;
+    if (ps[i].role != Role::kLoadgen && in == 0) return process_error(i, "has no upstream link");
+    if (ps[i].role != Role::kSink && out == 0) return process_error(i, "has no downstream link");
+  }
+  if (loadgens == 0 || sinks == 0)
+    return at.error("processes", "a pipeline needs at least one loadgen and one sink");
+  // A cycle: depth-first, naming the processes around it.
+  std::vector<int> state(ps.size(), 0);  // 0 new, 1 on the path, 2 done
+  std::vector<size_t> path;
+  std::function<Status(size_t)> visit = [&](size_t i) -> Status {
+    state[i] = 1;
+    path.push_back(i);
+    for (size_t l : d.outputs_of(i)) {
+      const size_t j = ls[l].to;
+      if (state[j] == 1) {
+        std::string names;
+        auto it = std::find(path.begin(), path.end(), j);
+        for (; it != path.end(); ++it) names += ps[*it].name + " -> ";
+        return link_error(l, "", fmt::format("the links form a cycle: {}{}", names, ps[j].name));
+      }
+      if (state[j] == 0)
+        if (Status st = visit(j); !st) return st;
+    }
+    path.pop_back();
+    state[i] = 2;
+    return {};
+  };
+  for (size_t i = 0; i < ps.size(); ++i)
+    if (state[i] == 0)
+      if (Status st = visit(i); !st) return st;
+  return {};
+}
+
 Status validate(const Deployment& d, const Places& at) {
-  const LinkOptions& l = d.link;
   if (d.tuple_bytes < kMinTupleBytes)
     return at.error("tuple_bytes", fmt::format("must be at least {} (sequence and key), got {}",
                                                kMinTupleBytes, d.tuple_bytes));
-  if (l.slots < 1) return at.error("slots", "must be at least 1");
-  if (l.slot_bytes < 1) return at.error("slot_bytes", "must be at least 1");
-  if (l.tcp.read_bytes < 1) return at.error("read_bytes", "must be at least 1");
-  const uint32_t tpe = tuples_per_event(d.tuple_bytes, d.event_bytes);
-  const size_t wire = event_wire_bytes(d.tuple_bytes, tpe, d.data_bytes);
-  if (wire + sizeof(FrameHeader) > l.slot_bytes) {
-    std::string key = "event_bytes";
-    if (!at.of.count("event_bytes")) {
-      if (at.of.count("data_bytes")) key = "data_bytes";
-      else if (at.of.count("slot_bytes")) key = "slot_bytes";
-    }
-    return at.error(key, fmt::format(
-        "an event does not fit a slot: {} tuples of {} bytes + {}-byte header + {} data bytes "
-        "= {} bytes, plus a {}-byte frame header, is more than slot_bytes {}; raise slot_bytes "
-        "or lower event_bytes",
-        tpe, d.tuple_bytes, kEventHeaderBytes, d.data_bytes, wire, sizeof(FrameHeader),
-        l.slot_bytes));
-  }
   if (d.ring_slots < 2 || (d.ring_slots & (d.ring_slots - 1)) != 0)
     return at.error("ring_slots", fmt::format("must be a power of two >= 2, got {}", d.ring_slots));
   if (d.loadgen_slots < 1) return at.error("loadgen_slots", "must be at least 1");
@@ -720,39 +965,77 @@ Status validate(const Deployment& d, const Places& at) {
   if (d.clock_ghz <= 0) return at.error("clock_ghz", "must be greater than 0");
   if (d.burst_events > 0 && d.burst_ms <= 0)
     return at.error("burst_ms", "must be greater than 0 when burst_events is set");
+  if (Status st = validate_graph(d, at); !st) return st;
 
-  // The chain: loadgen, nodes, sink.
-  const auto& ps = d.processes;
-  if (ps.size() < 2)
-    return at.error("processes", fmt::format("the chain needs at least a loadgen and a sink, got {} "
-                                             "process{}", ps.size(), ps.size() == 1 ? "" : "es"));
-  for (size_t i = 0; i < ps.size(); ++i) {
-    const Role want = i == 0 ? Role::kLoadgen : i + 1 == ps.size() ? Role::kSink : Role::kNode;
-    if (ps[i].role != want) {
-      const char* rule = i == 0 ? "the chain must start with exactly one loadgen"
-                         : i + 1 == ps.size() ? "the chain must end with exactly one sink"
-                         : ps[i].role == Role::kSink ? "only the last process may be a sink"
-                                                     : "only the first process may be a loadgen";
-      return Status::Error(fmt::format("{}: process '{}' has role {}: {} (processes run in the "
-                                       "order listed: loadgen, node..., sink)",
-                                       ps[i].source_line, ps[i].name, role_name(ps[i].role), rule));
+  uint64_t all_streams = 0;
+  for (size_t i = 0; i < d.processes.size(); ++i)
+    if (d.processes[i].role == Role::kLoadgen) all_streams += d.streams;
+  if (all_streams > kMaxStreams)
+    return at.error("streams", fmt::format("{} load generators x {} streams = {} streams, more than "
+                                           "the {} a pipeline carries",
+                                           all_streams / d.streams, d.streams, all_streams,
+                                           kMaxStreams));
+  const uint32_t tpe = tuples_per_event(d.tuple_bytes, d.event_bytes);
+  const size_t wire = event_wire_bytes(d.tuple_bytes, tpe, d.data_bytes);
+  for (size_t l = 0; l < d.links.size(); ++l) {
+    const LinkOptions& o = d.links[l].options;
+    const std::string where = d.chain ? at.at("slot_bytes") : d.links[l].source_line;
+    const std::string name = fmt::format("link {} ({} -> {})", l, d.processes[d.links[l].from].name,
+                                         d.processes[d.links[l].to].name);
+    auto err = [&](const std::string& key, const std::string& msg) {
+      if (d.chain || where.rfind("--set ", 0) == 0) return at.error(key, name + ": " + msg);
+      return Status::Error(fmt::format("{}: key 'links.{}.{}': {}: {}", where, l, key, name, msg));
+    };
+    if (o.slots < 1) return err("slots", "must be at least 1");
+    if (o.slot_bytes < 1) return err("slot_bytes", "must be at least 1");
+    if (o.tcp.read_bytes < 1) return err("read_bytes", "must be at least 1");
+    if (wire + sizeof(FrameHeader) > o.slot_bytes) {
+      std::string key = "event_bytes";
+      if (!at.of.count("event_bytes")) {
+        if (at.of.count("data_bytes")) key = "data_bytes";
+        else if (at.of.count("slot_bytes")) key = "slot_bytes";
+      }
+      const std::string msg = fmt::format(
+          "an event does not fit a slot: {} tuples of {} bytes + {}-byte header + {} data bytes "
+          "= {} bytes, plus a {}-byte frame header, is more than slot_bytes {}; raise slot_bytes "
+          "or lower event_bytes",
+          tpe, d.tuple_bytes, kEventHeaderBytes, d.data_bytes, wire, sizeof(FrameHeader),
+          o.slot_bytes);
+      if (d.chain) return at.error(key, msg);
+      return err("slot_bytes", msg);
     }
+    const size_t end_bytes = 8 + size_t{d.streams_into(d.links[l].to)} * sizeof(EndOfStreamEntry);
+    if (end_bytes > o.slot_bytes)
+      return err("slot_bytes", fmt::format("the end of the stream names {} streams ({} bytes), more "
+                                           "than slot_bytes {}; raise slot_bytes or lower streams",
+                                           d.streams_into(d.links[l].to), end_bytes, o.slot_bytes));
   }
-  // Every process listens on its own ports (instances of them).
+  // Every link's receiver listens on its own port for each instance.
   std::map<std::pair<std::string, uint32_t>, size_t> used;
-  for (size_t i = 0; i < ps.size(); ++i) {
-    const uint32_t first = ps[i].port ? ps[i].port : d.base_port + 100u * i;
-    if (first + d.instances - 1 > 65535)
-      return Status::Error(fmt::format("{}: process '{}' would listen on port {}, beyond 65535 "
-                                       "(lower base_port or its port)",
-                                       ps[i].source_line, ps[i].name, first + d.instances - 1));
+  for (size_t l = 0; l < d.links.size(); ++l) {
+    const ProcessConfig& t = d.processes[d.links[l].to];
     for (uint32_t k = 0; k < d.instances; ++k) {
-      auto [it, fresh] = used.emplace(std::make_pair(ps[i].host, first + k), i);
-      if (!fresh)
-        return Status::Error(fmt::format("{}: process '{}' and process '{}' would both listen on "
-                                         "{}:{}",
-                                         ps[i].source_line, ps[it->second].name, ps[i].name,
-                                         ps[i].host, first + k));
+      uint32_t first = d.links[l].port;
+      if (!first) {
+        const uint32_t base = t.port ? t.port : d.base_port + 100u * d.links[l].to;
+        const auto ins = d.inputs_of(d.links[l].to);
+        const size_t j = std::find(ins.begin(), ins.end(), l) - ins.begin();
+        first = base + static_cast<uint32_t>(j) * d.instances;
+      }
+      const uint32_t port = first + k;
+      if (port > 65535)
+        return Status::Error(fmt::format("{}: process '{}' would listen on port {}, beyond 65535 "
+                                         "(lower base_port or its port)",
+                                         t.source_line, t.name, port));
+      auto [it, fresh] = used.emplace(std::make_pair(t.bind_address(), port), l);
+      if (!fresh) {
+        const auto& o = d.links[it->second];
+        return Status::Error(fmt::format(
+            "{}: process '{}' would listen on {}:{} for the link from '{}' and for the link from "
+            "'{}' into '{}'",
+            t.source_line, t.name, t.bind_address(), port, d.processes[d.links[l].from].name,
+            d.processes[o.from].name, d.processes[o.to].name));
+      }
     }
   }
   return {};
@@ -788,19 +1071,28 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
   if (auto it = given.find("host"); it != given.end())
     if (Status st = r.get_string(it->second, "host", false, &default_host); !st) return st;
 
+  for (const auto& key : link_keys()) {
+    auto it = given.find(key.name);
+    if (it == given.end()) continue;
+    if (Status st = key.read(r, it->second, key.name, &d->link); !st) return st;
+  }
   for (const auto& key : keys()) {
-    if (!key.read) continue;
     auto it = given.find(key.name);
     if (it == given.end()) continue;
     if (Status st = key.read(r, it->second, d); !st) return st;
   }
   d->link.tuple_bytes = d->tuple_bytes;
   d->link.wait = d->wait;
+  for (const auto& key : link_keys())
+    if (key.tcp_only && given.count(key.name) && d->link.transport != "tcp")
+      return r.error(given[key.name], key.name,
+                     fmt::format("'{}' is a tcp option; the transport is {}", key.name,
+                                 d->link.transport));
 
   auto pit = given.find("processes");
   if (pit == given.end())
-    return Status::Error(fmt::format("{}: missing required key 'processes' (the chain: loadgen, "
-                                     "node..., sink)",
+    return Status::Error(fmt::format("{}: missing required key 'processes' (loadgen, node..., "
+                                     "sink)",
                                      places.root));
   const YAML::Node& list = pit->second;
   if (!list.IsSequence())
@@ -814,13 +1106,32 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
                                        p.source_line, p.name, it->second));
     d->processes.push_back(std::move(p));
   }
-  d->chain = true;
-  for (size_t i = 0; i + 1 < d->processes.size(); ++i) {
-    LinkConfig lc;
-    lc.from = i;
-    lc.to = i + 1;
-    lc.options = d->link;
-    d->links.push_back(lc);
+
+  auto lit = given.find("links");
+  if (lit == given.end()) {
+    // The shorthand: the processes form a chain in the order listed.
+    d->chain = true;
+    for (size_t i = 0; i + 1 < d->processes.size(); ++i) {
+      LinkConfig l;
+      l.from = i;
+      l.to = i + 1;
+      l.options = d->link;
+      l.source_line = places.at("processes");
+      d->links.push_back(std::move(l));
+    }
+  } else {
+    const YAML::Node& links = lit->second;
+    if (!links.IsSequence())
+      return r.error(links, "links", fmt::format("expected a list of links, got {}", node_kind(links)));
+    const std::string chain_at = r.is_chain(links) ? r.chain_at() : std::string();
+    d->chain = !chain_at.empty();
+    for (size_t i = 0; i < links.size(); ++i) {
+      LinkConfig l;
+      if (Status st = parse_link(r, links[i], i, *d, chain_at, &l); !st) return st;
+      l.options.tuple_bytes = d->tuple_bytes;
+      l.options.wait = d->wait;
+      d->links.push_back(std::move(l));
+    }
   }
   return validate(*d, places);
 }
@@ -870,16 +1181,19 @@ Status load_deployment(const std::string& path, const std::vector<std::string>& 
 std::string dump_deployment(const Deployment& d) {
   YAML::Emitter e;
   e << YAML::BeginMap;
-  for (const auto& key : keys())
-    if (key.write) key.write(e, d);
+  e << YAML::Key << "preset" << YAML::Value << d.preset;
+  for (const auto& key : link_keys()) key.write(e, d.link);
+  for (const auto& key : keys()) key.write(e, d);
   e << YAML::Key << "processes" << YAML::Value << YAML::BeginSeq;
   for (const auto& p : d.processes) {
     e << YAML::Flow << YAML::BeginMap;
     e << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << p.name;
     e << YAML::Key << "role" << YAML::Value << role_name(p.role);
     e << YAML::Key << "host" << YAML::Value << YAML::DoubleQuoted << p.host;
+    e << YAML::Key << "listen" << YAML::Value << YAML::DoubleQuoted << p.listen;
     e << YAML::Key << "port" << YAML::Value << p.port;
     e << YAML::Key << "cores" << YAML::Value << fmt_double(p.cores);
+    e << YAML::Key << "split" << YAML::Value << split_name(p.split);
     e << YAML::Key << "operators" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const auto& op : p.operators) {
       e << YAML::BeginMap << YAML::Key << op.kind << YAML::Value << YAML::BeginMap;
@@ -890,8 +1204,42 @@ std::string dump_deployment(const Deployment& d) {
     }
     e << YAML::EndSeq << YAML::EndMap;
   }
+  e << YAML::EndSeq;
+  e << YAML::Key << "links" << YAML::Value << YAML::BeginSeq;
+  for (const auto& l : d.links) {
+    e << YAML::Flow << YAML::BeginMap;
+    e << YAML::Key << "from" << YAML::Value << YAML::DoubleQuoted << d.processes[l.from].name;
+    e << YAML::Key << "to" << YAML::Value << YAML::DoubleQuoted << d.processes[l.to].name;
+    e << YAML::Key << "port" << YAML::Value << l.port;
+    for (const auto& key : link_keys()) key.write(e, l.options);
+    e << YAML::EndMap;
+  }
   e << YAML::EndSeq << YAML::EndMap;
   return std::string(e.c_str()) + "\n";
+}
+
+std::string describe_graph(const Deployment& d) {
+  std::string out = fmt::format("# graph: {} processes, {} links{}{}\n", d.processes.size(),
+                                d.links.size(), d.chain ? " (a chain, in the order listed)" : "",
+                                d.instances > 1 ? fmt::format(", {} instances of it", d.instances) : "");
+  for (size_t l = 0; l < d.links.size(); ++l) {
+    const LinkOptions o = d.link_options(l, 0);
+    out += fmt::format("#   link {}: {} -> {}  {}  {}:{}\n", l, o.from, o.to,
+                       o.transport == "tcp" ? "tcp/" + std::string(encoding_name(o.tcp.encoding))
+                                            : o.transport,
+                       o.host, o.port);
+  }
+  for (size_t i = 0; i < d.processes.size(); ++i) {
+    const size_t in = d.inputs_of(i).size(), out_n = d.outputs_of(i).size();
+    if (in < 2 && out_n < 2) continue;
+    std::string what;
+    if (in > 1) what = fmt::format("union of {} upstreams", in);
+    if (out_n > 1)
+      what += fmt::format("{}{} to {} downstreams", what.empty() ? "" : "; ",
+                          d.processes[i].split == Split::kCopy ? "copy" : "split by stream", out_n);
+    out += fmt::format("#   {}: {}\n", d.processes[i].name, what);
+  }
+  return out;
 }
 
 }  // namespace sluice

@@ -1,3 +1,5 @@
+// graph/: may include base/ and transport/.
+//
 // The deployment: one schema, one parser, one place where defaults live.
 //
 // Every program (sluice-deploy, -node, -loadgen, -sink) reads the same YAML
@@ -12,7 +14,7 @@
 // the processes form a chain in the order listed (the shorthand of the
 // simplest graph); `--set links.N.key=value` still reaches those links.
 //
-// Example (deploy/examples/union.yaml):
+// Example (deploy/examples/union.yaml; split.yaml has the other shape):
 //
 //   preset: tcp-opt
 //   processes:

@@ -887,13 +887,23 @@ struct Places {
 Status validate_graph(const Deployment& d, const Places& at) {
   const auto& ps = d.processes;
   const auto& ls = d.links;
+  // A chain's links have no lines of their own: its errors name the process.
   auto link_error = [&](size_t l, const std::string& key, const std::string& msg) {
-    const std::string k = d.chain ? "processes" : fmt::format("links.{}{}", l, key.empty() ? "" : "." + key);
+    if (d.chain) {
+      const ProcessConfig& p = ps[key == "to" ? ls[l].to : ls[l].from];
+      return Status::Error(fmt::format("{}: process '{}': {} (with no links:, the processes form "
+                                       "a chain in the order listed: loadgen, node..., sink)",
+                                       p.source_line, p.name, msg));
+    }
+    const std::string k = fmt::format("links.{}{}", l, key.empty() ? "" : "." + key);
     return Status::Error(fmt::format("{}: key '{}': {}", ls[l].source_line, k, msg));
   };
   auto process_error = [&](size_t i, const std::string& msg) {
-    return Status::Error(fmt::format("{}: process '{}' (role {}) {}", ps[i].source_line, ps[i].name,
-                                     role_name(ps[i].role), msg));
+    return Status::Error(fmt::format("{}: process '{}' (role {}) {}{}", ps[i].source_line, ps[i].name,
+                                     role_name(ps[i].role), msg,
+                                     d.chain ? " (with no links:, the processes form a chain in the "
+                                               "order listed: loadgen, node..., sink)"
+                                             : ""));
   };
   if (ps.size() < 2)
     return at.error("processes", fmt::format("a pipeline needs at least a loadgen and a sink, got {} "
@@ -1011,7 +1021,7 @@ Status validate(const Deployment& d, const Places& at) {
                                            d.streams_into(d.links[l].to), end_bytes, o.slot_bytes));
   }
   // Every link's receiver listens on its own port for each instance.
-  std::map<std::pair<std::string, uint32_t>, size_t> used;
+  std::map<std::pair<std::string, uint32_t>, std::pair<size_t, uint32_t>> used;
   for (size_t l = 0; l < d.links.size(); ++l) {
     const ProcessConfig& t = d.processes[d.links[l].to];
     for (uint32_t k = 0; k < d.instances; ++k) {
@@ -1027,14 +1037,14 @@ Status validate(const Deployment& d, const Places& at) {
         return Status::Error(fmt::format("{}: process '{}' would listen on port {}, beyond 65535 "
                                          "(lower base_port or its port)",
                                          t.source_line, t.name, port));
-      auto [it, fresh] = used.emplace(std::make_pair(t.bind_address(), port), l);
+      auto [it, fresh] = used.emplace(std::make_pair(t.bind_address(), port), std::make_pair(l, k));
       if (!fresh) {
-        const auto& o = d.links[it->second];
+        const auto& o = d.links[it->second.first];
         return Status::Error(fmt::format(
-            "{}: process '{}' would listen on {}:{} for the link from '{}' and for the link from "
-            "'{}' into '{}'",
-            t.source_line, t.name, t.bind_address(), port, d.processes[d.links[l].from].name,
-            d.processes[o.from].name, d.processes[o.to].name));
+            "{}: process '{}': the link {} -> {} (instance {}) and the link {} -> {} (instance {}) "
+            "would both listen on {}:{}; give a process or a link its own port",
+            t.source_line, t.name, d.processes[o.from].name, d.processes[o.to].name,
+            it->second.second, d.processes[d.links[l].from].name, t.name, k, t.bind_address(), port));
       }
     }
   }

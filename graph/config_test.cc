@@ -111,7 +111,7 @@ TEST(Config, DottedOverrides) {
   EXPECT_EQ(d.processes[1].host, "10.0.0.2");
   EXPECT_EQ(d.processes[0].cores, 1.5);
   EXPECT_EQ(d.processes[2].port, 9000);
-  EXPECT_EQ(d.listen_port(2, 3), 9003);
+  EXPECT_EQ(d.link_port(1, 3), 9003);  // the link into process 2
   EXPECT_TRUE(d.link.tcp.async_send);
   EXPECT_TRUE(d.link.tcp.rx_select);
   EXPECT_EQ(d.wait, Wait::kHybrid);
@@ -153,7 +153,7 @@ TEST(Config, OverrideErrors) {
              "--set encoding=json: invalid value 'json' (allowed: capnp, copy, sg)");
   EXPECT_HAS(parse_err(kChain, {"tuple_bytes=8"}), "--set tuple_bytes=8: must be at least 12");
   EXPECT_HAS(parse_err(kChain, {"processes.2.role=node"}),
-             "the chain must end with exactly one sink");
+             "process 'sink' (role node) has no downstream link (with no links:, the processes form a chain");
   EXPECT_HAS(parse_err(kChain, {"tuple_bytes=[1"}), "--set tuple_bytes=[1: the value is not valid YAML");
 }
 
@@ -266,26 +266,27 @@ TEST(Config, Chain) {
   - {name: node-a, role: node}
   - {name: sink, role: sink}
 )"),
-             "test.yaml:2: process 'node-a' has role node: the chain must start with exactly one loadgen");
+             "test.yaml:2: process 'node-a' (role node) has no upstream link (with no links:, the "
+             "processes form a chain in the order listed: loadgen, node..., sink)");
   EXPECT_HAS(parse_err(R"(processes:
   - {name: loadgen, role: loadgen}
   - {name: l2, role: loadgen}
   - {name: sink, role: sink}
 )"),
-             "test.yaml:3: process 'l2' has role loadgen: only the first process may be a loadgen");
+             "test.yaml:3: process 'l2': 'l2' is a loadgen; a loadgen has no upstream (with no links:");
   EXPECT_HAS(parse_err(R"(processes:
   - {name: loadgen, role: loadgen}
   - {name: sink, role: sink}
   - {name: node-a, role: node}
 )"),
-             "test.yaml:3: process 'sink' has role sink: only the last process may be a sink");
+             "test.yaml:3: process 'sink': 'sink' is a sink; a sink has no downstream (with no links:");
   EXPECT_HAS(parse_err(R"(processes:
   - {name: loadgen, role: loadgen}
   - {name: node-a, role: node}
 )"),
-             "test.yaml:3: process 'node-a' has role node: the chain must end with exactly one sink");
+             "test.yaml:3: process 'node-a' (role node) has no downstream link");
   EXPECT_HAS(parse_err("processes:\n  - {name: sink, role: sink}\n"),
-             "test.yaml:1: key 'processes': the chain needs at least a loadgen and a sink");
+             "test.yaml:1: key 'processes': a pipeline needs at least a loadgen and a sink");
   // Loadgen straight into sink is a valid chain.
   parse_ok("processes:\n  - {name: l, role: loadgen}\n  - {name: s, role: sink}\n");
 }
@@ -294,7 +295,8 @@ TEST(Config, RangeChecks) {
   EXPECT_HAS(parse_err(std::string("\ntuple_bytes: 11\n") + kChain),
              "test.yaml:2: key 'tuple_bytes': must be at least 12");
   parse_ok(std::string("tuple_bytes: 12\n") + kChain);
-  EXPECT_HAS(parse_err(std::string("slots: 0\n") + kChain), "test.yaml:1: key 'slots': must be at least 1");
+  EXPECT_HAS(parse_err(std::string("slots: 0\n") + kChain),
+             "test.yaml:1: key 'slots': link 0 (loadgen -> node-a): must be at least 1");
   EXPECT_HAS(parse_err(std::string("ring_slots: 1000\n") + kChain),
              "test.yaml:1: key 'ring_slots': must be a power of two >= 2, got 1000");
   EXPECT_HAS(parse_err(std::string("ring_slots: 1\n") + kChain), "power of two");
@@ -308,7 +310,9 @@ TEST(Config, RangeChecks) {
   parse_ok(std::string("duration_s: 0\ntuples: 1000\n") + kChain);
   EXPECT_HAS(parse_err(std::string("base_port: 65500\ninstances: 2\n") + kChain),
              "beyond 65535");
-  EXPECT_HAS(parse_err(std::string("instances: 101\n") + kChain), "would both listen on");
+  EXPECT_HAS(parse_err(std::string("instances: 101\n") + kChain),
+             "the link loadgen -> node-a (instance 100) and the link node-a -> sink (instance 0) "
+             "would both listen on 127.0.0.1:17300");
 }
 
 TEST(Config, EventMustFitSlot) {
@@ -355,17 +359,19 @@ TEST(Config, Helpers) {
 )");
   EXPECT_EQ(d.process_index("node-b"), 2);
   EXPECT_EQ(d.process_index("nope"), -1);
-  EXPECT_EQ(d.listen_port(0, 0), 20000);
-  EXPECT_EQ(d.listen_port(1, 1), 20101);
-  EXPECT_EQ(d.listen_port(2, 1), 31001);
-  EXPECT_EQ(d.listen_port(3, 0), 20300);
+  // A chain keeps the ports of before: the link into process i listens on
+  // base_port + 100 * i + instance (or the process's own port + instance).
+  EXPECT_EQ(d.link_port(0, 1), 20101);
+  EXPECT_EQ(d.link_port(1, 1), 31001);
+  EXPECT_EQ(d.link_port(2, 0), 20300);
 
-  LinkOptions l = d.link_into(1, 1);
+  LinkOptions l = d.link_options(0, 1);
   EXPECT_EQ(l.host, "10.0.0.5");
   EXPECT_EQ(l.port, 20101);
   EXPECT_EQ(l.from, "loadgen");
   EXPECT_EQ(l.to, "node-a");
-  EXPECT_EQ(l.link_id, 1u);
+  EXPECT_EQ(l.link_id, 0u);
+  EXPECT_EQ(l.instance, 1u);
   EXPECT_EQ(l.tuple_bytes, d.tuple_bytes);
   EXPECT_EQ(l.token, "s3cret");
 
@@ -429,8 +435,10 @@ void expect_same(const Deployment& a, const Deployment& b) {
     EXPECT_EQ(p.name, q.name);
     EXPECT_EQ(p.role, q.role);
     EXPECT_EQ(p.host, q.host);
+    EXPECT_EQ(p.listen, q.listen);
     EXPECT_EQ(p.port, q.port);
     EXPECT_EQ(p.cores, q.cores);
+    EXPECT_EQ(p.split, q.split);
     ASSERT_EQ(p.operators.size(), q.operators.size());
     for (size_t j = 0; j < p.operators.size(); ++j) {
       EXPECT_EQ(p.operators[j].kind, q.operators[j].kind);
@@ -438,6 +446,198 @@ void expect_same(const Deployment& a, const Deployment& b) {
       EXPECT_EQ(p.operators[j].op, q.operators[j].op);
       EXPECT_EQ(p.operators[j].value, q.operators[j].value);
     }
+  }
+}
+
+void expect_same_links(const Deployment& a, const Deployment& b) {
+  ASSERT_EQ(a.links.size(), b.links.size());
+  for (size_t l = 0; l < a.links.size(); ++l) {
+    const LinkOptions x = a.link_options(l, 1), y = b.link_options(l, 1);
+    EXPECT_EQ(x.transport, y.transport);
+    EXPECT_EQ(x.tcp.encoding, y.tcp.encoding);
+    EXPECT_EQ(x.tcp.async_send, y.tcp.async_send);
+    EXPECT_EQ(x.tcp.rx_select, y.tcp.rx_select);
+    EXPECT_EQ(x.tcp.read_bytes, y.tcp.read_bytes);
+    EXPECT_EQ(x.tcp.congestion, y.tcp.congestion);
+    EXPECT_EQ(x.slots, y.slots);
+    EXPECT_EQ(x.slot_bytes, y.slot_bytes);
+    EXPECT_EQ(x.credit_batch, y.credit_batch);
+    EXPECT_EQ(x.token, y.token);
+    EXPECT_EQ(x.from, y.from);
+    EXPECT_EQ(x.to, y.to);
+    EXPECT_EQ(x.host, y.host);
+    EXPECT_EQ(x.listen, y.listen);
+    EXPECT_EQ(x.port, y.port);
+  }
+}
+
+// ---- the graph ---------------------------------------------------------------
+
+const char* kUnion = R"(streams: 2
+processes:
+  - {name: gen-1, role: loadgen}
+  - {name: gen-2, role: loadgen}
+  - {name: node-a, role: node, listen: 0.0.0.0}
+  - {name: sink, role: sink}
+links:
+  - {from: gen-1, to: node-a}
+  - {from: gen-2, to: node-a, encoding: copy}
+  - {from: node-a, to: sink}
+)";
+
+TEST(Graph, UnionAndItsHelpers) {
+  Deployment d = parse_ok(kUnion);
+  EXPECT_FALSE(d.chain);
+  EXPECT_EQ(d.inputs_of(2), (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(d.outputs_of(2), (std::vector<size_t>{2}));
+  EXPECT_EQ(d.first_stream(0), 0u);
+  EXPECT_EQ(d.first_stream(1), 2u);  // gen-2's streams follow gen-1's
+  EXPECT_EQ(d.streams_into(2), 4u);
+  EXPECT_EQ(d.streams_into(3), 4u);
+  // Receivers start before their senders.
+  std::vector<size_t> order = d.start_order();
+  auto at = [&](size_t i) { return std::find(order.begin(), order.end(), i) - order.begin(); };
+  EXPECT_LT(at(3), at(2));
+  EXPECT_LT(at(2), at(0));
+  EXPECT_LT(at(2), at(1));
+  // The node's two inputs listen on its first port and the next.
+  EXPECT_EQ(d.link_port(0, 0), 17300);
+  EXPECT_EQ(d.link_port(1, 0), 17301);
+  LinkOptions o = d.link_options(1, 0);
+  EXPECT_EQ(o.tcp.encoding, Encoding::kCopy);
+  EXPECT_EQ(d.link_options(0, 0).tcp.encoding, Encoding::kSg);
+  EXPECT_EQ(o.from, "gen-2");
+  EXPECT_EQ(o.to, "node-a");
+  EXPECT_EQ(o.host, "127.0.0.1");
+  EXPECT_EQ(o.bind_address(), "0.0.0.0");
+  EXPECT_EQ(o.link_id, 1u);
+  std::string g = describe_graph(d);
+  EXPECT_HAS(g, "link 1: gen-2 -> node-a  tcp/copy  127.0.0.1:17301");
+  EXPECT_HAS(g, "node-a: union of 2 upstreams");
+}
+
+TEST(Graph, SplitAndCopy) {
+  Deployment d = parse_ok(R"(streams: 4
+processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node, split: copy}
+  - {name: s1, role: sink}
+  - {name: s2, role: sink}
+links:
+  - {from: loadgen, to: node-a}
+  - {from: node-a, to: s1}
+  - {from: node-a, to: s2, port: 25000}
+)");
+  EXPECT_EQ(d.processes[1].split, Split::kCopy);
+  EXPECT_EQ(d.outputs_of(1), (std::vector<size_t>{1, 2}));
+  EXPECT_EQ(d.link_port(2, 1), 25001);
+  EXPECT_HAS(describe_graph(d), "node-a: copy to 2 downstreams");
+  EXPECT_EQ(parse_ok(R"(processes:
+  - {name: l, role: loadgen}
+  - {name: s, role: sink}
+)").processes[0].split, Split::kStream);
+}
+
+TEST(Graph, PrecedenceTopPresetTopKeysLinkPresetLinkKeys) {
+  Deployment d = parse_ok(R"(preset: tcp-opt
+encoding: copy
+slots: 32
+processes:
+  - {name: l, role: loadgen}
+  - {name: n, role: node}
+  - {name: s, role: sink}
+links:
+  - {from: l, to: n}
+  - {from: n, to: s, preset: original, read_bytes: 1024}
+)");
+  LinkOptions a = d.link_options(0, 0), b = d.link_options(1, 0);
+  EXPECT_EQ(a.tcp.encoding, Encoding::kCopy);  // top-level key beats the top preset
+  EXPECT_EQ(a.slots, 32u);
+  EXPECT_EQ(b.tcp.encoding, Encoding::kCapnp);  // the link's preset beats top-level keys
+  EXPECT_TRUE(b.tcp.async_send);
+  EXPECT_EQ(b.tcp.read_bytes, 1024u);  // the link's own key beats its preset
+  EXPECT_EQ(b.slots, 32u);             // a key the link preset does not set stays the top's
+}
+
+TEST(Graph, AChainIsTheShorthandOfItsLinks) {
+  Deployment chain = parse_ok(kChain);
+  Deployment links = parse_ok(std::string(kChain) + "links:\n  - {from: loadgen, to: node-a}\n"
+                                                   "  - {from: node-a, to: sink}\n");
+  EXPECT_TRUE(chain.chain);
+  EXPECT_FALSE(links.chain);
+  expect_same(chain, links);
+  expect_same_links(chain, links);
+}
+
+TEST(Graph, SetReachesTheLinksOfAChainFile) {
+  Deployment d = parse_ok(kChain, {"links.1.encoding=capnp", "links.0.slots=8"});
+  EXPECT_EQ(d.link_options(1, 0).tcp.encoding, Encoding::kCapnp);
+  EXPECT_EQ(d.link_options(0, 0).tcp.encoding, Encoding::kSg);
+  EXPECT_EQ(d.link_options(0, 0).slots, 8u);
+  // The ports stay the chain's.
+  EXPECT_EQ(d.link_port(0, 0), 17200);
+  EXPECT_EQ(d.link_port(1, 0), 17300);
+  EXPECT_HAS(parse_err(kChain, {"links.2.encoding=copy"}),
+             "--set links.2.encoding=copy: 'links' has 2 entries; there is no index 2");
+  EXPECT_HAS(parse_err(kChain, {"links.0.encodng=copy"}), "did you mean 'encoding'");
+}
+
+TEST(Graph, ErrorsNameFileLineAndKey) {
+  const std::string procs = R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node}
+  - {name: node-b, role: node}
+  - {name: sink, role: sink}
+links:
+)";
+  EXPECT_HAS(parse_err(procs + "  - {from: loadgen, to: node-a}\n  - {from: node-a, to: nod-b}\n"),
+             "test.yaml:8: key 'links.1.to': no process 'nod-b' (did you mean 'node-b'?)");
+  EXPECT_HAS(parse_err(procs + "  - {from: loadgen, to: node-a}\n  - {from: node-a, to: sink}\n"
+                               "  - {from: node-b, to: sink}\n"),
+             "test.yaml:4: process 'node-b' (role node) has no upstream link");
+  EXPECT_HAS(parse_err(procs + "  - {from: loadgen, to: node-a}\n  - {from: node-a, to: node-b}\n"
+                               "  - {from: node-b, to: node-a}\n  - {from: node-a, to: sink}\n"),
+             "test.yaml:9: key 'links.2': the links form a cycle: node-a -> node-b -> node-a");
+  EXPECT_HAS(parse_err(procs + "  - {from: loadgen, to: node-a}\n  - {from: node-a, to: node-b}\n"
+                               "  - {from: node-b, to: sink}\n  - {from: sink, to: node-b}\n"),
+             "test.yaml:10: key 'links.3.from': 'sink' is a sink; a sink has no downstream");
+  EXPECT_HAS(parse_err(procs + "  - {from: loadgen, to: node-a}\n  - {from: node-a, to: node-b}\n"
+                               "  - {from: node-b, to: sink}\n  - {from: node-b, to: loadgen}\n"),
+             "test.yaml:10: key 'links.3.to': 'loadgen' is a loadgen; a loadgen has no upstream");
+  EXPECT_HAS(parse_err(procs + "  - {from: loadgen, to: node-a}\n  - {from: node-a, to: node-b}\n"
+                               "  - {from: node-a, to: node-b}\n  - {from: node-b, to: sink}\n"),
+             "test.yaml:9: key 'links.2': the link node-a -> node-b is given twice (first at test.yaml:8)");
+  EXPECT_HAS(parse_err(procs + "  - {from: loadgen, to: node-a}\n  - {from: node-a, to: node-b}\n"
+                               "  - {from: node-b}\n"),
+             "test.yaml:9: links.2: missing required key 'to'");
+  EXPECT_HAS(parse_err(procs + "  - {from: loadgen, to: node-a}\n  - {from: node-a, to: node-b}\n"
+                               "  - {from: node-b, to: sink, transport: fabric, encoding: copy}\n"),
+             "test.yaml:9: key 'links.2.encoding': 'encoding' is a tcp option; this link's transport is fabric");
+  EXPECT_HAS(parse_err(procs + "  - {from: loadgen, to: node-a}\n  - {from: node-a, to: node-b}\n"
+                               "  - {from: node-b, to: sink, slot_bytes: 4096}\n"),
+             "test.yaml:9: key 'links.2.slot_bytes': link 2 (node-b -> sink): an event does not fit a slot");
+}
+
+TEST(Graph, TheEndMustFitEverySlot) {
+  // 256 streams: the END names 256 entries, 6152 bytes.
+  EXPECT_HAS(parse_err(std::string("streams: 256\nevent_bytes: 1024\nslot_bytes: 4096\n") + kChain),
+             "the end of the stream names 256 streams (6152 bytes), more than slot_bytes 4096");
+  EXPECT_HAS(parse_err(kUnion, {"streams=200"}),
+             "2 load generators x 200 streams = 400 streams, more than the 256");
+}
+
+TEST(Graph, UnionAndSplitRoundTrip) {
+  Deployment a = parse_ok(kUnion, {"links.2.slots=16"});
+  Deployment b = parse_ok(dump_deployment(a));
+  expect_same(a, b);
+  expect_same_links(a, b);
+}
+
+TEST(Graph, ExampleFilesParse) {
+  for (const char* f : {"pipeline.yaml", "union.yaml", "split.yaml"}) {
+    Deployment d;
+    Status st = load_deployment(std::string(SLUICE_SOURCE_DIR "/deploy/examples/") + f, {}, &d);
+    EXPECT_TRUE(st.ok()) << f << ": " << st.message();
   }
 }
 

@@ -16,7 +16,7 @@
 #include "loadgen/generator.h"
 #include "node/node.h"
 #include "runtime/process.h"
-#include "transport/tcp/codec.h"
+#include "transport/handshake.h"
 
 namespace sluice {
 namespace {
@@ -56,8 +56,8 @@ TEST(Links, ABadFrameOnOneLinkLeavesTheOtherServing) {
   std::thread node([&] { node_st = run_process(d, 1, nullptr, &node_sum); });
 
   // Link 0: a proper handshake, then garbage where a frame header belongs.
-  LinkOptions lo = d.link_into(1, 0);
-  int fd = connect_to(d.listen_port(1, 0));
+  LinkOptions lo = d.link_options(0, 0);
+  int fd = connect_to(d.link_port(0, 0));
   ASSERT_GE(fd, 0);
   std::byte buf[4096];
   size_t len = 0;
@@ -69,7 +69,9 @@ TEST(Links, ABadFrameOnOneLinkLeavesTheOtherServing) {
 
   // Link 1: a real generator and sender, as the load generator would run it.
   auto gen = std::make_unique<Generator>(d, 1);
-  auto dest = std::make_unique<NetDestination>(d.link_into(1, 1), gen->pool(), gen->releaser());
+  TransportContext ctx;
+  auto dest = std::make_unique<NetDestination>(std::vector<LinkOptions>{d.link_options(0, 1)},
+                                               Split::kStream, gen->pool(), ctx);
   InstanceConfig ic;
   ic.index = 1;
   Instance lg(ic, std::move(gen), std::move(dest), OperatorChain(), [] {});

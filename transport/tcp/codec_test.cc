@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "transport/tcp/test_util.h"
+#include "transport/test_util.h"
 
 namespace sluice::tcp {
 namespace {

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "transport/tcp/test_util.h"
+#include "transport/test_util.h"
 #include "transport/transport.h"
 
 namespace sluice {

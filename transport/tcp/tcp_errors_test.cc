@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "transport/tcp/codec.h"
-#include "transport/tcp/test_util.h"
+#include "transport/test_util.h"
 #include "transport/transport.h"
 
 namespace sluice {

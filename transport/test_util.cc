@@ -1,4 +1,4 @@
-#include "transport/tcp/test_util.h"
+#include "transport/test_util.h"
 
 #include <fmt/format.h>
 

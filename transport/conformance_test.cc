@@ -1,0 +1,386 @@
+// The conformance suite every carrier passes. It drives the protocol core's
+// two ends (transport/link.h) through the registry, the way a node does: a
+// sending thread that owns its pool, a receive stage that polls its link,
+// gives freed slots back and sleeps on the link's and the pool's fds, and a
+// send stage that releases slots (slowly, when a case asks).
+//
+// A new carrier is done when it passes: add one line to kCarriers.
+#include <poll.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "transport/link.h"
+#include "transport/test_util.h"
+#include "transport/transport.h"
+
+namespace sluice {
+namespace {
+
+using testing::loopback_options;
+using testing::verify_events;
+using testing::write_end;
+using testing::write_event;
+
+// One carrier in one of its modes: how a link's options select it.
+struct CarrierCase {
+  const char* name;
+  std::function<void(LinkOptions&)> setup;
+};
+
+const CarrierCase kCarriers[] = {
+    {"tcp_sg", [](LinkOptions& o) { o.tcp.encoding = Encoding::kSg; }},
+    {"tcp_sg_select", [](LinkOptions& o) { o.tcp.encoding = Encoding::kSg; o.tcp.rx_select = true; }},
+    {"tcp_copy", [](LinkOptions& o) { o.tcp.encoding = Encoding::kCopy; }},
+    {"tcp_copy_select", [](LinkOptions& o) { o.tcp.encoding = Encoding::kCopy; o.tcp.rx_select = true; }},
+    {"tcp_copy_async", [](LinkOptions& o) { o.tcp.encoding = Encoding::kCopy; o.tcp.async_send = true; }},
+    {"tcp_copy_async_select",
+     [](LinkOptions& o) {
+       o.tcp.encoding = Encoding::kCopy;
+       o.tcp.async_send = o.tcp.rx_select = true;
+     }},
+    {"tcp_capnp", [](LinkOptions& o) { o.tcp.encoding = Encoding::kCapnp; }},
+    {"tcp_capnp_select", [](LinkOptions& o) { o.tcp.encoding = Encoding::kCapnp; o.tcp.rx_select = true; }},
+    {"tcp_capnp_async", [](LinkOptions& o) { o.tcp.encoding = Encoding::kCapnp; o.tcp.async_send = true; }},
+    {"tcp_capnp_async_select",
+     [](LinkOptions& o) {
+       o.tcp.encoding = Encoding::kCapnp;
+       o.tcp.async_send = o.tcp.rx_select = true;
+     }},
+};
+
+struct Load {
+  uint32_t tuple_bytes;
+  uint32_t tuples_per_event;
+  uint32_t events_per_desc;
+  uint32_t descs_per_send;
+  uint32_t data_bytes;
+  uint32_t events;          // total
+  uint32_t rx_slot_bytes;   // receiver slot
+  uint32_t rx_slots;
+  uint32_t credit_batch;
+  int release_delay_us;     // a slow consumer
+  // Misbehaviour of the sending end.
+  uint32_t abort_after = 0;        // sends this many descriptors, then aborts (no END)
+  uint32_t wrong_tuple_bytes = 0;  // writes its events with this tuple size
+};
+
+struct Result {
+  uint64_t events = 0, tuples = 0, frames = 0;
+  bool got_end = false;
+  std::string receive_error;
+  std::string sender_error;
+  LinkStats sender_stats, receiver_stats;
+};
+
+constexpr auto kDeadline = std::chrono::seconds(60);
+
+// A node's receive stage over one link: polls it, gives freed slots back,
+// sleeps on its fd and the pool's. Fails (instead of hanging) past the deadline.
+class ReceiveStage {
+ public:
+  ReceiveStage(SlotPool& pool, Receiver& rx) : pool_(pool), rx_(rx) {
+    EXPECT_TRUE(pool_.freed().enable_fd());
+  }
+
+  Status give_back() {
+    uint32_t s[64];
+    size_t n;
+    while ((n = pool_.try_acquire_n(s, 64)) > 0)
+      for (size_t i = 0; i < n; ++i)
+        if (Status st = rx_.give_back(s[i]); !st) return st;
+    return {};
+  }
+
+  // Descriptors that arrived; *n = 0 once END was handed out.
+  Status next(std::span<Descriptor> out, size_t* n) {
+    const auto until = std::chrono::steady_clock::now() + kDeadline;
+    for (;;) {
+      if (Status st = give_back(); !st) return st;
+      Status st = rx_.poll(out, n);
+      if (!st || *n > 0 || rx_.ended()) return st;
+      if (std::chrono::steady_clock::now() > until) return Status::Error("test deadline passed");
+      sleep(rx_.poll_period_ms() < 0 ? 100 : rx_.poll_period_ms());
+    }
+  }
+
+  // After END: gives slots back until the END slot came back (the link finished).
+  Status drain() {
+    const auto until = std::chrono::steady_clock::now() + kDeadline;
+    while (!rx_.finished()) {
+      if (Status st = give_back(); !st) return st;
+      if (rx_.finished()) break;
+      if (std::chrono::steady_clock::now() > until) return Status::Error("test deadline passed");
+      sleep(100);
+    }
+    return {};
+  }
+
+ private:
+  void sleep(int ms) {
+    pool_.freed().prepare_fd_wait();
+    bool rang = false;
+    if (pool_.free_slots() == 0) {
+      pollfd p[2] = {{rx_.wait_fd(), POLLIN, 0}, {pool_.freed().fd(), POLLIN, 0}};
+      ::poll(p, 2, ms);
+      rang = p[1].revents & POLLIN;
+    }
+    pool_.freed().finish_fd_wait(rang);
+  }
+
+  SlotPool& pool_;
+  Receiver& rx_;
+};
+
+class Conformance : public ::testing::TestWithParam<CarrierCase> {
+ protected:
+  LinkOptions options(const Load& L) {
+    LinkOptions ro = loopback_options(Encoding::kSg);
+    GetParam().setup(ro);
+    ro.tcp.poll_timeout_us = 200;
+    ro.tcp.read_bytes = 4096;  // the original's read size: many reads per frame
+    ro.tuple_bytes = L.tuple_bytes;
+    ro.slot_bytes = L.rx_slot_bytes;
+    ro.slots = L.rx_slots;
+    ro.credit_batch = L.credit_batch;
+    return ro;
+  }
+
+  Result run(const Load& L, const std::function<void(Receiver&)>& during = nullptr) {
+    Result res;
+    TransportContext ctx;
+    LinkOptions ro = options(L);
+    SlotPool rx_pool(L.rx_slots, L.rx_slot_bytes);
+    std::vector<uint32_t> all(L.rx_slots);
+    EXPECT_EQ(rx_pool.try_acquire_n(all.data(), all.size()), all.size());
+    Status st;
+    auto listener = make_listener(ro, rx_pool, 0, ctx, &st);
+    EXPECT_TRUE(listener) << st.message();
+    if (!listener) return res;
+
+    LinkOptions so = ro;
+    so.port = listener->port();
+    const uint32_t tb = L.wrong_tuple_bytes ? L.wrong_tuple_bytes : L.tuple_bytes;
+    const size_t ev_bytes = event_wire_bytes(tb, L.tuples_per_event, L.data_bytes);
+    SlotPool tx_pool(L.descs_per_send + 2, ev_bytes * L.events_per_desc);
+
+    std::thread sender_thread([&] {
+      Status s;
+      auto sender = make_sender(so, tx_pool, ctx, &s);
+      if (!sender) {
+        res.sender_error = s.message();
+        return;
+      }
+      std::vector<Descriptor> batch;
+      batch.reserve(L.descs_per_send);
+      uint64_t seq = 0, evseq = 0, descs = 0;
+      auto flush = [&]() -> bool {
+        Status fs = sender->send(batch);
+        batch.clear();
+        if (!fs) res.sender_error = fs.message();
+        return fs.ok();
+      };
+      while (evseq < L.events) {
+        if (L.abort_after && descs == L.abort_after) {
+          if (!batch.empty() && !flush()) return;
+          res.sender_stats = sender->stats();
+          sender->abort();
+          return;
+        }
+        uint32_t slot = tx_pool.acquire(Wait::kBlock);
+        size_t off = 0;
+        uint32_t n = 0;
+        for (; n < L.events_per_desc && evseq < L.events; ++n) {
+          off += write_event(tx_pool.slot(slot) + off, 0, seq, evseq, L.tuples_per_event, tb,
+                             L.data_bytes);
+          seq += L.tuples_per_event;
+          ++evseq;
+        }
+        batch.push_back(Descriptor{slot, 0, static_cast<uint32_t>(off), n, n * L.tuples_per_event, 0});
+        ++descs;
+        if (batch.size() == L.descs_per_send && !flush()) return;
+      }
+      if (!batch.empty() && !flush()) return;
+      std::byte end[64];
+      size_t eb = write_end(end, 0, seq, evseq);
+      Status cs = sender->end(end, static_cast<uint32_t>(eb));
+      if (cs) cs = sender->close();
+      if (!cs) res.sender_error = cs.message();
+      res.sender_stats = sender->stats();
+    });
+
+    auto receiver = listener->accept(&st);
+    EXPECT_TRUE(receiver) << st.message();
+    if (!receiver) {
+      sender_thread.join();
+      return res;
+    }
+    std::thread side;
+    if (during) side = std::thread([&] { during(*receiver); });
+
+    // The send stage of the node: releases slots from its own thread.
+    SpscRing<uint32_t> to_release(1024);
+    std::thread releaser([&] {
+      uint32_t s;
+      while (to_release.pop_n(&s, 1, Wait::kBlock) == 1) {
+        if (L.release_delay_us)
+          std::this_thread::sleep_for(std::chrono::microseconds(L.release_delay_us));
+        EXPECT_TRUE(rx_pool.release(s).ok());
+      }
+    });
+
+    ReceiveStage stage(rx_pool, *receiver);
+    uint64_t expect_seq = 0, expect_event = 0;
+    std::vector<Descriptor> out(32);
+    for (;;) {
+      size_t n = 0;
+      Status rs = stage.next(out, &n);
+      if (!rs) {
+        res.receive_error = rs.message();
+        break;
+      }
+      if (n == 0) break;
+      for (size_t i = 0; i < n; ++i) {
+        const Descriptor& d = out[i];
+        EXPECT_FALSE(res.got_end) << "descriptor after END";
+        const std::byte* p = rx_pool.slot(d.slot) + d.offset;
+        if (d.flags & kDescEnd) {
+          res.got_end = true;
+          EndOfStreamEntry e;
+          std::memcpy(&e, p + 8, sizeof e);
+          EXPECT_EQ(e.next_seq, expect_seq);
+          EXPECT_EQ(e.events, expect_event);
+        } else {
+          uint64_t before = expect_seq;
+          std::string err = verify_events(p, d.bytes, d.events, &expect_seq, &expect_event);
+          EXPECT_EQ(err, "");
+          EXPECT_EQ(d.tuples, expect_seq - before);
+          res.events += d.events;
+          res.tuples += d.tuples;
+        }
+        ++res.frames;
+        to_release.push(d.slot, Wait::kBlock);
+      }
+    }
+    if (res.got_end) {
+      Status ds = stage.drain();
+      EXPECT_TRUE(ds.ok()) << ds.message();
+    }
+    if (!res.receive_error.empty()) receiver->shutdown();
+    to_release.close();
+    releaser.join();
+    sender_thread.join();
+    if (side.joinable()) side.join();
+    res.receiver_stats = receiver->stats();
+    return res;
+  }
+
+  void check(const Load& L) {
+    Result r = run(L);
+    EXPECT_EQ(r.receive_error, "");
+    EXPECT_EQ(r.sender_error, "");
+    EXPECT_TRUE(r.got_end);
+    EXPECT_EQ(r.events, L.events);
+    EXPECT_EQ(r.tuples, uint64_t{L.events} * L.tuples_per_event);
+    // The ledger: never more frames held than slots, never more than granted.
+    EXPECT_LE(r.receiver_stats.max_held, L.rx_slots);
+    EXPECT_GE(r.receiver_stats.max_held, 1u);
+    EXPECT_LE(r.receiver_stats.frames, r.receiver_stats.granted);
+    EXPECT_EQ(r.receiver_stats.frames, r.frames);
+    EXPECT_EQ(r.sender_stats.frames, r.frames);
+    last_ = r;
+  }
+
+  Result last_;
+};
+
+TEST_P(Conformance, SmallOneTupleEvents) {
+  check({12, 1, 1, 256, 0, 20000, 65536, 16, 0, 0});
+}
+
+TEST_P(Conformance, Tuples128WithDataPacked) {
+  check({128, 3, 10, 8, 40, 3000, 65536, 16, 0, 0});
+}
+
+TEST_P(Conformance, Tuples4096) {
+  check({4096, 1, 2, 4, 0, 1000, 65536, 16, 0, 0});
+}
+
+TEST_P(Conformance, Events32KiB) {
+  check({128, 255, 1, 4, 0, 400, 65536, 16, 0, 0});
+}
+
+TEST_P(Conformance, EventsAboveHalfASlotSplitFrames) {
+  // 2624-byte events in 4 KiB slots, three per descriptor: every descriptor
+  // is split at event boundaries into frames of one event.
+  check({128, 20, 3, 4, 0, 600, 4096, 8, 0, 0});
+}
+
+TEST_P(Conformance, AnEventThatFillsASlotExactly) {
+  // 64-byte header + 10 tuples of 12 bytes + 3912 data bytes = 4096 = the slot.
+  check({12, 10, 1, 4, 3912, 300, 4096, 8, 0, 0});
+  EXPECT_EQ(last_.frames, 301u);  // one event per frame, and END
+}
+
+TEST_P(Conformance, SlowReceiverFourSlots) {
+  // The receiver has 4 slots and its send stage is slow: the sender must wait
+  // for credits, nothing is lost, no slot beyond the 4 is ever held.
+  check({128, 4, 1, 16, 0, 400, 4096, 4, 1, 200});
+  EXPECT_GT(last_.sender_stats.credit_waits, 0u);
+  EXPECT_LE(last_.receiver_stats.max_held, 4u);
+}
+
+TEST_P(Conformance, SlowReceiverBatchedCredits) {
+  check({12, 1, 4, 64, 0, 4000, 1024, 4, 2, 50});
+  EXPECT_GT(last_.sender_stats.credit_waits, 0u);
+  // Credits come back in batches of 2: granted grows by at least 2 each time.
+  EXPECT_GE(last_.receiver_stats.granted, last_.receiver_stats.frames);
+}
+
+TEST_P(Conformance, EndUnderLoad) {
+  // END right behind a full window of frames: it waits for its credit like
+  // any frame and arrives last.
+  check({128, 8, 2, 64, 0, 5000, 8192, 8, 0, 20});
+}
+
+TEST_P(Conformance, PeerGoneMidStream) {
+  Load L{128, 4, 1, 8, 0, 1000, 4096, 8, 0, 0};
+  L.abort_after = 40;
+  Result r = run(L);
+  EXPECT_FALSE(r.got_end);
+  EXPECT_NE(r.receive_error.find("link loadgen -> node-a"), std::string::npos) << r.receive_error;
+  EXPECT_LE(r.events, 40u * 1);
+}
+
+TEST_P(Conformance, ABadFrameNamesTheLink) {
+  // The sender's events carry 64-byte tuples on a link whose schema says 12.
+  Load L{12, 2, 1, 4, 0, 50, 4096, 8, 0, 0};
+  L.wrong_tuple_bytes = 64;
+  Result r = run(L);
+  EXPECT_FALSE(r.got_end);
+  EXPECT_EQ(r.events, 0u);
+  EXPECT_NE(r.receive_error.find("link loadgen -> node-a"), std::string::npos) << r.receive_error;
+  EXPECT_NE(r.receive_error.find("tuple"), std::string::npos) << r.receive_error;
+}
+
+TEST_P(Conformance, ShutdownWakesAWaitingReceiver) {
+  // A slow sender (one frame, then a long wait) and a receiver shut down from
+  // another thread: its wait ends and it says so.
+  Result r = run({128, 1, 1, 1, 0, 200000, 4096, 4, 4, 2000}, [](Receiver& rx) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    rx.shutdown();
+  });
+  EXPECT_FALSE(r.got_end);
+  EXPECT_NE(r.receive_error.find("shut down"), std::string::npos) << r.receive_error;
+}
+
+INSTANTIATE_TEST_SUITE_P(Carriers, Conformance, ::testing::ValuesIn(kCarriers),
+                         [](const auto& i) { return std::string(i.param.name); });
+
+}  // namespace
+}  // namespace sluice

@@ -5,6 +5,7 @@
 // Args: tuple_bytes, tuples per event. Counter ns_per_event, Gbps (payload).
 #include <benchmark/benchmark.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "transport/test_util.h"
+#include "transport/link.h"
 #include "transport/transport.h"
 
 namespace sluice {
@@ -34,9 +36,13 @@ void run_link(benchmark::State& state, Encoding enc, bool original) {
       ro.tcp.rx_select = true;
       ro.tcp.read_bytes = 4096;
     }
+    TransportContext ctx;
     SlotPool rx(ro.slots, ro.slot_bytes);
+    std::vector<uint32_t> all(ro.slots);
+    rx.try_acquire_n(all.data(), all.size());
+    rx.freed().enable_fd();
     Status st;
-    auto l = make_listener(ro, rx, &st);
+    auto l = make_listener(ro, rx, 0, ctx, &st);
     if (!l) {
       state.SkipWithError(st.message().c_str());
       return;
@@ -46,10 +52,9 @@ void run_link(benchmark::State& state, Encoding enc, bool original) {
     SlotPool tx(256, ev_bytes);
     for (uint32_t s = 0; s < 256; ++s)
       testing::write_event(tx.slot(s), 0, s * tuples, s, tuples, tuple_bytes);
-    PoolReleaser rel(tx);
     std::thread sender([&] {
       Status s;
-      auto snd = make_sender(so, tx, rel, &s);
+      auto snd = make_sender(so, tx, ctx, &s);
       if (!snd) return;
       std::vector<Descriptor> batch;
       batch.reserve(64);
@@ -61,9 +66,8 @@ void run_link(benchmark::State& state, Encoding enc, bool original) {
           batch.clear();
         }
       }
-      Descriptor end{kNoSlot, 0, 8, 0, 0, kDescEnd};
-      snd->send(std::span<const Descriptor>(&end, 1));
-      snd->close();
+      const uint32_t no_streams[2] = {0, 0};
+      if (snd->end(reinterpret_cast<const std::byte*>(no_streams), 8)) snd->close();
     });
     auto r = l->accept(&st);
     if (!r) {
@@ -74,14 +78,37 @@ void run_link(benchmark::State& state, Encoding enc, bool original) {
     std::vector<Descriptor> out(256);
     uint64_t got = 0, bytes = 0;
     auto t0 = std::chrono::steady_clock::now();
+    // A receive stage: poll, release, give freed slots back, sleep on the fds.
+    auto give_back = [&] {
+      uint32_t s[64];
+      size_t k;
+      while ((k = rx.try_acquire_n(s, 64)) > 0)
+        for (size_t i = 0; i < k; ++i) (void)r->give_back(s[i]);
+    };
+    auto sleep = [&] {
+      pollfd p[2] = {{r->wait_fd(), POLLIN, 0}, {rx.freed().fd(), POLLIN, 0}};
+      rx.freed().prepare_fd_wait();
+      if (rx.free_slots() == 0) ::poll(p, 2, 10);
+      rx.freed().finish_fd_wait(p[1].revents & POLLIN);
+    };
     for (;;) {
+      give_back();
       size_t n = 0;
-      if (!r->receive(out, &n) || n == 0) break;
+      if (!r->poll(out, &n)) break;
+      if (n == 0) {
+        if (r->ended()) break;
+        sleep();
+        continue;
+      }
       for (size_t i = 0; i < n; ++i) {
         got += out[i].events;
         bytes += out[i].bytes;
-        r->release(out[i].slot);
+        (void)rx.release(out[i].slot);
       }
+    }
+    while (r->ended() && !r->finished()) {
+      give_back();
+      if (!r->finished()) sleep();
     }
     seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     sender.join();

@@ -14,7 +14,7 @@ PACKAGES=(
   build-essential cmake ninja-build pkg-config python3 iproute2
   libfabric-dev libucx-dev libasio-dev capnproto libcapnp-dev
   libspdlog-dev libfmt-dev prometheus-cpp-dev libyaml-cpp-dev libcli11-dev
-  libbenchmark-dev libgtest-dev
+  libbenchmark-dev libgtest-dev libxxhash-dev python3-xxhash
   clang libclang-rt-14-dev   # sanitizer and libFuzzer runtimes for clang builds
 )
 

@@ -3,68 +3,18 @@
 #include "transport/transport.h"  // Encoding
 
 #include <fmt/format.h>
+#include <xxh_x86dispatch.h>
 
 namespace sluice {
-namespace {
 
-constexpr uint64_t kP1 = 0x9E3779B185EBCA87ULL;
-constexpr uint64_t kP2 = 0xC2B2AE3D27D4EB4FULL;
-constexpr uint64_t kP3 = 0x165667B19E3779F9ULL;
-
-inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-inline uint64_t load64(const std::byte* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-inline uint64_t lane(uint64_t acc, uint64_t w) { return rotl(acc + w * kP2, 31) * kP1; }
-
-}  // namespace
-
-// xxHash64-shaped: four lanes hide the multiply latency, so this runs near
-// memory speed and costs the sink and the generator little per byte.
-uint64_t checksum64(const std::byte* p, size_t n, uint64_t seed) {
-  const std::byte* end = p + n;
-  uint64_t h;
-  if (n >= 32) {
-    uint64_t a = seed + kP1 + kP2, b = seed + kP2, c = seed, d = seed - kP1;
-    const std::byte* limit = end - 32;
-    do {
-      a = lane(a, load64(p));
-      b = lane(b, load64(p + 8));
-      c = lane(c, load64(p + 16));
-      d = lane(d, load64(p + 24));
-      p += 32;
-    } while (p <= limit);
-    h = rotl(a, 1) + rotl(b, 7) + rotl(c, 12) + rotl(d, 18);
-  } else {
-    h = seed + kP3;
-  }
-  h += n;
-  while (p + 8 <= end) {
-    h ^= lane(0, load64(p));
-    h = rotl(h, 27) * kP1 + kP3;
-    p += 8;
-  }
-  while (p < end) {
-    h ^= static_cast<uint64_t>(*p) * kP3;
-    h = rotl(h, 11) * kP1;
-    ++p;
-  }
-  h ^= h >> 33;
-  h *= kP2;
-  h ^= h >> 29;
-  h *= kP3;
-  h ^= h >> 32;
-  return h;
-}
-
+// XXH3 from libxxhash; the dispatch entry picks the widest vector unit this
+// CPU has (AVX2 here) at run time, so the binary stays portable.
 uint64_t event_checksum(const std::byte* event) {
   EventHeader h;
   std::memcpy(&h, event, sizeof h);
-  uint64_t c = checksum64(event, kChecksumOffset);
-  size_t body = h.tuple_block_bytes() + h.data_bytes;
-  return checksum64(event + kEventHeaderBytes, body, c);
+  const uint64_t head = XXH3_64bits_withSeed_dispatch(event, kChecksumOffset, 0);
+  const size_t body = h.tuple_block_bytes() + h.data_bytes;
+  return XXH3_64bits_withSeed_dispatch(event + kEventHeaderBytes, body, head);
 }
 
 void seal_event(std::byte* event) {

@@ -29,7 +29,7 @@ namespace sluice {
 inline constexpr uint32_t kEventMagic = 0x45434C53;  // "SLCE"
 inline constexpr uint32_t kFrameMagic = 0x52464C53;  // "SLFR"
 inline constexpr uint32_t kCreditMagic = 0x52434C53; // "SLCR"
-inline constexpr uint16_t kWireVersion = 1;
+inline constexpr uint16_t kWireVersion = 2;  // 2: XXH3 checksum, handshake v2
 inline constexpr uint32_t kMinTupleBytes = 12;
 inline constexpr uint32_t kMaxStreams = 256;
 
@@ -146,10 +146,10 @@ struct EndOfStream {
 };
 static_assert(sizeof(EndOfStreamEntry) == 24);
 
-// Fast 64-bit checksum over a byte range (4 independent multiply lanes).
-uint64_t checksum64(const std::byte* p, size_t n, uint64_t seed = 0);
-
-// Checksum of one event as laid out in memory (header + blocks).
+// Checksum of one event as laid out in memory: XXH3-64 (xxHash 0.8) of the
+// header's first 56 bytes with seed 0 seeds XXH3-64 of the body (tuple block
+// then data block, possibly empty):
+//   checksum = XXH3_64bits_withSeed(body, len, XXH3_64bits_withSeed(header, 56, 0))
 uint64_t event_checksum(const std::byte* event);
 
 // Writes the event's checksum field.

@@ -1,6 +1,7 @@
 #include "transport/event.h"
 
 #include <gtest/gtest.h>
+#include <xxhash.h>
 
 #include <algorithm>
 #include <vector>
@@ -54,10 +55,31 @@ TEST(EventFormat, ChecksumCatchesAFlippedBitAnywhere) {
   EXPECT_EQ(event_checksum(ev.data()), good);
 }
 
-TEST(EventFormat, ChecksumDependsOnEveryLength) {
-  std::vector<std::byte> zeros(200);
+// The checksum is the one PROTOCOL.md names, computed here with libxxhash's
+// plain (non-dispatch) entry, written out step by step.
+TEST(EventFormat, ChecksumIsXxh3OfHeaderThenBody) {
+  for (uint32_t tuples : {0u, 1u, 7u, 255u}) {
+    auto ev = make_event(128, tuples);
+    const uint64_t head = XXH3_64bits_withSeed(ev.data(), 56, 0);
+    const uint64_t want = XXH3_64bits_withSeed(ev.data() + 64, size_t{tuples} * 128, head);
+    EXPECT_EQ(event_checksum(ev.data()), want) << tuples << " tuples";
+    uint64_t stored;
+    std::memcpy(&stored, ev.data() + 56, 8);
+    EXPECT_EQ(stored, want);  // seal_event wrote it at byte 56
+  }
+}
+
+TEST(EventFormat, ChecksumDependsOnEveryTupleCount) {
+  // Events of zeros, differing only in length: every checksum differs.
   std::vector<uint64_t> seen;
-  for (size_t n = 0; n < zeros.size(); ++n) seen.push_back(checksum64(zeros.data(), n));
+  for (uint32_t n = 0; n < 100; ++n) {
+    std::vector<std::byte> ev(64 + 12 * n);
+    EventHeader h{};
+    h.tuple_bytes = 12;
+    h.tuple_count = n;
+    std::memcpy(ev.data(), &h, sizeof h);
+    seen.push_back(event_checksum(ev.data()));
+  }
   std::sort(seen.begin(), seen.end());
   EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end());
 }

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "transport/tcp/codec.h"
@@ -40,9 +41,10 @@ void frames(const std::byte* p, size_t n, Encoding enc) {
   o.slot_bytes = 4096;
   o.tuple_bytes = 12;
   const tcp::FrameLimits lim = tcp::frame_limits(o);
-  // Payloads are copied into their own buffer, as the receiver copies into
-  // a slot, so ASan sees any read past the payload.
-  static std::vector<uint64_t> payload(lim.capnp_bytes / 8 + 2), scratch(lim.capnp_bytes / 8 + 2);
+  // Each payload gets its own allocation of exactly its size, so
+  // AddressSanitizer sees any read past it (a large shared buffer would hide
+  // an over-read inside its slack).
+  static std::vector<uint64_t> scratch(lim.capnp_bytes / 8 + 2);
   static std::vector<std::byte> slot(o.slot_bytes);
   size_t off = 0;
   while (n - off >= sizeof(FrameHeader)) {
@@ -50,16 +52,17 @@ void frames(const std::byte* p, size_t n, Encoding enc) {
     if (!tcp::decode_frame_header(p + off, lim, &h).ok()) return;
     off += sizeof(FrameHeader);
     if (n - off < h.payload_bytes) return;
-    std::byte* pay = reinterpret_cast<std::byte*>(payload.data());
+    std::unique_ptr<std::byte[]> own(new std::byte[h.payload_bytes ? h.payload_bytes : 1]);
+    std::byte* pay = own.get();
     std::memcpy(pay, p + off, h.payload_bytes);
     off += h.payload_bytes;
     uint64_t tuples = 0;
     if (h.kind == static_cast<uint16_t>(FrameKind::kCapnpEvent)) {
       uint32_t bytes = 0;
       // Odd offset: exercises the copy into aligned scratch.
-      std::vector<std::byte> odd(h.payload_bytes + 1);
-      std::memcpy(odd.data() + 1, pay, h.payload_bytes);
-      (void)tcp::decode_capnp_event(odd.data() + 1, h.payload_bytes, lim,
+      std::unique_ptr<std::byte[]> odd(new std::byte[h.payload_bytes + 1]);
+      std::memcpy(odd.get() + 1, pay, h.payload_bytes);
+      (void)tcp::decode_capnp_event(odd.get() + 1, h.payload_bytes, lim,
                                     reinterpret_cast<std::byte*>(scratch.data()), slot.data(),
                                     slot.size(), &bytes, &tuples);
     } else if (!tcp::check_frame_payload(h, pay, lim, &tuples).ok()) {

@@ -66,16 +66,16 @@ TEST(SpscRing, CloseWakesABlockedConsumerAndDrainsFirst) {
   SpscRing<int> r(4);
   r.try_push(7);
   std::atomic<int> got{-1};
+  std::atomic<int> first{-1};
   std::thread t([&] {
     int v[4];
-    size_t n = r.pop_n(v, 4, Wait::kBlock);
-    EXPECT_EQ(n, 1u);
-    n = r.pop_n(v, 4, Wait::kBlock);  // blocks until close
-    got = static_cast<int>(n);
+    first = static_cast<int>(r.pop_n(v, 4, Wait::kBlock));
+    got = static_cast<int>(r.pop_n(v, 4, Wait::kBlock));  // blocks until close
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   r.close();
   t.join();
+  EXPECT_EQ(first.load(), 1);
   EXPECT_EQ(got.load(), 0);
   EXPECT_FALSE(r.push(1, Wait::kBlock));
 }
@@ -93,33 +93,46 @@ TEST(SpscRing, CloseWakesABlockedProducer) {
 }
 
 // Two threads behind a start barrier move many items through a small ring
-// (so both sides wait often); the consumer checks order and count.
+// (so both sides wait often); the consumer checks order and count. A failure
+// on either side is recorded and closes the ring, so the other side wakes and
+// the test ends with the failure instead of hanging.
 class RingTwoThreads : public ::testing::TestWithParam<Wait> {};
 
 TEST_P(RingTwoThreads, OrderAndCountSurviveAMillionItems) {
   constexpr uint64_t kItems = 1'000'000;
   SpscRing<uint64_t> r(64);
   std::barrier start(2);
+  std::atomic<uint64_t> push_failed_at{UINT64_MAX};
   std::thread producer([&] {
     start.arrive_and_wait();
     uint64_t batch[7];
     uint64_t next = 0;
-    while (next < kItems) {
+    while (next < kItems && push_failed_at == UINT64_MAX) {
       size_t n = std::min<uint64_t>(1 + next % 7, kItems - next);
       for (size_t i = 0; i < n; ++i) batch[i] = next + i;
-      for (size_t i = 0; i < n; ++i) ASSERT_TRUE(r.push(batch[i], GetParam()));
+      for (size_t i = 0; i < n && push_failed_at == UINT64_MAX; ++i)
+        if (!r.push(batch[i], GetParam())) push_failed_at = batch[i];
       next += n;
     }
     r.close();
   });
   start.arrive_and_wait();
   uint64_t expect = 0, out[32];
+  uint64_t first_wrong = UINT64_MAX, wrong_value = 0;
   for (;;) {
     size_t n = r.pop_n(out, 32, GetParam());
     if (n == 0) break;
-    for (size_t i = 0; i < n; ++i) ASSERT_EQ(out[i], expect++);
+    for (size_t i = 0; i < n; ++i, ++expect)
+      if (out[i] != expect && first_wrong == UINT64_MAX) {
+        first_wrong = expect;
+        wrong_value = out[i];
+        r.close();  // the producer stops; the test reports below
+      }
+    if (first_wrong != UINT64_MAX) break;
   }
   producer.join();
+  EXPECT_EQ(push_failed_at.load(), UINT64_MAX) << "push failed for item " << push_failed_at;
+  EXPECT_EQ(first_wrong, UINT64_MAX) << "item " << first_wrong << " came out as " << wrong_value;
   EXPECT_EQ(expect, kItems);
 }
 

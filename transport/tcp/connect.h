@@ -1,33 +1,66 @@
-// TEMPORARY stand-in; replaced by the Asio version.
+// Connection handling of the tcp carrier, on Asio: resolving, connecting with
+// retry until a deadline, accepting while refusing strangers. What comes out
+// is a plain connected fd: the data path keeps raw gather I/O (sendmsg of up
+// to 1024 pieces), which transport/tcp/gather_bench.cc measures against Asio's
+// buffer-sequence writes.
+//
+//   1. Acceptor::bind() binds now, so a port in use fails at start.
+//   2. connect_with_retry() retries every 20 ms until the deadline: at start a
+//      listener that is not up yet is normal.
+//   3. Acceptor::accept() runs each connection's handshake on a thread of its
+//      own, under the handshake deadline, so a silent or slow stranger costs
+//      the real upstream nothing; a refused connection is logged and closed,
+//      and the wait goes on. The first accepted one is returned.
 #pragma once
+
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
-#include <atomic>
+
 #include "base/status.h"
+
 namespace sluice::tcp {
+
 struct SocketOptions {
-  std::string congestion;
+  std::string congestion;          // "" = the system's default; else TCP_CONGESTION
   uint32_t handshake_timeout_ms = 10000;
 };
+
+// Resolves host:port and connects, retrying every 20 ms until timeout_ms has
+// passed. Sets TCP_NODELAY and the congestion control. On success *fd is a
+// connected, blocking socket the caller owns. Errors name host:port, the time
+// waited and the last OS error, prefixed by `who`.
 Status connect_with_retry(const std::string& host, uint16_t port, uint32_t timeout_ms,
                           const SocketOptions& so, const std::string& who, int* fd);
+
+// What a listener does with a new connection's first bytes: called on a
+// connected blocking fd whose reads time out after handshake_timeout_ms. It
+// reads the peer's hello, decides and writes its reply.
 enum class Verdict { kAccept, kRefuse };
 using Handshake = std::function<Verdict(int fd, const std::string& peer_addr, std::string* why)>;
+
 class Acceptor {
  public:
+  // Binds address:port now, with SO_REUSEADDR; the congestion control is set
+  // on the listening socket so accepted ones inherit it.
   static std::unique_ptr<Acceptor> bind(const std::string& address, uint16_t port,
                                         const SocketOptions& so, const std::string& who,
                                         Status* st);
-  uint16_t port() const { return port_; }
-  int accept(const Handshake& hs, Status* st);
-  void shutdown();
   ~Acceptor();
+  uint16_t port() const;
+  // Waits for a connection whose handshake accepts it and returns its fd
+  // (blocking, TCP_NODELAY, read timeout cleared). -1 with *st set once
+  // shut down or on a fatal error.
+  int accept(const Handshake& hs, Status* st);
+  // From another thread: makes a blocked accept() return.
+  void shutdown();
+
+  struct Impl;
+
  private:
-  int fd_ = -1;
-  uint16_t port_ = 0;
-  SocketOptions so_;
-  std::string who_, addr_;
-  std::atomic<bool> shut_{false};
+  explicit Acceptor(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
-}
+
+}  // namespace sluice::tcp

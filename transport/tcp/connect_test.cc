@@ -1,0 +1,155 @@
+// Connection handling: retry until the listener is up, a port in use named
+// at bind, strangers refused while the real peer gets in, shutdown.
+#include "transport/tcp/connect.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace sluice::tcp {
+namespace {
+
+#define EXPECT_HAS(text, part) \
+  EXPECT_NE(std::string(text).find(part), std::string::npos) << (text)
+
+int raw_connect(uint16_t port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  return fd;
+}
+
+// The handshake of these tests: one byte, 'Y' is the real peer.
+Verdict one_byte(int fd, const std::string&, std::string* why) {
+  char c = 0;
+  if (::recv(fd, &c, 1, 0) != 1) {
+    *why = "said nothing";
+    return Verdict::kRefuse;
+  }
+  if (c != 'Y') {
+    *why = "a stranger";
+    return Verdict::kRefuse;
+  }
+  return Verdict::kAccept;
+}
+
+TEST(Connect, RetriesUntilTheListenerIsUp) {
+  // Find a free port, then listen on it only after the connect has started.
+  Status st;
+  uint16_t port;
+  {
+    auto probe = Acceptor::bind("127.0.0.1", 0, {}, "probe", &st);
+    ASSERT_TRUE(probe) << st.message();
+    port = probe->port();
+  }
+  std::unique_ptr<Acceptor> late;
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    Status s;
+    late = Acceptor::bind("127.0.0.1", port, {}, "late", &s);
+    EXPECT_TRUE(late) << s.message();
+  });
+  int fd = -1;
+  st = connect_with_retry("127.0.0.1", port, 10000, {}, "link a -> b", &fd);
+  t.join();
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_GE(fd, 0);
+  ::close(fd);
+}
+
+TEST(Connect, NobodyListeningFailsNamingTheAddress) {
+  Status st;
+  uint16_t port;
+  {
+    auto probe = Acceptor::bind("127.0.0.1", 0, {}, "probe", &st);
+    ASSERT_TRUE(probe);
+    port = probe->port();
+  }
+  int fd = -1;
+  st = connect_with_retry("127.0.0.1", port, 100, {}, "link a -> b", &fd);
+  ASSERT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "connect to 127.0.0.1:" + std::to_string(port));
+  EXPECT_HAS(st.message(), "link a -> b");
+  EXPECT_HAS(st.message(), "Connection refused");
+}
+
+TEST(Connect, UnknownHostIsNamed) {
+  int fd = -1;
+  Status st = connect_with_retry("no-such-host.invalid", 1, 100, {}, "link a -> b", &fd);
+  ASSERT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "cannot resolve no-such-host.invalid");
+}
+
+TEST(Acceptor, APortInUseFailsAtBind) {
+  Status st;
+  auto a = Acceptor::bind("127.0.0.1", 0, {}, "node-a", &st);
+  ASSERT_TRUE(a);
+  auto b = Acceptor::bind("127.0.0.1", a->port(), {}, "node-b", &st);
+  EXPECT_FALSE(b);
+  EXPECT_HAS(st.message(), "node-b: cannot listen on 127.0.0.1:" + std::to_string(a->port()));
+  EXPECT_HAS(st.message(), "in use");
+}
+
+TEST(Acceptor, StrangersAreRefusedAndTheRealPeerGetsInWhileASilentOneWaits) {
+  Status st;
+  SocketOptions so;
+  so.handshake_timeout_ms = 20000;  // a silent stranger would hold a serial accept 20 s
+  auto a = Acceptor::bind("127.0.0.1", 0, so, "node-a", &st);
+  ASSERT_TRUE(a);
+  std::atomic<int> refused{0}, refused_when_accepted{-1};
+  Handshake hs = [&](int fd, const std::string& peer, std::string* why) {
+    Verdict v = one_byte(fd, peer, why);
+    if (v == Verdict::kRefuse) refused.fetch_add(1);
+    else refused_when_accepted = refused.load();
+    return v;
+  };
+  int got = -1;
+  Status ast;
+  std::thread t([&] { got = a->accept(hs, &ast); });
+  int silent = raw_connect(a->port());  // connects and says nothing
+  int garbage = raw_connect(a->port());
+  ASSERT_EQ(::send(garbage, "G", 1, 0), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int real = raw_connect(a->port());
+  ASSERT_EQ(::send(real, "Y", 1, 0), 1);
+  t.join();
+  ASSERT_GE(got, 0) << ast.message();
+  // Accepted while the silent stranger was still inside its 20 s deadline:
+  // only the garbage one had been refused by then, by what it said. (Leaving
+  // accept() then ends the silent one's handshake too.)
+  EXPECT_EQ(refused_when_accepted.load(), 1);
+  EXPECT_EQ(refused.load(), 2);
+  // The accepted fd is the real peer's: what it sends arrives.
+  ASSERT_EQ(::send(real, "Z", 1, 0), 1);
+  char c = 0;
+  EXPECT_EQ(::recv(got, &c, 1, 0), 1);
+  EXPECT_EQ(c, 'Z');
+  for (int fd : {silent, garbage, real, got}) ::close(fd);
+}
+
+TEST(Acceptor, ShutdownUnblocksAccept) {
+  Status st;
+  auto a = Acceptor::bind("127.0.0.1", 0, {}, "node-a", &st);
+  ASSERT_TRUE(a);
+  std::thread t([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    a->shutdown();
+  });
+  int fd = a->accept([](int, const std::string&, std::string*) { return Verdict::kAccept; }, &st);
+  t.join();
+  EXPECT_EQ(fd, -1);
+  EXPECT_HAS(st.message(), "shut down");
+}
+
+}  // namespace
+}  // namespace sluice::tcp

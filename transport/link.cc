@@ -189,7 +189,7 @@ Status Sender::send(std::span<const Descriptor> descs) {
   if (!error_.ok()) return error_;
   if (closed_ || ended_)
     return Status::Error(fmt::format("{}: send after the end of stream", name_));
-  gate_.new_batch();
+  if (!carrier_takes_credits_) gate_.new_batch();  // else the carrier's thread owns the gate
   for (const Descriptor& d : descs) {
     if (d.flags & kDescEnd)
       return fail(Status::Error(fmt::format("{}: END passed to send(); end() sends it", name_)));
@@ -250,7 +250,7 @@ Status Sender::end(const std::byte* eos, uint32_t bytes) {
         peer_slot_bytes_)));
   std::memcpy(end_buf_.get(), eos, bytes);
   ended_ = true;
-  gate_.new_batch();
+  if (!carrier_takes_credits_) gate_.new_batch();
   TxCarrier::Piece p{end_buf_.get(), bytes, kNoSlot};
   Status st = close_frame();
   if (st) st = emit(FrameKind::kEnd, &p, 1, bytes, 0);

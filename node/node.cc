@@ -106,11 +106,6 @@ Status NetSource::start() {
     for (auto& r : links_) r->shutdown();
     return Status::Error("shut down while accepting");
   }
-  // Wake up for freed slots only once a credit batch is ready.
-  size_t batch = SIZE_MAX;
-  for (const auto& o : opts_) batch = std::min<size_t>(batch, o.effective_credit_batch());
-  wake_threshold_ = batch;
-  pool_->set_wake_threshold(batch);
   watching_.assign(links_.size(), true);
   for (size_t i = 0; i < links_.size(); ++i) {
     epoll_event ev{};
@@ -148,13 +143,22 @@ bool NetSource::merge_end(const Descriptor& d) {
   return true;
 }
 
+// Sleeps until a link has something, or enough slots came back to matter: a
+// credit batch, when some upstream is short of credits. An upstream that
+// still holds a batch of credits sends, and its frames wake this stage,
+// which then returns whatever came back: so freed slots cost no wake-up of
+// their own unless an upstream would otherwise wait.
 Status NetSource::sleep() {
   int timeout = -1;
+  size_t threshold = end_out_ ? 1 : pool_->slots();
   for (size_t i = 0; i < links_.size(); ++i) {
     if (!watching_[i]) continue;
     const int p = links_[i]->poll_period_ms();
     if (p >= 0 && (timeout < 0 || p < timeout)) timeout = p;
+    const Receiver& l = *links_[i];
+    if (l.sender_credits() < l.credit_batch()) threshold = std::min<size_t>(threshold, l.credit_batch());
   }
+  if (threshold != wake_threshold_) pool_->set_wake_threshold(wake_threshold_ = threshold);
   EventCount& freed = pool_->freed();
   freed.prepare_fd_wait();
   bool rang = false;
@@ -180,7 +184,6 @@ Status NetSource::next(std::span<Descriptor> out, size_t* n) {
     if (end_out_) {
       // The stream has ended; stay until every END slot came back, so each
       // link returns its last credits and finishes cleanly.
-      if (wake_threshold_ != 1) pool_->set_wake_threshold(wake_threshold_ = 1);
       bool all = true;
       for (auto& l : links_) all = all && l->finished();
       if (all) return {};

@@ -58,6 +58,9 @@ class Receiver {
   // The owner: `slot` (one of this link's) is free again.
   Status give_back(uint32_t slot);
   bool owns(uint32_t slot) const { return slot - first_slot_ < slots_; }
+  // Credits the sender holds now: granted and not yet spent on a frame.
+  uint64_t sender_credits() const { return granted_.get() - received_; }
+  uint32_t credit_batch() const { return batch_; }
   uint32_t first_slot() const { return first_slot_; }
   bool ended() const { return ended_; }   // END handed out
   bool finished() const { return finished_ || !error_.ok(); }  // and its slot came back

@@ -82,19 +82,22 @@ class EventCount {
     waiters_.fetch_sub(1, std::memory_order_relaxed);
   }
 
-  // The fd form. Call enable_fd() once, before any thread waits or notifies.
-  // Then: prepare_fd_wait(); re-check; sleep in poll/epoll on fd() (and
-  // more); finish_fd_wait(fd was readable) in every case, woken or not.
+  // The fd form, for the one thread that waits this way. enable_fd() (from
+  // that thread, any time: a notifier looks at the fd only once a waiter
+  // announced itself); then prepare_fd_wait(); re-check; sleep in
+  // poll/epoll on fd() (and more); finish_fd_wait(fd was readable) in every
+  // case, woken or not.
   bool enable_fd() {
-    if (fd_ < 0) fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    return fd_ >= 0;
+    if (fd_.load(std::memory_order_relaxed) < 0)
+      fd_.store(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), std::memory_order_release);
+    return fd_.load(std::memory_order_relaxed) >= 0;
   }
-  int fd() const { return fd_; }
+  int fd() const { return fd_.load(std::memory_order_relaxed); }
   void prepare_fd_wait() { fd_waiters_.fetch_add(1, std::memory_order_seq_cst); }
   void finish_fd_wait(bool readable) {
     fd_waiters_.fetch_sub(1, std::memory_order_relaxed);
     uint64_t v;
-    if (readable) (void)!::read(fd_, &v, sizeof v);  // one read resets the counter
+    if (readable) (void)!::read(fd(), &v, sizeof v);  // one read resets the counter
   }
 
   // Caller has published its change; the fence orders that store before the
@@ -106,9 +109,9 @@ class EventCount {
       syscall(SYS_futex, reinterpret_cast<uint32_t*>(&seq_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
               nullptr, 0);
     }
-    if (fd_waiters_.load(std::memory_order_relaxed) != 0) {
+    if (fd_waiters_.load(std::memory_order_acquire) != 0) {
       const uint64_t one = 1;
-      (void)!::write(fd_, &one, sizeof one);
+      (void)!::write(fd_.load(std::memory_order_acquire), &one, sizeof one);
     }
   }
 
@@ -116,7 +119,7 @@ class EventCount {
   alignas(kCacheLine) std::atomic<uint32_t> seq_{0};
   std::atomic<uint32_t> waiters_{0};
   std::atomic<uint32_t> fd_waiters_{0};
-  int fd_ = -1;
+  std::atomic<int> fd_{-1};
 };
 
 // Spins of kHybrid before it sleeps: about 10 us of pause instructions.

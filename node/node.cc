@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <poll.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -373,6 +374,22 @@ void NetDestination::abort() {
   }
 }
 
+bool NetDestination::busy() const {
+  for (const auto& l : links_)
+    if (l->busy()) return true;
+  return false;
+}
+
+Status NetDestination::progress() {
+  for (auto& l : links_)
+    if (Status st = l->progress(); !st) return st;
+  return {};
+}
+
+void NetDestination::wait_fds(std::vector<int>* fds) const {
+  for (const auto& l : links_) fds->push_back(l->wait_fd());
+}
+
 void NetDestination::report(ProcessSummary& s) const {
   for (const auto& l : links_) s.credit_waits += l->stats().credit_waits;
 }
@@ -506,13 +523,39 @@ void Instance::process_loop() {
   done_.fetch_add(1, std::memory_order_acq_rel);
 }
 
+// What the send stage does next: descriptors from its ring, waiting on the
+// ring alone while its destination is idle (tcp: always), or on the ring's
+// eventfd and the destination's fds together while a carrier has
+// completions to reap. 0: the ring was closed (or progress failed: *st).
+size_t Instance::next_to_send(Descriptor* batch, size_t max, Status* st) {
+  std::vector<int> fds;
+  for (;;) {
+    size_t n = to_send_.try_pop_n(batch, max);
+    if (n) return n;
+    if (!dest_->busy() || cfg_.wait == Wait::kSpin) return to_send_.pop_n(batch, max, cfg_.wait);
+    if (!(*st = dest_->progress()).ok()) return 0;
+    if (!dest_->busy()) continue;
+    EventCount& ready = to_send_.not_empty();
+    if (!ready.enable_fd()) return to_send_.pop_n(batch, max, cfg_.wait);
+    fds.clear();
+    dest_->wait_fds(&fds);
+    std::vector<pollfd> p;
+    for (int fd : fds) p.push_back({fd, POLLIN, 0});
+    p.push_back({ready.fd(), POLLIN, 0});
+    ready.prepare_fd_wait();
+    if (to_send_.size() == 0 && !to_send_.closed()) ::poll(p.data(), p.size(), -1);
+    ready.finish_fd_wait(p.back().revents & POLLIN);
+    if (to_send_.closed() && to_send_.size() == 0) return 0;
+  }
+}
+
 void Instance::send_loop() {
   const CpuTimes c0 = CpuTimes::thread();
   Status st = dest_->start();
   Descriptor batch[kSendBatch];
   bool ended = false;
   while (st.ok() && !ended) {
-    size_t n = to_send_.pop_n(batch, kSendBatch, cfg_.wait);
+    size_t n = next_to_send(batch, kSendBatch, &st);
     if (n == 0) break;  // closed without END: somebody failed, and said so
     if (batch[n - 1].flags & kDescEnd) ended = true;
     const auto [ev, tu, by] = count(batch, n);

@@ -65,6 +65,12 @@ class Destination {
   virtual Status finish() { return {}; }
   // After a failure: close at once, without END, so downstream learns of it.
   virtual void abort() {}
+  // Work to do while nothing new arrives (a carrier reaping completions):
+  // the send stage then calls progress() and sleeps on its ring and on
+  // wait_fds() together instead of on its ring alone.
+  virtual bool busy() const { return false; }
+  virtual Status progress() { return {}; }
+  virtual void wait_fds(std::vector<int>* fds) const {}
   virtual void report(ProcessSummary&) const {}
 };
 
@@ -120,6 +126,9 @@ class NetDestination final : public Destination {
   Status consume(std::span<const Descriptor> descs) override;
   Status finish() override;
   void abort() override;
+  bool busy() const override;
+  Status progress() override;
+  void wait_fds(std::vector<int>* fds) const override;
   void report(ProcessSummary& s) const override;
 
  private:
@@ -176,6 +185,7 @@ class Instance {
   void receive_loop();
   void process_loop();
   void send_loop();
+  size_t next_to_send(Descriptor* batch, size_t max, Status* st);
   void fail(const Status& st);
   bool hand_over(Descriptor& d);
   bool push_all(SpscRing<Descriptor>& ring, const Descriptor* d, size_t n);

@@ -98,6 +98,13 @@ class TxCarrier {
   // Closes at once: the receiver sees the stream cut short.
   virtual void abort() = 0;
   virtual int wait_fd() const = 0;
+  // A carrier that completes sends asynchronously has work for its owner
+  // even while nothing new is to be sent (reap completions, release slots):
+  // busy() says so, and progress() does it without blocking. The send stage
+  // then sleeps on its ring and wait_fd() together. tcp completes in frame()
+  // and flush(): never busy.
+  virtual bool busy() const { return false; }
+  virtual Status progress() { return {}; }
   virtual LinkStats stats() const = 0;
   // A carrier with a send queue of its own takes each frame's credit from
   // `gate` when it writes the frame; the core then hands it frames without

@@ -156,6 +156,11 @@ class Sender {
   Status close();
   // Closes at once, without END: the receiver sees the stream cut short.
   void abort();
+  // The carrier has completions to reap while nothing new is sent; the
+  // owner then calls progress() and sleeps on wait_fd() with its ring.
+  bool busy() const { return carrier_->busy(); }
+  Status progress() { return carrier_->progress(); }
+  int wait_fd() const { return carrier_->wait_fd(); }
   const std::string& name() const { return name_; }
   LinkStats stats() const;
 

@@ -99,7 +99,11 @@ Status Receiver::give_back(uint32_t slot) {
     carrier_->finish();
     finished_ = true;
   }
-  if (!st && !ended_) return fail(st.message());
+  if (!st && !ended_) {
+    // Shut down from another thread: that, not the write it broke, is the news.
+    if (shut_down_.load(std::memory_order_acquire)) return fail(name_ + ": receive shut down");
+    return fail(st.message());
+  }
   return {};
 }
 

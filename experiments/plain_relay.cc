@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -35,6 +36,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "base/fd.h"
 
 namespace {
 
@@ -46,32 +49,7 @@ struct Fatal : std::runtime_error {
 
 std::string errstr(int e) { return std::strerror(e); }
 
-// An owned file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = o.fd_;
-      o.fd_ = -1;
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
+using sluice::Fd;
 
 struct Options {
   std::string congestion;  // "" or "default": leave the system's choice

@@ -109,7 +109,8 @@ LinkOptions Deployment::link_options(size_t l, uint32_t instance) const {
   o.port = link_port(l, instance);
   o.from = processes[links[l].from].name;
   o.to = to.name;
-  o.link_id = static_cast<uint32_t>(l);
+  o.link_id = standalone ? 0 : static_cast<uint32_t>(l);
+  o.name_receiver = !standalone;
   o.instance = instance;
   o.tuple_bytes = tuple_bytes;
   o.schema = link.schema;

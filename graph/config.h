@@ -114,6 +114,10 @@ struct Deployment {
   bool chain = false;              // true when `links:` was left out
 
   std::string file;                // where it came from
+  // Set by a program run from flags (--listen/--connect) rather than a file:
+  // it knows only its own links, so each is link 0 and a Hello names no
+  // receiver. Not a key of the file.
+  bool standalone = false;
 
   // Index of a process by name, or -1.
   int process_index(const std::string& name) const;

@@ -246,6 +246,9 @@ int process_main(Role role, int argc, char** argv) {
     if (role != Role::kSink)
       yaml += fmt::format("  - {{name: downstream, role: sink, host: '{}', port: {}}}\n", ch, cp);
     st = parse_deployment(yaml, "(command line)", sets, &d);
+    // Standalone programs chain without a shared file: each sees only its own
+    // links, so every link is link 0 and a sender does not name the receiver.
+    d.standalone = true;
     process = role_name(role);
   }
   if (!st.ok()) {

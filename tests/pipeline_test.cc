@@ -361,6 +361,46 @@ TEST(PipelineSlowSink, AStoppedSinkStallsThePipelineAndLosesNothing) {
   }
 }
 
+// Programs started by hand from flags, without a deployment file, chain up:
+// sink <- node <- loadgen, each knowing only its own addresses.
+TEST(PipelineStandalone, ProgramsChainedByFlagsDeliverEveryTuple) {
+  std::string dir = scratch("standalone");
+  auto start = [&](const std::string& bin, std::vector<std::string> args, const std::string& name) {
+    Proc p;
+    p.log = dir + "/" + name + ".log";
+    p.pid = fork();
+    if (p.pid == 0) {
+      FILE* f = std::freopen(p.log.c_str(), "w", stderr);
+      (void)f;
+      std::vector<char*> argv = {const_cast<char*>(bin.c_str())};
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(bin.c_str(), argv.data());
+      _exit(127);
+    }
+    return p;
+  };
+  Proc sink = start(SLUICE_SINK,
+                    {"--listen", "127.0.0.1:23600", "--summary", dir + "/sink.json", "--set",
+                     "progress_s=0"},
+                    "sink");
+  Proc node = start(SLUICE_NODE,
+                    {"--listen", "127.0.0.1:23700", "--connect", "127.0.0.1:23600", "--set",
+                     "progress_s=0", "--summary", dir + "/node.json"},
+                    "node");
+  Proc lg = start(SLUICE_LOADGEN,
+                  {"--connect", "127.0.0.1:23700", "--set", "tuples=50000", "--set",
+                   "event_bytes=4096", "--set", "progress_s=0", "--summary", dir + "/loadgen.json"},
+                  "loadgen");
+  EXPECT_EQ(wait_exit(lg.pid, 60), 0) << slurp(lg.log);
+  EXPECT_EQ(wait_exit(node.pid, 30), 0) << slurp(node.log);
+  EXPECT_EQ(wait_exit(sink.pid, 30), 0) << slurp(sink.log);
+  YAML::Node s = YAML::Load(slurp(dir + "/sink.json"));
+  EXPECT_EQ(s["tuples_in"].as<uint64_t>(), 50000u);
+  EXPECT_EQ(s["lost"].as<uint64_t>(), 0u);
+  EXPECT_EQ(s["corrupt"].as<uint64_t>(), 0u);
+}
+
 // node-b dies mid-run: the run ends with an error naming it, the others are
 // stopped, their logs kept.
 TEST(PipelineErrors, APeerThatVanishesEndsTheRunWithItsName) {

@@ -81,7 +81,7 @@ HelloInfo hello_from_options(const LinkOptions& opts) {
   h.carrier = carrier_name(opts);
   h.token = opts.token;
   h.sender_name = opts.from;
-  h.receiver_name = opts.to;
+  h.receiver_name = opts.name_receiver ? opts.to : std::string();
   return h;
 }
 

@@ -53,6 +53,7 @@ struct LinkOptions {
   uint16_t port = 0;
   uint32_t link_id = 0;            // the link's index in the deployment; checked at handshake
   uint32_t instance = 0;           // which instance of the pipeline; checked at handshake
+  bool name_receiver = true;       // Hello names `to` (off where the sender cannot know it)
 
   // What only one carrier has.
   TcpOptions tcp;

@@ -85,6 +85,12 @@ HelloInfo hello_from_options(const LinkOptions& opts) {
   return h;
 }
 
+HelloInfo expected_hello(const LinkOptions& opts) {
+  HelloInfo h = hello_from_options(opts);
+  h.receiver_name = opts.to;
+  return h;
+}
+
 Status decode_handshake_prefix(const std::byte* p, uint32_t* len) {
   uint32_t prefix[2];
   std::memcpy(prefix, p, sizeof prefix);

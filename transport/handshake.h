@@ -55,9 +55,11 @@ struct ReplyInfo {
 // The carrier and its wire form, as Hello names it: "tcp/sg", ...
 std::string carrier_name(const LinkOptions& opts);
 
-// The Hello a sender with these options sends; also what a receiver with
-// them expects.
+// The Hello a sender with these options sends.
 HelloInfo hello_from_options(const LinkOptions& opts);
+// What a receiver with these options expects of a Hello (its own name as the
+// receiver, whether or not its senders name it).
+HelloInfo expected_hello(const LinkOptions& opts);
 
 // Checks the 8-byte prefix; *len is the length of the message that follows.
 Status decode_handshake_prefix(const std::byte* p, uint32_t* len);

@@ -773,7 +773,7 @@ class TcpListener final : public Listener {
   }
 
   std::unique_ptr<Receiver> accept(Status* st) override {
-    const HelloInfo mine = hello_from_options(opts_);
+    const HelloInfo mine = expected_hello(opts_);
     std::string sender = opts_.from;
     const uint16_t port = acceptor_->port();
     auto handshake = [&](int fd, const std::string& peer, std::string* why) {

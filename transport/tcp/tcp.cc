@@ -591,10 +591,11 @@ class BufferedTx final : public TcpTx {
   ~BufferedTx() override { (void)stop(); }
 
   size_t max_pieces() const override { return SIZE_MAX; }
-  // async_send: the sender thread takes each frame's credit as it writes it,
-  // so the send stage fills the queue ahead of the credits (the original path).
+  // Frames are copied (or serialized) into a chunk at once, which frees their
+  // slots; each frame's credit is taken when the chunk is written, by the
+  // thread that writes it (the send stage, or with async_send the queue's
+  // thread), so the copies run ahead of the credits as Borealis' did.
   bool takes_credits(CreditGate* gate) override {
-    if (!opts_.tcp.async_send) return false;
     gate_ = gate;
     return true;
   }
@@ -675,7 +676,7 @@ class BufferedTx final : public TcpTx {
     Chunk& c = chunks_[cur_];
     if (c.used == 0) return {};
     if (!opts_.tcp.async_send) {
-      Status st = write_all(fd_.get(), c.buf.get(), c.used, link_, &stats_);
+      Status st = write_chunk(c);
       c.used = c.frames = 0;
       return st;
     }

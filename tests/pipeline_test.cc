@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -307,37 +308,35 @@ std::string write_chain(const std::string& dir, int port, const std::string& ext
   return file;
 }
 
+// The chain of write_chain(), started by hand downstream first; `during` runs
+// while it streams (it gets the sink's pid); every process must exit 0.
+void run_chain(const std::string& file, const std::string& dir,
+               const std::function<void(pid_t sink)>& during) {
+  Proc sink = spawn(SLUICE_SINK, file, "sink", dir);
+  Proc b = spawn(SLUICE_NODE, file, "node-b", dir);
+  Proc a = spawn(SLUICE_NODE, file, "node-a", dir);
+  Proc lg = spawn(SLUICE_LOADGEN, file, "loadgen", dir);
+  during(sink.pid);
+  EXPECT_EQ(wait_exit(lg.pid, 60), 0) << slurp(lg.log);
+  EXPECT_EQ(wait_exit(a.pid, 30), 0) << slurp(a.log);
+  EXPECT_EQ(wait_exit(b.pid, 30), 0) << slurp(b.log);
+  EXPECT_EQ(wait_exit(sink.pid, 30), 0) << slurp(sink.log);
+}
+
 // The sink stops for two seconds mid-run: credits run out, the whole pipeline
 // waits, node memory stays what it was, and when the sink resumes everything
 // arrives.
 TEST(PipelineSlowSink, AStoppedSinkStallsThePipelineAndLosesNothing) {
   // First the same chain unstalled, for the nodes' memory to compare with.
   std::string base = scratch("slowsink-base");
-  std::string base_file = write_chain(base, 27800, "duration_s: 1\n");
-  {
-    Proc s0 = spawn(SLUICE_SINK, base_file, "sink", base);
-    Proc b0 = spawn(SLUICE_NODE, base_file, "node-b", base);
-    Proc a0 = spawn(SLUICE_NODE, base_file, "node-a", base);
-    Proc l0 = spawn(SLUICE_LOADGEN, base_file, "loadgen", base);
-    ASSERT_EQ(wait_exit(l0.pid, 60), 0) << slurp(l0.log);
-    ASSERT_EQ(wait_exit(a0.pid, 30), 0) << slurp(a0.log);
-    ASSERT_EQ(wait_exit(b0.pid, 30), 0) << slurp(b0.log);
-    ASSERT_EQ(wait_exit(s0.pid, 30), 0) << slurp(s0.log);
-  }
+  run_chain(write_chain(base, 27800, "duration_s: 1\n"), base, [](pid_t) {});
   std::string dir = scratch("slowsink");
-  std::string file = write_chain(dir, 27800, "duration_s: 4\n");
-  Proc sink = spawn(SLUICE_SINK, file, "sink", dir);
-  Proc b = spawn(SLUICE_NODE, file, "node-b", dir);
-  Proc a = spawn(SLUICE_NODE, file, "node-a", dir);
-  Proc lg = spawn(SLUICE_LOADGEN, file, "loadgen", dir);
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-  kill(sink.pid, SIGSTOP);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
-  kill(sink.pid, SIGCONT);
-  EXPECT_EQ(wait_exit(lg.pid, 60), 0) << slurp(lg.log);
-  EXPECT_EQ(wait_exit(a.pid, 30), 0) << slurp(a.log);
-  EXPECT_EQ(wait_exit(b.pid, 30), 0) << slurp(b.log);
-  EXPECT_EQ(wait_exit(sink.pid, 30), 0) << slurp(sink.log);
+  run_chain(write_chain(dir, 27800, "duration_s: 4\n"), dir, [](pid_t sink) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    kill(sink, SIGSTOP);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+    kill(sink, SIGCONT);
+  });
   YAML::Node s = YAML::Load(slurp(dir + "/sink.json"));
   YAML::Node l = YAML::Load(slurp(dir + "/loadgen.json"));
   EXPECT_GT(s["tuples_in"].as<uint64_t>(), 0u);

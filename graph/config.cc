@@ -89,13 +89,24 @@ std::vector<size_t> Deployment::outputs_of(size_t i) const {
   return v;
 }
 
-uint16_t Deployment::link_port(size_t l, uint32_t instance) const {
-  if (links[l].port) return static_cast<uint16_t>(links[l].port + instance);
-  const size_t to = links[l].to;
-  const uint32_t first = processes[to].port ? processes[to].port : base_port + 100u * to;
-  const auto ins = inputs_of(to);
+// link_port before it is narrowed: validation refuses a result beyond 65535.
+static uint32_t wide_link_port(const Deployment& d, size_t l, uint32_t instance) {
+  if (d.links[l].port) return uint32_t{d.links[l].port} + instance;
+  const size_t to = d.links[l].to;
+  const uint32_t first = d.processes[to].port ? d.processes[to].port : d.base_port + 100u * to;
+  const auto ins = d.inputs_of(to);
   const size_t j = std::find(ins.begin(), ins.end(), l) - ins.begin();
-  return static_cast<uint16_t>(first + j * instances + instance);
+  return first + static_cast<uint32_t>(j) * d.instances + instance;
+}
+
+uint16_t Deployment::link_port(size_t l, uint32_t instance) const {
+  return static_cast<uint16_t>(wide_link_port(*this, l, instance));
+}
+
+// "link 1 (node-a -> sink)", for errors; `more` goes inside the parentheses.
+static std::string link_name(const Deployment& d, size_t l, const std::string& more = "") {
+  return fmt::format("link {} ({} -> {}{})", l, d.processes[d.links[l].from].name,
+                     d.processes[d.links[l].to].name, more);
 }
 
 // One LinkOptions serves both ends of link l: the sender connects to the
@@ -808,16 +819,41 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
 
 // ---------------------------------------------------------------- links
 
+// Where keys were given: the top level's (root = the top-level map), or one
+// link's own (root = the link's line; `of` holds only the keys the link set,
+// each "file:line" or "--set k=v").
+struct Places {
+  std::string root;                       // file:line of the top-level map, or of the link
+  std::map<std::string, std::string> of;  // key -> where it was given
+  std::string at(const std::string& key) const {
+    auto it = of.find(key);
+    return it == of.end() ? root : it->second;
+  }
+  Status error(const std::string& key, const std::string& msg) const { return error(key, key, msg); }
+  // `shown`: the key as the message names it (links.2.slot_bytes for a
+  // link's slot_bytes).
+  Status error(const std::string& shown, const std::string& key, const std::string& msg) const {
+    const std::string w = at(key);
+    if (w.rfind("--set ", 0) == 0) return Status::Error(fmt::format("{}: {}", w, msg));
+    return Status::Error(fmt::format("{}: key '{}': {}", w, shown, msg));
+  }
+};
+
 // One link of `links:`: from, to, port, its preset, and any link key. Its
 // options start from the top level's (`base`), then its preset's choices,
 // then its own keys.
 Status parse_link(const Reader& r, const YAML::Node& n, size_t i, const Deployment& d,
-                  const std::string& chain_at, LinkConfig* l) {
+                  const std::string& chain_at, LinkConfig* l, Places* at) {
   const std::string path = fmt::format("links.{}", i);
   if (!n.IsMap()) return r.error(n, path, fmt::format("expected a map, got {}", node_kind(n)));
   l->source_line = chain_at.empty() ? r.where(n) : chain_at;
+  at->root = l->source_line;
   std::vector<std::pair<YAML::Node, YAML::Node>> kv;
   if (Status st = r.keys_of(n, path, link_entry_keys(), &kv); !st) return st;
+  for (auto& [k, v] : kv) {
+    const std::string w = r.where(v);
+    at->of[k.Scalar()] = w.rfind("--set ", 0) == 0 ? w : r.file_line(k);
+  }
   std::vector<std::string> names;
   for (const auto& p : d.processes) names.push_back(p.name);
   auto process = [&](const YAML::Node& v, const std::string& kpath, size_t* out) -> Status {
@@ -870,20 +906,6 @@ Status parse_link(const Reader& r, const YAML::Node& n, size_t i, const Deployme
 }
 
 // ---------------------------------------------------------------- validate
-
-struct Places {
-  std::string root;                           // file:line of the top-level map
-  std::map<std::string, std::string> of;      // key -> where it was given
-  std::string at(const std::string& key) const {
-    auto it = of.find(key);
-    return it == of.end() ? root : it->second;
-  }
-  Status error(const std::string& key, const std::string& msg) const {
-    const std::string w = at(key);
-    if (w.rfind("--set ", 0) == 0) return Status::Error(fmt::format("{}: {}", w, msg));
-    return Status::Error(fmt::format("{}: key '{}': {}", w, key, msg));
-  }
-};
 
 Status validate_graph(const Deployment& d, const Places& at) {
   const auto& ps = d.processes;
@@ -960,7 +982,8 @@ Status validate_graph(const Deployment& d, const Places& at) {
   return {};
 }
 
-Status validate(const Deployment& d, const Places& at) {
+// `link_at[l]`: where link l and the keys it set itself were given.
+Status validate(const Deployment& d, const Places& at, const std::vector<Places>& link_at) {
   if (d.tuple_bytes < kMinTupleBytes)
     return at.error("tuple_bytes", fmt::format("must be at least {} (sequence and key), got {}",
                                                kMinTupleBytes, d.tuple_bytes));
@@ -990,30 +1013,32 @@ Status validate(const Deployment& d, const Places& at) {
   const size_t wire = event_wire_bytes(d.tuple_bytes, tpe, d.data_bytes);
   for (size_t l = 0; l < d.links.size(); ++l) {
     const LinkOptions& o = d.links[l].options;
-    const std::string where = d.chain ? at.at("slot_bytes") : d.links[l].source_line;
-    const std::string name = fmt::format("link {} ({} -> {})", l, d.processes[d.links[l].from].name,
-                                         d.processes[d.links[l].to].name);
+    const std::string name = link_name(d, l);
+    // The key `key` of link l is wrong: where the link set it, else where the
+    // top level did (a chain), else the link's line.
     auto err = [&](const std::string& key, const std::string& msg) {
-      if (d.chain || where.rfind("--set ", 0) == 0) return at.error(key, name + ": " + msg);
-      return Status::Error(fmt::format("{}: key 'links.{}.{}': {}: {}", where, l, key, name, msg));
+      if (link_at[l].of.count(key) || !d.chain)
+        return link_at[l].error(fmt::format("links.{}.{}", l, key), key, name + ": " + msg);
+      return at.error(key, name + ": " + msg);
     };
     if (o.slots < 1) return err("slots", "must be at least 1");
     if (o.slot_bytes < 1) return err("slot_bytes", "must be at least 1");
     if (o.tcp.read_bytes < 1) return err("read_bytes", "must be at least 1");
     if (wire + sizeof(FrameHeader) > o.slot_bytes) {
-      std::string key = "event_bytes";
-      if (!at.of.count("event_bytes")) {
-        if (at.of.count("data_bytes")) key = "data_bytes";
-        else if (at.of.count("slot_bytes")) key = "slot_bytes";
-      }
       const std::string msg = fmt::format(
           "an event does not fit a slot: {} tuples of {} bytes + {}-byte header + {} data bytes "
           "= {} bytes, plus a {}-byte frame header, is more than slot_bytes {}; raise slot_bytes "
           "or lower event_bytes",
           tpe, d.tuple_bytes, kEventHeaderBytes, d.data_bytes, wire, sizeof(FrameHeader),
           o.slot_bytes);
-      if (d.chain) return at.error(key, msg);
-      return err("slot_bytes", msg);
+      if (link_at[l].of.count("slot_bytes") || !d.chain) return err("slot_bytes", msg);
+      // Every link of a chain has the top level's slot: name the key given.
+      std::string key = "event_bytes";
+      if (!at.of.count("event_bytes")) {
+        if (at.of.count("data_bytes")) key = "data_bytes";
+        else if (at.of.count("slot_bytes")) key = "slot_bytes";
+      }
+      return at.error(key, msg);
     }
     const size_t end_bytes = 8 + size_t{d.streams_into(d.links[l].to)} * sizeof(EndOfStreamEntry);
     if (end_bytes > o.slot_bytes)
@@ -1021,31 +1046,31 @@ Status validate(const Deployment& d, const Places& at) {
                                            "than slot_bytes {}; raise slot_bytes or lower streams",
                                            d.streams_into(d.links[l].to), end_bytes, o.slot_bytes));
   }
-  // Every link's receiver listens on its own port for each instance.
+  // Every link's receiver listens on its own port for each instance. An
+  // error names the link's own `port` where it has one, else its receiver.
   std::map<std::pair<std::string, uint32_t>, std::pair<size_t, uint32_t>> used;
   for (size_t l = 0; l < d.links.size(); ++l) {
     const ProcessConfig& t = d.processes[d.links[l].to];
+    auto err = [&](const std::string& msg) {
+      if (link_at[l].of.count("port"))
+        return link_at[l].error(fmt::format("links.{}.port", l), "port", msg);
+      return Status::Error(fmt::format("{}: process '{}': {}", t.source_line, t.name, msg));
+    };
     for (uint32_t k = 0; k < d.instances; ++k) {
-      uint32_t first = d.links[l].port;
-      if (!first) {
-        const uint32_t base = t.port ? t.port : d.base_port + 100u * d.links[l].to;
-        const auto ins = d.inputs_of(d.links[l].to);
-        const size_t j = std::find(ins.begin(), ins.end(), l) - ins.begin();
-        first = base + static_cast<uint32_t>(j) * d.instances;
-      }
-      const uint32_t port = first + k;
+      const uint32_t port = wide_link_port(d, l, k);
+      const std::string instance = fmt::format(", instance {}", k);
       if (port > 65535)
-        return Status::Error(fmt::format("{}: process '{}' would listen on port {}, beyond 65535 "
-                                         "(lower base_port or its port)",
-                                         t.source_line, t.name, port));
+        return err(fmt::format("{} would listen on port {}, beyond 65535 (lower base_port, or the "
+                               "port of '{}' or of the link)",
+                               link_name(d, l, instance), port, t.name));
       auto [it, fresh] = used.emplace(std::make_pair(t.bind_address(), port), std::make_pair(l, k));
       if (!fresh) {
-        const auto& o = d.links[it->second.first];
-        return Status::Error(fmt::format(
-            "{}: process '{}': the link {} -> {} (instance {}) and the link {} -> {} (instance {}) "
-            "would both listen on {}:{}; give a process or a link its own port",
-            t.source_line, t.name, d.processes[o.from].name, d.processes[o.to].name,
-            it->second.second, d.processes[d.links[l].from].name, t.name, k, t.bind_address(), port));
+        const auto [m, mk] = it->second;
+        const std::string first_at = d.chain ? "" : ", at " + link_at[m].root;
+        return err(fmt::format("{} and {} would both listen on {}:{}; give a process or a link its "
+                               "own port",
+                               link_name(d, m, fmt::format(", instance {}{}", mk, first_at)),
+                               link_name(d, l, instance), t.bind_address(), port));
       }
     }
   }
@@ -1118,6 +1143,7 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
     d->processes.push_back(std::move(p));
   }
 
+  std::vector<Places> link_places;
   auto lit = given.find("links");
   if (lit == given.end()) {
     // The shorthand: the processes form a chain in the order listed.
@@ -1128,6 +1154,7 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
       l.to = i + 1;
       l.options = d->link;
       l.source_line = places.at("processes");
+      link_places.push_back({l.source_line, {}});
       d->links.push_back(std::move(l));
     }
   } else {
@@ -1138,13 +1165,15 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
     d->chain = !chain_at.empty();
     for (size_t i = 0; i < links.size(); ++i) {
       LinkConfig l;
-      if (Status st = parse_link(r, links[i], i, *d, chain_at, &l); !st) return st;
+      link_places.emplace_back();
+      if (Status st = parse_link(r, links[i], i, *d, chain_at, &l, &link_places.back()); !st)
+        return st;
       l.options.tuple_bytes = d->tuple_bytes;
       l.options.wait = d->wait;
       d->links.push_back(std::move(l));
     }
   }
-  return validate(*d, places);
+  return validate(*d, places, link_places);
 }
 
 }  // namespace
@@ -1168,8 +1197,16 @@ Status parse_deployment(const std::string& yaml, const std::string& name,
                                                 node_kind(root)));
     // An empty file is an empty map: it then lacks 'processes'.
     if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
-    for (const auto& o : overrides)
-      if (Status st = apply_override(root, o, &reader); !st) return st;
+    // Overrides of `links` go last: on a chain file the first of them writes
+    // the chain's links out, from the processes as every other override left them
+    // (`--set links.0.x=y --set processes.1.name=z` then works in either order).
+    auto into_links = [](const std::string& o) {
+      return o.rfind("links.", 0) == 0 || o.rfind("links=", 0) == 0;
+    };
+    for (bool links : {false, true})
+      for (const auto& o : overrides)
+        if (into_links(o) == links)
+          if (Status st = apply_override(root, o, &reader); !st) return st;
     if (Status st = parse_root(reader, root, &d); !st) return st;
   } catch (const YAML::Exception& e) {
     // Should not happen (every access is checked); keep it a value anyway.
@@ -1222,6 +1259,8 @@ std::string dump_deployment(const Deployment& d) {
     e << YAML::Key << "from" << YAML::Value << YAML::DoubleQuoted << d.processes[l.from].name;
     e << YAML::Key << "to" << YAML::Value << YAML::DoubleQuoted << d.processes[l.to].name;
     e << YAML::Key << "port" << YAML::Value << l.port;
+    // Its keys below all beat it; written so the parsed LinkConfig is the same.
+    if (!l.preset.empty()) e << YAML::Key << "preset" << YAML::Value << l.preset;
     for (const auto& key : link_keys()) key.write(e, l.options);
     e << YAML::EndMap;
   }

@@ -1014,10 +1014,11 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
   for (size_t l = 0; l < d.links.size(); ++l) {
     const LinkOptions& o = d.links[l].options;
     const std::string name = link_name(d, l);
-    // The key `key` of link l is wrong: where the link set it, else where the
-    // top level did (a chain), else the link's line.
+    // The key `key` of link l is wrong: named where the link set it, else
+    // where the top level did, else at the link's line (the top-level map's
+    // for a chain).
     auto err = [&](const std::string& key, const std::string& msg) {
-      if (link_at[l].of.count(key) || !d.chain)
+      if (link_at[l].of.count(key) || (!d.chain && !at.of.count(key)))
         return link_at[l].error(fmt::format("links.{}.{}", l, key), key, name + ": " + msg);
       return at.error(key, name + ": " + msg);
     };
@@ -1031,14 +1032,15 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
           "or lower event_bytes",
           tpe, d.tuple_bytes, kEventHeaderBytes, d.data_bytes, wire, sizeof(FrameHeader),
           o.slot_bytes);
-      if (link_at[l].of.count("slot_bytes") || !d.chain) return err("slot_bytes", msg);
-      // Every link of a chain has the top level's slot: name the key given.
+      if (link_at[l].of.count("slot_bytes")) return err("slot_bytes", msg);
+      // The link has the top level's slot: name the top-level key given (on
+      // a chain every link has that slot, so no link is named).
       std::string key = "event_bytes";
       if (!at.of.count("event_bytes")) {
         if (at.of.count("data_bytes")) key = "data_bytes";
         else if (at.of.count("slot_bytes")) key = "slot_bytes";
       }
-      return at.error(key, msg);
+      return at.error(key, d.chain ? msg : name + ": " + msg);
     }
     const size_t end_bytes = 8 + size_t{d.streams_into(d.links[l].to)} * sizeof(EndOfStreamEntry);
     if (end_bytes > o.slot_bytes)

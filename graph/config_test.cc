@@ -703,6 +703,13 @@ TEST(Graph, ErrorsFromSetOnALinkNameTheSet) {
   // The top level's slot on a chain: the error names the top-level key.
   EXPECT_HAS(parse_err(std::string("slot_bytes: 1024\n") + kChain),
              "test.yaml:1: key 'slot_bytes': an event does not fit a slot");
+  // ...and on explicit links too, with the first link that has it.
+  EXPECT_HAS(parse_err(kUnion, {"slot_bytes=1024"}),
+             "--set slot_bytes=1024: link 0 (gen-1 -> node-a): an event does not fit a slot");
+  EXPECT_HAS(parse_err(std::string("event_bytes: 131072\n") + kUnion),
+             "test.yaml:1: key 'event_bytes': link 0 (gen-1 -> node-a): an event does not fit a slot");
+  EXPECT_HAS(parse_err(kUnion, {"slots=0"}),
+             "--set slots=0: link 0 (gen-1 -> node-a): must be at least 1");
 }
 
 TEST(Graph, SetOnAChainFileWhateverTheOrder) {

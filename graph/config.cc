@@ -296,6 +296,13 @@ class Reader {
     return file_line(n);
   }
 
+  // Where key `k` with value `v` was given: its override, else the key's
+  // line (a block list's value starts on the next one).
+  std::string key_at(const YAML::Node& k, const YAML::Node& v) const {
+    if (const Origin* o = origin(v)) return "--set " + o->text;
+    return file_line(k);
+  }
+
   std::string file_line(const YAML::Node& n) const {
     int line = -1;
     try {
@@ -850,10 +857,7 @@ Status parse_link(const Reader& r, const YAML::Node& n, size_t i, const Deployme
   at->root = l->source_line;
   std::vector<std::pair<YAML::Node, YAML::Node>> kv;
   if (Status st = r.keys_of(n, path, link_entry_keys(), &kv); !st) return st;
-  for (auto& [k, v] : kv) {
-    const std::string w = r.where(v);
-    at->of[k.Scalar()] = w.rfind("--set ", 0) == 0 ? w : r.file_line(k);
-  }
+  for (auto& [k, v] : kv) at->of[k.Scalar()] = r.key_at(k, v);
   std::vector<std::string> names;
   for (const auto& p : d.processes) names.push_back(p.name);
   auto process = [&](const YAML::Node& v, const std::string& kpath, size_t* out) -> Status {
@@ -1090,9 +1094,7 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
   std::map<std::string, YAML::Node> given;
   for (auto& [k, v] : kv) {
     given[k.Scalar()] = v;
-    // The key's line: a block list's value starts on the next one.
-    const std::string w = r.where(v);
-    places.of[k.Scalar()] = w.rfind("--set ", 0) == 0 ? w : r.file_line(k);
+    places.of[k.Scalar()] = r.key_at(k, v);
   }
 
   // The preset first: explicit keys then override its choices.

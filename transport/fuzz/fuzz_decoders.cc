@@ -52,7 +52,8 @@ void frames(const std::byte* p, size_t n, Encoding enc) {
     if (!tcp::decode_frame_header(p + off, lim, &h).ok()) return;
     off += sizeof(FrameHeader);
     if (n - off < h.payload_bytes) return;
-    std::unique_ptr<std::byte[]> own(new std::byte[h.payload_bytes ? h.payload_bytes : 1]);
+    // new std::byte[0] is a real zero-size allocation: ASan flags any read of it.
+    std::unique_ptr<std::byte[]> own(new std::byte[h.payload_bytes]);
     std::byte* pay = own.get();
     std::memcpy(pay, p + off, h.payload_bytes);
     off += h.payload_bytes;

@@ -323,6 +323,7 @@ TEST_P(Conformance, EventsAboveHalfASlotSplitFrames) {
 
 TEST_P(Conformance, AnEventThatFillsASlotExactly) {
   // 64-byte header + 10 tuples of 12 bytes + 3912 data bytes = 4096 = the slot.
+  ASSERT_EQ(event_wire_bytes(12, 10, 3912), 4096u);
   check({12, 10, 1, 4, 3912, 300, 4096, 8, 0, 0});
   EXPECT_EQ(last_.frames, 301u);  // one event per frame, and END
 }

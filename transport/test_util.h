@@ -1,5 +1,6 @@
-// Helpers shared by the tcp transport's tests and benchmark: events written
-// the way the load generator writes them, and options for a loopback link.
+// Helpers shared by the transport's tests and benchmarks (the conformance
+// suite of every carrier, tcp's own tests and benchmark): events written the
+// way the load generator writes them, and options for a loopback link.
 #pragma once
 
 #include <cstddef>

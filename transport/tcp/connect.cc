@@ -13,8 +13,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -47,6 +47,7 @@ std::string endpoint_text(const tcp::endpoint& e) {
 
 Status connect_with_retry(const std::string& host, uint16_t port, uint32_t timeout_ms,
                           const SocketOptions& so, const std::string& who, int* fd) {
+  using Clock = std::chrono::steady_clock;
   asio::io_context io;
   tcp::resolver resolver(io);
   asio::error_code ec;
@@ -54,47 +55,78 @@ Status connect_with_retry(const std::string& host, uint16_t port, uint32_t timeo
   if (ec || endpoints.empty())
     return Status::Error(fmt::format("{}: cannot resolve {}: {}", who, host,
                                      ec ? ec.message() : "no address"));
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = Clock::now();
   const auto deadline = start + std::chrono::milliseconds(timeout_ms);
   asio::error_code last;
   for (;;) {
     for (const auto& e : endpoints) {
       tcp::socket s(io);
-      s.open(e.endpoint().protocol(), last);
-      if (last) continue;
-      if ((last = set_congestion(s.native_handle(), so)))
+      s.open(e.endpoint().protocol(), ec);
+      if (ec) {
+        last = ec;
+        continue;
+      }
+      if ((ec = set_congestion(s.native_handle(), so)))
         return Status::Error(fmt::format("{}: setsockopt(TCP_CONGESTION, '{}') failed: {}", who,
-                                         so.congestion, last.message()));
-      s.connect(e.endpoint(), last);
-      if (last) continue;
-      s.set_option(tcp::no_delay(true), last);
-      if (last)
-        return Status::Error(fmt::format("{}: setsockopt(TCP_NODELAY) failed: {}", who, last.message()));
+                                         so.congestion, ec.message()));
+      // Asynchronous, so that the deadline bounds each attempt too: a blocking
+      // connect() to an address that drops SYNs waits the kernel's minutes.
+      asio::error_code attempt = asio::error::timed_out;
+      s.async_connect(e.endpoint(), [&attempt](asio::error_code r) {
+        if (r != asio::error::operation_aborted) attempt = r;
+      });
+      io.restart();
+      if (io.run_until(deadline) == 0) {  // still connecting at the deadline
+        s.cancel(ec);
+        io.restart();
+        io.run();
+      }
+      // An attempt cut short by the deadline keeps the error an earlier one
+      // saw from the OS ("Connection refused" says more than "timed out").
+      if (attempt != asio::error::timed_out || !last) last = attempt;
+      if (attempt) continue;
+      s.set_option(tcp::no_delay(true), ec);
+      if (!ec) s.non_blocking(false, ec);  // the async connect left the fd non-blocking
+      if (ec)
+        return Status::Error(fmt::format("{}: setting up the socket to {}:{} failed: {}", who, host,
+                                         port, ec.message()));
       *fd = s.release();
       return {};
     }
-    if (std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const auto now = Clock::now();
+    if (now >= deadline) break;
+    std::this_thread::sleep_for(std::min<Clock::duration>(std::chrono::milliseconds(20), deadline - now));
   }
-  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::steady_clock::now() - start)
-                          .count();
-  return Status::Error(fmt::format("connect to {}:{} failed on {} after {} ms: {}", host, port, who,
+  const auto waited =
+      std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  return Status::Error(fmt::format("{}: connect to {}:{} failed after {} ms: {}", who, host, port,
                                    waited, last.message()));
 }
 
 // ---------------------------------------------------------------- Acceptor
 
+// Errors of accept(2) that say "not now" (out of descriptors or memory, a
+// peer that gave up while queued): wait a little and accept again.
+bool transient(const asio::error_code& ec) {
+  return ec == asio::error::connection_aborted || ec == asio::error::no_descriptors ||
+         ec == asio::error::no_buffer_space || ec == asio::error::no_memory ||
+         ec == asio::error_code(ENFILE, asio::system_category()) ||
+         ec == asio::error::interrupted;
+}
+
 struct Acceptor::Impl {
   asio::io_context io;
   tcp::acceptor acceptor{io};
+  asio::steady_timer backoff{io};  // after a transient accept error
   SocketOptions so;
   std::string who, address;
   uint16_t port = 0;
+  bool leaving = false;  // accept() is returning: handlers arm nothing more (its thread only)
 
   std::mutex mu;                     // guards what follows
   bool shut = false;
   int accepted = -1;
+  Status fatal;                      // an accept error that will not go away
   std::vector<int> in_handshake;     // fds whose handshake is running
   std::vector<std::thread> threads;  // one per handshake; joined before accept() returns
 
@@ -110,11 +142,55 @@ struct Acceptor::Impl {
     for (auto& t : ts) t.join();
   }
 
+  // Runs on a thread of its own: the caller's handshake under the deadline
+  // set on fd, then keep the connection as the link or close it.
+  void handshake(const Handshake& hs, int fd, const std::string& peer_addr) {
+    std::string why;
+    const Verdict v = hs(fd, peer_addr, &why);
+    bool keep = false, late = false;
+    {
+      std::lock_guard lk(mu);
+      in_handshake.erase(std::find(in_handshake.begin(), in_handshake.end(), fd));
+      keep = v == Verdict::kAccept && accepted < 0 && !shut;
+      late = v == Verdict::kAccept && !keep;
+      if (keep) accepted = fd;
+    }
+    if (keep) {
+      set_recv_timeout(fd, 0);
+    } else {
+      if (v == Verdict::kRefuse)
+        spdlog::warn("{}: refused a connection from {} on {}:{}: {}; still waiting for the upstream",
+                     who, peer_addr, address, port, why);
+      if (late)
+        spdlog::warn("{}: closed a connection from {} on {}:{}: its handshake passed, but the "
+                     "listener already has its upstream or is shutting down",
+                     who, peer_addr, address, port);
+      ::close(fd);
+    }
+    asio::post(io, [] {});  // wake accept()
+  }
+
   void arm(const Handshake& hs) {
     acceptor.async_accept([this, &hs](asio::error_code ec, tcp::socket s) {
-      if (ec) return;  // cancelled: accept() is returning
+      if (ec == asio::error::operation_aborted || leaving) return;  // s, if any, closes
+      if (ec) {
+        if (transient(ec)) {
+          spdlog::warn("{}: accept on {}:{} failed: {}; trying again", who, address, port,
+                       ec.message());
+          backoff.expires_after(std::chrono::milliseconds(100));
+          backoff.async_wait([this, &hs](asio::error_code e) {
+            if (!e && !leaving) arm(hs);
+          });
+        } else {
+          std::lock_guard lk(mu);
+          fatal = Status::Error(fmt::format("{}: accept on {}:{} failed: {}", who, address, port,
+                                            ec.message()));
+        }
+        return;
+      }
       asio::error_code ignore;
       s.set_option(tcp::no_delay(true), ignore);
+      s.non_blocking(false, ignore);
       const auto peer = s.remote_endpoint(ignore);
       const std::string peer_addr = ignore ? std::string("?") : endpoint_text(peer);
       const int fd = s.release();
@@ -122,27 +198,7 @@ struct Acceptor::Impl {
       {
         std::lock_guard lk(mu);
         in_handshake.push_back(fd);
-        threads.emplace_back([this, &hs, fd, peer_addr] {
-          std::string why;
-          const Verdict v = hs(fd, peer_addr, &why);
-          bool keep = false;
-          {
-            std::lock_guard lk2(mu);
-            in_handshake.erase(std::find(in_handshake.begin(), in_handshake.end(), fd));
-            keep = v == Verdict::kAccept && accepted < 0 && !shut;
-            if (keep) accepted = fd;
-          }
-          if (keep) {
-            set_recv_timeout(fd, 0);
-          } else {
-            if (v == Verdict::kRefuse)
-              spdlog::warn("{}: refused a connection from {} on {}:{}: {}; still waiting for the "
-                           "upstream",
-                           who, peer_addr, address, port, why);
-            ::close(fd);
-          }
-          asio::post(io, [] {});  // wake accept()
-        });
+        threads.emplace_back([this, &hs, fd, peer_addr] { handshake(hs, fd, peer_addr); });
       }
       arm(hs);
     });
@@ -194,28 +250,47 @@ int Acceptor::accept(const Handshake& hs, Status* st) {
     std::lock_guard lk(im.mu);
     im.accepted = -1;
   }
+  im.leaving = false;
   im.io.restart();
   im.arm(hs);
   int fd = -1;
+  Status why;
   for (;;) {
-    im.io.run_one();
-    std::lock_guard lk(im.mu);
-    if (im.accepted >= 0 || im.shut) {
-      fd = std::exchange(im.accepted, -1);
+    {
+      std::lock_guard lk(im.mu);
+      if (im.accepted >= 0 || im.shut || !im.fatal.ok()) {
+        fd = std::exchange(im.accepted, -1);
+        why = im.fatal;
+        break;
+      }
+    }
+    if (im.io.run_one() == 0) {  // nothing left to wait on: cannot happen while an accept is armed
+      why = Status::Error(fmt::format("{}: listener on {}:{} stopped waiting", im.who, im.address,
+                                      im.port));
       break;
     }
   }
+  // Leave nothing armed that refers to hs: no accept, no backoff, no handshake.
+  im.leaving = true;
   asio::error_code ignore;
   im.acceptor.cancel(ignore);
-  im.io.poll();  // the cancelled accept's handler
+  im.backoff.cancel();
+  im.io.poll();
   im.end_handshakes();
   std::lock_guard lk(im.mu);
+  if (fd < 0) fd = std::exchange(im.accepted, -1);  // accepted while we were leaving
   if (im.accepted >= 0) {  // a second one won the race while we were leaving
     ::close(im.accepted);
     im.accepted = -1;
   }
+  if (fd >= 0 && (im.shut || !why.ok())) {
+    ::close(fd);
+    fd = -1;
+  }
   if (fd < 0) {
-    *st = Status::Error(fmt::format("{}: listener on {}:{} shut down", im.who, im.address, im.port));
+    *st = why.ok() ? Status::Error(fmt::format("{}: listener on {}:{} shut down", im.who,
+                                               im.address, im.port))
+                   : why;
     return -1;
   }
   *st = Status();

@@ -6,11 +6,14 @@
 //
 //   1. Acceptor::bind() binds now, so a port in use fails at start.
 //   2. connect_with_retry() retries every 20 ms until the deadline: at start a
-//      listener that is not up yet is normal.
+//      listener that is not up yet is normal. The deadline bounds each attempt
+//      too (an address that drops SYNs would hold a blocking connect minutes).
 //   3. Acceptor::accept() runs each connection's handshake on a thread of its
 //      own, under the handshake deadline, so a silent or slow stranger costs
 //      the real upstream nothing; a refused connection is logged and closed,
-//      and the wait goes on. The first accepted one is returned.
+//      and the wait goes on. The first accepted one is returned; before that,
+//      the other handshakes are ended and joined, so accept() may be called
+//      again and nothing calls the handshake after it returns.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +54,8 @@ class Acceptor {
   uint16_t port() const;
   // Waits for a connection whose handshake accepts it and returns its fd
   // (blocking, TCP_NODELAY, read timeout cleared). -1 with *st set once
-  // shut down or on a fatal error.
+  // shut down or on a fatal accept error; transient ones (out of descriptors,
+  // a peer that gave up while queued) are logged and retried.
   int accept(const Handshake& hs, Status* st);
   // From another thread: makes a blocked accept() return.
   void shutdown();

@@ -3,7 +3,9 @@
 #include "transport/tcp/connect.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -27,6 +29,27 @@ int raw_connect(uint16_t port) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
   return fd;
+}
+
+// Waits, without a deadline, until `n` reaches `want`: tests order events by
+// what happened, never by how long something took.
+void wait_for(const std::atomic<int>& n, int want) {
+  while (n.load() < want) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+// What the carrier is promised of every fd it gets: blocking, TCP_NODELAY,
+// reads without a timeout.
+void expect_link_socket(int fd) {
+  EXPECT_EQ(::fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
+  int nodelay = 0;
+  socklen_t len = sizeof nodelay;
+  ASSERT_EQ(::getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &nodelay, &len), 0);
+  EXPECT_NE(nodelay, 0);
+  timeval tv{1, 1};
+  len = sizeof tv;
+  ASSERT_EQ(::getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, &len), 0);
+  EXPECT_EQ(tv.tv_sec, 0);
+  EXPECT_EQ(tv.tv_usec, 0);
 }
 
 // The handshake of these tests: one byte, 'Y' is the real peer.
@@ -63,7 +86,8 @@ TEST(Connect, RetriesUntilTheListenerIsUp) {
   st = connect_with_retry("127.0.0.1", port, 10000, {}, "link a -> b", &fd);
   t.join();
   ASSERT_TRUE(st.ok()) << st.message();
-  EXPECT_GE(fd, 0);
+  ASSERT_GE(fd, 0);
+  expect_link_socket(fd);
   ::close(fd);
 }
 
@@ -78,8 +102,8 @@ TEST(Connect, NobodyListeningFailsNamingTheAddress) {
   int fd = -1;
   st = connect_with_retry("127.0.0.1", port, 100, {}, "link a -> b", &fd);
   ASSERT_FALSE(st.ok());
-  EXPECT_HAS(st.message(), "connect to 127.0.0.1:" + std::to_string(port));
-  EXPECT_HAS(st.message(), "link a -> b");
+  EXPECT_EQ(st.message().rfind("link a -> b: connect to 127.0.0.1:" + std::to_string(port), 0), 0u)
+      << st.message();
   EXPECT_HAS(st.message(), "Connection refused");
 }
 
@@ -119,7 +143,7 @@ TEST(Acceptor, StrangersAreRefusedAndTheRealPeerGetsInWhileASilentOneWaits) {
   int silent = raw_connect(a->port());  // connects and says nothing
   int garbage = raw_connect(a->port());
   ASSERT_EQ(::send(garbage, "G", 1, 0), 1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  wait_for(refused, 1);  // the garbage one is out; the silent one connected before it
   int real = raw_connect(a->port());
   ASSERT_EQ(::send(real, "Y", 1, 0), 1);
   t.join();
@@ -129,12 +153,45 @@ TEST(Acceptor, StrangersAreRefusedAndTheRealPeerGetsInWhileASilentOneWaits) {
   // accept() then ends the silent one's handshake too.)
   EXPECT_EQ(refused_when_accepted.load(), 1);
   EXPECT_EQ(refused.load(), 2);
+  expect_link_socket(got);
   // The accepted fd is the real peer's: what it sends arrives.
   ASSERT_EQ(::send(real, "Z", 1, 0), 1);
   char c = 0;
   EXPECT_EQ(::recv(got, &c, 1, 0), 1);
   EXPECT_EQ(c, 'Z');
   for (int fd : {silent, garbage, real, got}) ::close(fd);
+}
+
+TEST(Acceptor, AcceptsAgainAfterReturning) {
+  // Each accept() leaves nothing armed behind it (its handshake is gone once it
+  // returns); the next one takes the next peer, strangers still refused.
+  Status st;
+  auto a = Acceptor::bind("127.0.0.1", 0, {}, "node-a", &st);
+  ASSERT_TRUE(a);
+  std::atomic<int> refused{0};
+  for (int round = 0; round < 3; ++round) {
+    Handshake hs = [&](int fd, const std::string& peer, std::string* why) {
+      Verdict v = one_byte(fd, peer, why);
+      if (v == Verdict::kRefuse) refused.fetch_add(1);
+      return v;
+    };
+    int got = -1;
+    Status ast;
+    std::thread t([&] { got = a->accept(hs, &ast); });
+    int stranger = raw_connect(a->port());
+    ASSERT_EQ(::send(stranger, "S", 1, 0), 1);
+    wait_for(refused, round + 1);
+    int real = raw_connect(a->port());
+    ASSERT_EQ(::send(real, "Y", 1, 0), 1);
+    t.join();
+    ASSERT_GE(got, 0) << ast.message();
+    ASSERT_EQ(::send(real, "Z", 1, 0), 1);
+    char c = 0;
+    EXPECT_EQ(::recv(got, &c, 1, 0), 1);
+    EXPECT_EQ(c, 'Z');
+    for (int fd : {stranger, real, got}) ::close(fd);
+  }
+  EXPECT_EQ(refused.load(), 3);
 }
 
 TEST(Acceptor, ShutdownUnblocksAccept) {
@@ -147,6 +204,10 @@ TEST(Acceptor, ShutdownUnblocksAccept) {
   });
   int fd = a->accept([](int, const std::string&, std::string*) { return Verdict::kAccept; }, &st);
   t.join();
+  EXPECT_EQ(fd, -1);
+  EXPECT_HAS(st.message(), "shut down");
+  // Shutdown is for good: a later accept returns at once.
+  fd = a->accept([](int, const std::string&, std::string*) { return Verdict::kAccept; }, &st);
   EXPECT_EQ(fd, -1);
   EXPECT_HAS(st.message(), "shut down");
 }

@@ -1,17 +1,27 @@
 // Does the tcp carrier's raw gather I/O earn its keep against Asio? The same
 // batch of pieces goes over a loopback TCP connection (a reader thread
 // drains it) with one raw sendmsg() of every iovec (looping on partial
-// writes), or with asio::write() of a buffer sequence, which gathers at most
-// 64 buffers per call (asio::detail::max_iov_len). Two shapes:
-//   Events76B: 512 one-tuple events of 76 bytes, a 16-byte frame header every
-//              64 (what a loadgen sends for 12-byte tuples);
-//   Events32KiB: 4 frames of [16-byte header, 32 KiB event].
-// Run: build/transport/tcp/gather_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+// writes), or with asio::write() of a std::vector<asio::const_buffer>. Two
+// shapes:
+//   events76B:   512 one-tuple events of 76 bytes, a 16-byte frame header every
+//                64 (520 pieces, what a loadgen sends for 12-byte tuples);
+//   events32KiB: 4 frames of [16-byte header, 32 KiB event] (8 pieces).
 //
-// On the 2-core VM (2026-11-22, medians of 3): 76-byte pieces: raw sendmsg
-// 16.9 us per batch (30.8 M pieces/s), asio::write 79.6 us (6.5 M/s): raw is
-// 4.7x faster; 32 KiB events: raw 51.4 us (2.37 GB/s), asio 80.2 us
-// (1.52 GB/s): 1.56x. So the data path keeps raw gather I/O.
+// Asio 1.22's asio::write() is narrower than its max_iov_len suggests (that
+// is IOV_MAX, 1024, on Linux): consuming_buffers prepares at most 16 buffers
+// per write_some (detail/consuming_buffers.hpp, prepared_buffers), and
+// transfer_all caps each write_some at 64 KiB (default_max_transfer_size).
+// strace -c agrees: about 33 sendmsg calls per 520-piece batch and 3 per
+// 128 KiB batch, against 1 raw sendmsg for either.
+//
+// Run: flock /tmp/cpu.lock build/transport/tcp/gather_bench
+//        --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
+// 2-core VM shared with other builds, 2026-11-22, medians of 3:
+//   events76B:   raw 16.7 us/batch (2.18 GB/s, 31.2 M pieces/s),
+//                asio 80.7 us (0.46 GB/s, 6.4 M pieces/s): raw/asio 4.8x;
+//   events32KiB: raw 49.6 us/batch (2.46 GB/s, 161 k pieces/s),
+//                asio 83.8 us (1.46 GB/s, 95 k pieces/s): raw/asio 1.7x.
+// So the data path keeps raw gather I/O; Asio handles connection set-up only.
 #define ASIO_STANDALONE 1
 #include <asio.hpp>
 #include <benchmark/benchmark.h>

@@ -776,6 +776,7 @@ class TcpListener final : public Listener {
   std::unique_ptr<Receiver> accept(Status* st) override {
     const HelloInfo mine = expected_hello(opts_);
     std::string sender = opts_.from;
+    std::mutex sender_mu;
     const uint16_t port = acceptor_->port();
     auto handshake = [&](int fd, const std::string& peer, std::string* why) {
       const std::string link = link_name(opts_, port) + " from " + peer;
@@ -803,7 +804,9 @@ class TcpListener final : public Listener {
         *why = mismatch;
         return Verdict::kRefuse;
       }
-      if (!hello.sender_name.empty()) sender = hello.sender_name;
+      // Handshakes run side by side: only the one kept may name the sender.
+      std::lock_guard lk(sender_mu);
+      if (!hello.sender_name.empty() && sender == opts_.from) sender = hello.sender_name;
       return Verdict::kAccept;
     };
     int fd = acceptor_->accept(handshake, st);

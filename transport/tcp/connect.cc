@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <system_error>
 #include <cerrno>
 #include <chrono>
 #include <mutex>
@@ -32,12 +33,6 @@ asio::error_code set_congestion(int fd, const SocketOptions& so) {
   return {};
 }
 
-void set_recv_timeout(int fd, uint32_t ms) {
-  timeval tv{};
-  tv.tv_sec = ms / 1000;
-  tv.tv_usec = (ms % 1000) * 1000;
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-}
 
 std::string endpoint_text(const tcp::endpoint& e) {
   return fmt::format("{}:{}", e.address().to_string(), e.port());
@@ -307,6 +302,114 @@ void Acceptor::shutdown() {
     asio::error_code ignore;
     im.acceptor.cancel(ignore);
   });
+}
+
+void set_recv_timeout(int fd, uint32_t ms) {
+  timeval tv{};
+  tv.tv_sec = ms / 1000;
+  tv.tv_usec = (ms % 1000) * 1000;
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+namespace {
+std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
+}  // namespace
+
+Status send_all(int fd, const void* p, size_t n, const std::string& who) {
+  auto* b = static_cast<const std::byte*>(p);
+  while (n > 0) {
+    ssize_t r = ::send(fd, b, n, MSG_NOSIGNAL);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Status::Error(fmt::format("send failed on {}: {}", who, errno_text(errno)));
+    }
+    b += r;
+    n -= r;
+  }
+  return {};
+}
+
+Status read_exact(int fd, void* p, size_t n, const std::string& who, const char* what) {
+  auto* b = static_cast<std::byte*>(p);
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::recv(fd, b + got, n - got, 0);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK)
+        return Status::Error(fmt::format("{}: timed out waiting for the {}", who, what));
+      return Status::Error(fmt::format("recv failed on {} reading the {}: {}", who, what,
+                                       errno_text(errno)));
+    }
+    if (r == 0)
+      return Status::Error(fmt::format("{}: peer closed the connection during the {} ({} of {} bytes)",
+                                       who, what, got, n));
+    got += r;
+  }
+  return {};
+}
+
+namespace {
+// Reads one handshake message (prefix + message) into buf.
+Status read_handshake(int fd, std::byte* buf, uint32_t* len, const std::string& link,
+                      const char* what) {
+  Status st = read_exact(fd, buf, kHandshakePrefixBytes, link, what);
+  if (!st) return st;
+  st = decode_handshake_prefix(buf, len);
+  if (!st) return Status::Error(fmt::format("{}: {}: {}", link, what, st.message()));
+  return read_exact(fd, buf, *len, link, what);
+}
+}  // namespace
+
+Verdict answer_hello(int fd, const LinkOptions& opts, const std::string& link,
+                     std::string* sender, std::string* why) {
+  alignas(8) std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
+  uint32_t hlen = 0;
+  HelloInfo hello;
+  Status s = read_handshake(fd, buf, &hlen, link, "Hello");
+  if (s) s = decode_hello(buf, hlen, &hello);
+  std::string mismatch = s ? hello_mismatch(hello, expected_hello(opts)) : s.message();
+  ReplyInfo reply;
+  reply.receiver_name = opts.to;
+  reply.accepted = mismatch.empty();
+  if (reply.accepted) {
+    reply.credits = opts.slots;
+    reply.slot_bytes = opts.slot_bytes;
+    reply.credit_batch = opts.effective_credit_batch();
+  } else {
+    reply.error = mismatch;
+  }
+  size_t n = 0;
+  Status w = encode_reply(reply, buf, sizeof buf, &n);
+  if (w) w = send_all(fd, buf, n, link);
+  if (reply.accepted && !w) mismatch = w.message();
+  if (!mismatch.empty()) {
+    *why = mismatch;
+    return Verdict::kRefuse;
+  }
+  *sender = hello.sender_name;
+  return Verdict::kAccept;
+}
+
+Status ask_hello(int fd, const LinkOptions& opts, const std::string& link, ReplyInfo* reply) {
+  alignas(8) std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
+  size_t n = 0;
+  Status st = encode_hello(hello_from_options(opts), buf, sizeof buf, &n);
+  if (st) st = send_all(fd, buf, n, link);
+  if (!st) return st;
+  set_recv_timeout(fd, opts.connect_timeout_ms);
+  uint32_t len = 0;
+  st = read_handshake(fd, buf, &len, link, "HelloReply");
+  if (!st) return st;
+  Status s = decode_reply(buf, len, reply);
+  if (!s) return Status::Error(fmt::format("{}: HelloReply: {}", link, s.message()));
+  if (!reply->accepted)
+    return Status::Error(fmt::format("{}: handshake rejected: {}", link, reply->error));
+  if (reply->credits == 0 || reply->slot_bytes < kEventHeaderBytes + kMinTupleBytes)
+    return Status::Error(fmt::format("{}: HelloReply grants {} credits of {}-byte slots", link,
+                                     reply->credits, reply->slot_bytes));
+  set_recv_timeout(fd, 0);
+  return {};
 }
 
 }  // namespace sluice::tcp

@@ -22,6 +22,8 @@
 #include <string>
 
 #include "base/status.h"
+#include "transport/handshake.h"
+#include "transport/transport.h"
 
 namespace sluice::tcp {
 
@@ -66,5 +68,24 @@ class Acceptor {
   explicit Acceptor(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// Blocking I/O on a control socket (the handshake; the message carriers'
+// control connection). Errors name `who` and `what` was being read.
+Status send_all(int fd, const void* p, size_t n, const std::string& who);
+Status read_exact(int fd, void* p, size_t n, const std::string& who, const char* what);
+// SO_RCVTIMEO; 0 clears it.
+void set_recv_timeout(int fd, uint32_t ms);
+
+// The handshake of transport/handshake.h on a connected socket, for every
+// carrier that connects over TCP (tcp itself; fabric and ucx's control
+// connection).
+//   answer_hello: the receiver's side. Reads Hello, checks it against `opts`
+//   and writes the reply. kAccept with *sender = the sender's name as it
+//   gave it ("" if none); kRefuse with *why.
+Verdict answer_hello(int fd, const LinkOptions& opts, const std::string& link,
+                     std::string* sender, std::string* why);
+//   ask_hello: the sender's side, within opts.connect_timeout_ms. An error
+//   names the link and why (refused, or a grant no link can use).
+Status ask_hello(int fd, const LinkOptions& opts, const std::string& link, ReplyInfo* reply);
 
 }  // namespace sluice::tcp

@@ -74,14 +74,6 @@ struct Stats {
   }
 };
 
-// Handshake reads must not hang on a peer that connects and says nothing.
-void set_recv_timeout(int fd, uint32_t ms) {
-  timeval tv{};
-  tv.tv_sec = ms / 1000;
-  tv.tv_usec = (ms % 1000) * 1000;
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-}
-
 Status write_all(int fd, const std::byte* p, size_t n, const std::string& link, Stats* stats) {
   while (n > 0) {
     ssize_t r = ::send(fd, p, n, MSG_NOSIGNAL);
@@ -95,36 +87,6 @@ Status write_all(int fd, const std::byte* p, size_t n, const std::string& link, 
     n -= r;
   }
   return {};
-}
-
-// Reads exactly n bytes (handshake only).
-Status read_all(int fd, std::byte* p, size_t n, const std::string& link, const char* what) {
-  size_t got = 0;
-  while (got < n) {
-    ssize_t r = ::recv(fd, p + got, n - got, 0);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK)
-        return Status::Error(fmt::format("{}: timed out waiting for the {}", link, what));
-      return Status::Error(fmt::format("recv failed on {} reading the {}: {}", link, what,
-                                       errno_text(errno)));
-    }
-    if (r == 0)
-      return Status::Error(fmt::format("{}: peer closed the connection during the {} ({} of {} bytes)",
-                                       link, what, got, n));
-    got += r;
-  }
-  return {};
-}
-
-// Reads one handshake message (prefix + message) into buf.
-Status read_handshake(int fd, std::byte* buf, uint32_t* len, const std::string& link,
-                      const char* what) {
-  Status st = read_all(fd, buf, kHandshakePrefixBytes, link, what);
-  if (!st) return st;
-  st = decode_handshake_prefix(buf, len);
-  if (!st) return Status::Error(fmt::format("{}: {}: {}", link, what, st.message()));
-  return read_all(fd, buf, *len, link, what);
 }
 
 // ---------------------------------------------------------------------------
@@ -774,40 +736,16 @@ class TcpListener final : public Listener {
   }
 
   std::unique_ptr<Receiver> accept(Status* st) override {
-    const HelloInfo mine = expected_hello(opts_);
     std::string sender = opts_.from;
     std::mutex sender_mu;
     const uint16_t port = acceptor_->port();
     auto handshake = [&](int fd, const std::string& peer, std::string* why) {
-      const std::string link = link_name(opts_, port) + " from " + peer;
-      alignas(8) std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
-      uint32_t hlen = 0;
-      HelloInfo hello;
-      Status s = read_handshake(fd, buf, &hlen, link, "Hello");
-      if (s) s = decode_hello(buf, hlen, &hello);
-      std::string mismatch = s ? hello_mismatch(hello, mine) : s.message();
-      ReplyInfo reply;
-      reply.receiver_name = opts_.to;
-      reply.accepted = mismatch.empty();
-      if (reply.accepted) {
-        reply.credits = opts_.slots;
-        reply.slot_bytes = opts_.slot_bytes;
-        reply.credit_batch = opts_.effective_credit_batch();
-      } else {
-        reply.error = mismatch;
-      }
-      size_t n = 0;
-      Status w = encode_reply(reply, buf, sizeof buf, &n);
-      if (w) w = write_all(fd, buf, n, link, nullptr);
-      if (reply.accepted && !w) mismatch = w.message();
-      if (!mismatch.empty()) {
-        *why = mismatch;
-        return Verdict::kRefuse;
-      }
+      std::string name;
+      Verdict v = answer_hello(fd, opts_, link_name(opts_, port) + " from " + peer, &name, why);
       // Handshakes run side by side: only the one kept may name the sender.
       std::lock_guard lk(sender_mu);
-      if (!hello.sender_name.empty() && sender == opts_.from) sender = hello.sender_name;
-      return Verdict::kAccept;
+      if (v == Verdict::kAccept && !name.empty() && sender == opts_.from) sender = name;
+      return v;
     };
     int fd = acceptor_->accept(handshake, st);
     if (fd < 0) return nullptr;
@@ -862,32 +800,9 @@ std::unique_ptr<Sender> make_sender(const LinkOptions& opts, SlotPool& pool, Sta
   *st = connect_with_retry(opts.host, opts.port, opts.connect_timeout_ms, so, link, &raw);
   if (!st->ok()) return nullptr;
   Fd fd(raw);
-  // Hello, then the reply, within the handshake deadline.
-  alignas(8) std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
-  size_t n = 0;
-  *st = encode_hello(hello_from_options(opts), buf, sizeof buf, &n);
-  if (st->ok()) *st = write_all(fd.get(), buf, n, link, nullptr);
-  if (!st->ok()) return nullptr;
-  set_recv_timeout(fd.get(), opts.connect_timeout_ms);
-  uint32_t len = 0;
-  *st = read_handshake(fd.get(), buf, &len, link, "HelloReply");
-  if (!st->ok()) return nullptr;
   ReplyInfo reply;
-  Status s = decode_reply(buf, len, &reply);
-  if (!s) {
-    *st = Status::Error(fmt::format("{}: HelloReply: {}", link, s.message()));
-    return nullptr;
-  }
-  if (!reply.accepted) {
-    *st = Status::Error(fmt::format("{}: handshake rejected: {}", link, reply.error));
-    return nullptr;
-  }
-  if (reply.credits == 0 || reply.slot_bytes < kEventHeaderBytes + kMinTupleBytes) {
-    *st = Status::Error(fmt::format("{}: HelloReply grants {} credits of {}-byte slots", link,
-                                    reply.credits, reply.slot_bytes));
-    return nullptr;
-  }
-  set_recv_timeout(fd.get(), 0);
+  *st = ask_hello(fd.get(), opts, link, &reply);
+  if (!st->ok()) return nullptr;
   std::unique_ptr<TxCarrier> tx;
   if (opts.tcp.encoding == Encoding::kSg)
     tx = std::make_unique<SgTx>(std::move(fd), opts, pool, link);

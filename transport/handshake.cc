@@ -66,6 +66,8 @@ Status with_aligned_handshake(const std::byte* p, size_t len, Fn fn) {
 
 std::string carrier_name(const LinkOptions& opts) {
   if (opts.transport == "tcp") return "tcp/" + std::string(encoding_name(opts.tcp.encoding));
+  if (opts.transport == "fabric") return "fabric/" + opts.msg.fabric_provider;
+  if (opts.transport == "ucx") return "ucx/" + opts.msg.ucx_tls;
   return opts.transport;
 }
 

@@ -6,7 +6,10 @@
 //   transport/          event and frame format, the pool, the handshake, the
 //                       protocol core (Receiver, Sender), this registry
 //   transport/tcp/      the tcp carrier (encodings sg, copy, capnp)
-//   (fabric/, ucx/)     the RDMA-style carriers of the next issue
+//   transport/msg/      what the message carriers share: control connection,
+//                       pre-posted slots, credits as messages, the doorbell
+//   transport/fabric/   libfabric (providers tcp, net, shm, verbs)
+//   transport/ucx/      UCX (transports tcp, sm, ...)
 //
 // A process makes one TransportContext (where the RDMA carriers will own a
 // fabric domain or a UCX context and register each pool once), then for each
@@ -15,7 +18,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <utility>
+#include <vector>
 #include <span>
 #include <string>
 
@@ -23,6 +30,7 @@
 #include "base/ring.h"
 #include "base/status.h"
 #include "transport/pool.h"
+#include "transport/msg/options.h"
 #include "transport/tcp/options.h"
 
 namespace sluice {
@@ -30,7 +38,7 @@ namespace sluice {
 // Everything one end of a link needs to know. Both ends are built from the
 // same deployment file, and the handshake checks that they agree.
 struct LinkOptions {
-  std::string transport = "tcp";  // the carrier: tcp (fabric, ucx: the RDMA issue)
+  std::string transport = "tcp";  // the carrier: tcp | fabric | ucx
 
   // The protocol core: the same for every carrier.
   uint32_t slot_bytes = 65536;    // receiver slot = the largest frame payload
@@ -55,8 +63,9 @@ struct LinkOptions {
   uint32_t instance = 0;           // which instance of the pipeline; checked at handshake
   bool name_receiver = true;       // Hello names `to` (off where the sender cannot know it)
 
-  // What only one carrier has.
+  // What only some carriers have.
   TcpOptions tcp;
+  MsgOptions msg;  // fabric, ucx
 
   uint32_t effective_credit_batch() const {
     uint32_t b = credit_batch ? credit_batch : slots / 4;
@@ -69,15 +78,35 @@ struct LinkOptions {
 class Receiver;
 class Sender;
 
-// Process-wide transport resources. Pools that links send from or receive
-// into are registered once, before any link is made over them.
+// Process-wide transport resources: what a carrier opens once per process
+// (a libfabric fabric and domain with the pools registered in it, ...), kept
+// here by key for as long as the context lives; links made in it share them.
 class TransportContext {
  public:
+  struct State {
+    virtual ~State() = default;
+  };
   TransportContext() = default;
   TransportContext(const TransportContext&) = delete;
   TransportContext& operator=(const TransportContext&) = delete;
-  // tcp needs nothing; a carrier that needs registered memory registers here.
+  // Pools that links send from or receive into; a carrier that needs
+  // registered memory registers each once in each domain it opens.
   Status register_pool(SlotPool& pool) { return {}; }
+  // The state kept under `key`, made by `make` the first time (any thread).
+  std::shared_ptr<State> state(const std::string& key,
+                               const std::function<std::shared_ptr<State>(Status*)>& make,
+                               Status* st) {
+    std::lock_guard lk(mu_);
+    for (auto& [k, v] : states_)
+      if (k == key) return v;
+    auto v = make(st);
+    if (v) states_.emplace_back(key, v);
+    return v;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<std::string, std::shared_ptr<State>>> states_;
 };
 
 class Listener {

@@ -1,0 +1,797 @@
+#include "transport/msg/msg.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <vector>
+
+#include "base/fd.h"
+#include "transport/tcp/connect.h"
+
+namespace sluice::msg {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint32_t kMaxBlob = 65536;
+constexpr uint64_t kCreditCtx = uint64_t{1} << 62;  // ctx of a credit message (| its buffer)
+constexpr size_t kMaxPieces = 256;                  // pieces the sender gathers into a frame
+constexpr long kOwedPollNs = 100'000;               // doorbell endpoints: recheck while owed
+
+std::string link_name(const LinkOptions& o, const std::string& carrier, uint16_t port) {
+  return fmt::format("link {} -> {} ({}, {}:{})", o.from.empty() ? "?" : o.from,
+                     o.to.empty() ? "?" : o.to, carrier, o.host, port);
+}
+
+// ------------------------------------------------------------ control
+
+// Bytes on the control connection after the handshake and the addresses.
+constexpr char kReady = 'R';     // receiver -> sender: every slot is posted
+constexpr char kFinish = 'F';    // receiver -> sender: END's slot came back; nothing more
+constexpr char kDoorbell = 'D';  // either way: you said you would sleep; there is work
+
+Status send_blob(int fd, const std::string& b, const std::string& who) {
+  uint32_t n = static_cast<uint32_t>(b.size());
+  Status st = tcp::send_all(fd, &n, sizeof n, who);
+  if (st && n) st = tcp::send_all(fd, b.data(), n, who);
+  return st;
+}
+
+Status read_blob(int fd, std::string* b, const std::string& who, const char* what) {
+  uint32_t n = 0;
+  Status st = tcp::read_exact(fd, &n, sizeof n, who, what);
+  if (!st) return st;
+  if (n > kMaxBlob)
+    return Status::Error(fmt::format("{}: {} of {} bytes (at most {})", who, what, n, kMaxBlob));
+  b->resize(n);
+  return n ? tcp::read_exact(fd, b->data(), n, who, what) : Status();
+}
+
+// The doorbell page: one flag per side, set while that side sleeps.
+struct WakePage {
+  std::atomic<uint32_t> sleeping[2];  // [0] receiver, [1] sender
+};
+constexpr size_t kPageBytes = 4096;
+
+struct Page {
+  WakePage* p = nullptr;
+  Page() = default;
+  Page(Page&& o) noexcept : p(std::exchange(o.p, nullptr)) {}
+  Page& operator=(Page&&) = delete;
+  ~Page() {
+    if (p) munmap(p, kPageBytes);
+  }
+};
+
+// The receiver makes the page; its name goes to the sender, which maps it;
+// the receiver unlinks it once the sender answered (so a crash leaves at most
+// one 4 KiB file, /dev/shm/sluice-wake-*).
+Status create_page(Page* pg, std::string* name) {
+  static std::atomic<uint32_t> seq{0};
+  std::random_device rd;
+  *name = fmt::format("/sluice-wake-{}-{}-{:08x}", getpid(), seq.fetch_add(1), rd());
+  int fd = shm_open(name->c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::Error(fmt::format("shm_open {}: {}", *name, strerror(errno)));
+  Fd f(fd);
+  if (ftruncate(fd, kPageBytes) != 0) {
+    shm_unlink(name->c_str());
+    return Status::Error(fmt::format("ftruncate {}: {}", *name, strerror(errno)));
+  }
+  void* p = mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    shm_unlink(name->c_str());
+    return Status::Error(fmt::format("mmap {}: {}", *name, strerror(errno)));
+  }
+  pg->p = static_cast<WakePage*>(p);
+  return {};
+}
+
+Status open_page(Page* pg, const std::string& name) {
+  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0)
+    return Status::Error(fmt::format("the receiver's doorbell page {}: {} (are both ends on one host?)",
+                                     name, strerror(errno)));
+  Fd f(fd);
+  void* p = mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return Status::Error(fmt::format("mmap {}: {}", name, strerror(errno)));
+  pg->p = static_cast<WakePage*>(p);
+  return {};
+}
+
+// ------------------------------------------------------------ one link end
+
+// What both ends share: the endpoint, the control connection, the wait set
+// (an epoll fd over the endpoint's fd and the control connection), the
+// doorbell, and completions reaped at a moment their owner could not take
+// them (a send that found the endpoint full).
+class End {
+ public:
+  End(std::unique_ptr<Endpoint> ep, Fd ctl, Page page, int me, const LinkOptions& opts,
+      std::string link, size_t stash)
+      : ep_(std::move(ep)),
+        ctl_(std::move(ctl)),
+        page_(std::move(page)),
+        me_(me),
+        spin_(std::chrono::microseconds(opts.msg.spin_us)),
+        link_(std::move(link)),
+        stash_(stash) {
+    epfd_ = Fd(epoll_create1(EPOLL_CLOEXEC));
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, ctl_.get(), &ev);
+    if (ep_->fd() >= 0) epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, ep_->fd(), &ev);
+    if (page_.p) {
+      timer_ = Fd(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+      epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, timer_.get(), &ev);
+    }
+    fcntl(ctl_.get(), F_SETFL, fcntl(ctl_.get(), F_GETFL) | O_NONBLOCK);
+  }
+
+  int wait_fd() const { return epfd_.get(); }
+  const std::string& link() const { return link_; }
+  Endpoint& ep() { return *ep_; }
+
+  // Completions: stashed ones first, then the endpoint's.
+  Status reap(Completion* out, size_t max, size_t* n) {
+    size_t k = 0;
+    while (k < max && shead_ != stail_) out[k++] = stash_[shead_++ % stash_.size()];
+    size_t got = 0;
+    if (k < max) {
+      Status st = ep_->poll(out + k, max - k, &got);
+      if (!st) return fail(Status::Error(fmt::format("{}: {}", link_, st.message())));
+    }
+    *n = k + got;
+    for (size_t i = 0; i < *n; ++i)
+      if (out[i].type == Completion::kError)
+        return fail(Status::Error(fmt::format("{}: completion error {}", link_, out[i].err)));
+    return {};
+  }
+  // Keeps completions a caller reaped but cannot use now.
+  void stash(const Completion* c, size_t n) {
+    for (size_t i = 0; i < n; ++i) stash_[stail_++ % stash_.size()] = c[i];
+  }
+
+  // Nothing to do now: spin (doorbell endpoints), then arm the wait set.
+  // Returns with *n > 0 if something came in meanwhile (and then unarmed).
+  // `peer_owes`: sends of ours are not complete yet; only the peer's
+  // progress completes them (shm), so a sleeping peer is woken first.
+  Status idle(Completion* out, size_t max, size_t* n, bool peer_owes) {
+    *n = 0;
+    if (!page_.p) {
+      for (int i = 0; i < 3; ++i) {
+        if (ep_->arm()) {
+          armed_ = true;
+          return {};
+        }
+        Status st = reap(out, max, n);
+        if (!st || *n) return st;
+      }
+      return {};  // busy: the owner polls again rather than sleeping
+    }
+    const auto until = Clock::now() + spin_;
+    do {
+      Status st = reap(out, max, n);
+      if (!st || *n) return st;
+    } while (Clock::now() < until);
+    page_.p->sleeping[me_].store(1, std::memory_order_seq_cst);
+    if (peer_owes) {
+      // Our sends complete only as the peer makes progress (and a large
+      // one may need ours again in between): wake it, and look again soon
+      // whatever it does.
+      ring_peer();
+      itimerspec t{};
+      t.it_value.tv_nsec = kOwedPollNs;
+      timerfd_settime(timer_.get(), 0, &t, nullptr);
+      timer_armed_ = true;
+    }
+    Status st = reap(out, max, n);
+    if (!st || *n) {
+      page_.p->sleeping[me_].store(0, std::memory_order_relaxed);
+      return st;
+    }
+    armed_ = true;
+    return {};
+  }
+
+  // After the owner slept (or would have): what came on the control
+  // connection. Only then is it read, so a busy link makes no syscall here.
+  struct Seen {
+    bool ready = false, finish = false, eof = false, bell = false;
+  };
+  void wake(Seen* s) {
+    if (!armed_) return;
+    armed_ = false;
+    if (page_.p) page_.p->sleeping[me_].store(0, std::memory_order_relaxed);
+    if (timer_armed_) {
+      uint64_t v;
+      (void)!::read(timer_.get(), &v, sizeof v);
+      timer_armed_ = false;
+    }
+    read_control(s);
+  }
+  void read_control(Seen* s) {
+    char buf[64];
+    for (;;) {
+      ssize_t r = ::recv(ctl_.get(), buf, sizeof buf, MSG_DONTWAIT);
+      if (r > 0) {
+        for (ssize_t i = 0; i < r; ++i) {
+          if (buf[i] == kReady) s->ready = true;
+          if (buf[i] == kFinish) s->finish = true;
+          if (buf[i] == kDoorbell) s->bell = true;
+        }
+        continue;
+      }
+      if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        s->eof = true;
+        eof_ = true;
+      }
+      if (r < 0 && errno == EINTR) continue;
+      return;
+    }
+  }
+  bool eof() const { return eof_; }
+
+  // The peer may have work now: wake it if it said it sleeps.
+  void ring_peer() {
+    if (!page_.p) return;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::atomic<uint32_t>& f = page_.p->sleeping[1 - me_];
+    if (f.load(std::memory_order_relaxed) && f.exchange(0, std::memory_order_seq_cst)) {
+      const char d = kDoorbell;
+      (void)!::send(ctl_.get(), &d, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+      doorbells_.add(1);
+    }
+  }
+  void put(char c) { (void)!::send(ctl_.get(), &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL); }
+  // Sleeps on the wait set (at most ms); the caller armed first.
+  void sleep(int ms) {
+    epoll_event ev[3];
+    epoll_wait(epfd_.get(), ev, 3, ms);
+  }
+  void shutdown() { ::shutdown(ctl_.get(), SHUT_RDWR); }
+  // Waits at most ms for bytes (or EOF) on the control connection.
+  void wait_control(int ms) {
+    pollfd p{ctl_.get(), POLLIN, 0};
+    ::poll(&p, 1, ms);
+  }
+
+  Status fail(Status st) {
+    if (error_.ok()) error_ = std::move(st);
+    return error_;
+  }
+  const Status& error() const { return error_; }
+  uint64_t doorbells() const { return doorbells_.get(); }
+
+ private:
+  std::unique_ptr<Endpoint> ep_;
+  Fd ctl_;
+  Page page_;
+  const int me_;
+  const std::chrono::microseconds spin_;
+  std::string link_;
+  Fd epfd_;
+  std::vector<Completion> stash_;
+  size_t shead_ = 0, stail_ = 0;
+  Fd timer_;  // doorbell endpoints: the "look again soon" while the peer owes us
+  bool timer_armed_ = false;
+  bool armed_ = false, eof_ = false;
+  Status error_;
+  Counter doorbells_;
+};
+
+struct Stats {
+  Counter frames, bytes, syscalls;
+  LinkStats snapshot(uint64_t doorbells) const {
+    LinkStats s;
+    s.frames = frames.get();
+    s.bytes = bytes.get();
+    s.syscalls = syscalls.get() + doorbells;
+    return s;
+  }
+};
+
+// ------------------------------------------------------------ receiving end
+
+class MsgRx final : public RxCarrier {
+ public:
+  MsgRx(std::unique_ptr<Endpoint> ep, Fd ctl, Page page, const LinkOptions& opts, SlotPool& pool,
+        std::string link)
+      : opts_(opts),
+        pool_(pool),
+        end_(std::move(ep), std::move(ctl), std::move(page), 0, opts, std::move(link),
+             opts.slots + 2 * opts.slots + 8),
+        credit_bufs_(opts.slots + 2) {}
+
+  Status post(uint32_t slot) override {
+    Status st = end_.ep().post_recv(pool_.slot(slot), opts_.slot_bytes, slot);
+    if (!st) return end_.fail(Status::Error(fmt::format("{}: {}", end_.link(), st.message())));
+    return st;
+  }
+
+  Status poll(std::span<Arrival> out, size_t* n) override {
+    *n = 0;
+    if (!end_.error().ok()) return end_.error();
+    End::Seen seen;
+    end_.wake(&seen);
+    Completion c[64];
+    const size_t max = std::min<size_t>(out.size(), 64);
+    size_t got = 0;
+    Status st = end_.reap(c, max, &got);
+    if (st && got == 0 && !end_.eof()) st = end_.idle(c, max, &got, credits_out_ > 0);
+    if (!st) return st;
+    size_t k = 0;
+    for (size_t i = 0; i < got; ++i) {
+      const Completion& x = c[i];
+      if (x.type != Completion::kRecv) {  // a credit message went out
+        --credits_out_;
+        continue;
+      }
+      if ((x.imm & kImmChannelMask) != channel_of(Dir::kData))
+        return end_.fail(Status::Error(fmt::format(
+            "{}: a message with immediate {:#018x} is not a data frame of this protocol",
+            end_.link(), x.imm)));
+      const uint16_t kind = imm_kind(x.imm);
+      if (kind != static_cast<uint16_t>(FrameKind::kEvents) &&
+          kind != static_cast<uint16_t>(FrameKind::kEnd))
+        return end_.fail(Status::Error(fmt::format("{}: frame of unknown kind {}", end_.link(), kind)));
+      stats_.frames.add(1);
+      stats_.bytes.add(x.len);
+      out[k++] = Arrival{static_cast<uint32_t>(x.ctx), static_cast<FrameKind>(kind), x.len,
+                         imm_value(x.imm)};
+    }
+    if (k) end_.ring_peer();  // the sender's sends complete as we take them (shm)
+    if (k == 0 && end_.eof())
+      return end_.fail(Status::Error(fmt::format(
+          "{}: the sender closed its control connection before the end of stream "
+          "(the sending process ended or aborted)",
+          end_.link())));
+    *n = k;
+    return {};
+  }
+
+  Status send_credits(uint32_t credits) override {
+    if (!end_.error().ok()) return end_.error();
+    const size_t i = next_credit_++ % credit_bufs_.size();
+    credit_bufs_[i] = CreditFrame{kCreditMagic, credits};
+    iovec iov{&credit_bufs_[i], sizeof(CreditFrame)};
+    for (;;) {
+      bool again = false;
+      Status st = end_.ep().send(&iov, 1, make_imm(Dir::kCredit, kCreditKind, credits), kCreditCtx | i,
+                                 &again);
+      if (!st) return end_.fail(Status::Error(fmt::format("{}: credit message: {}", end_.link(), st.message())));
+      if (!again) {
+        ++credits_out_;
+        break;
+      }
+      // Full: reap, keeping what arrived for poll().
+      Completion c[64];
+      size_t got = 0;
+      st = end_.reap(c, 64, &got);
+      if (!st) return st;
+      end_.stash(c, got);
+    }
+    end_.ring_peer();
+    return {};
+  }
+
+  Status start() {
+    Status st = end_.ep().add_region(credit_bufs_.data(), credit_bufs_.size() * sizeof(CreditFrame));
+    if (!st) return Status::Error(fmt::format("{}: registering buffers: {}", end_.link(), st.message()));
+    return st;
+  }
+  void ready() { end_.put(kReady); }
+  void finish() override { end_.put(kFinish); }
+  void shutdown() override { end_.shutdown(); }
+  int wait_fd() const override { return end_.wait_fd(); }
+  LinkStats stats() const override { return stats_.snapshot(end_.doorbells()); }
+
+ private:
+  const LinkOptions opts_;
+  SlotPool& pool_;
+  End end_;
+  std::vector<CreditFrame> credit_bufs_;
+  size_t next_credit_ = 0;
+  size_t credits_out_ = 0;  // credit messages not completed yet
+  Stats stats_;
+};
+
+// ------------------------------------------------------------ sending end
+
+class MsgTx final : public TxCarrier {
+ public:
+  MsgTx(std::unique_ptr<Endpoint> ep, Fd ctl, Page page, const LinkOptions& opts, SlotPool& pool,
+        std::string link, uint32_t credits, uint32_t peer_slot_bytes)
+      : opts_(opts),
+        pool_(pool),
+        records_(std::max<size_t>(1, std::min<size_t>(credits, ep->tx_depth()))),
+        end_(std::move(ep), std::move(ctl), std::move(page), 1, opts, std::move(link),
+             credits + records_ + 8),
+        peer_slot_bytes_(peer_slot_bytes),
+        credit_bufs_(credits + 2),
+        staging_(new std::byte[records_ * size_t{peer_slot_bytes}]),
+        rec_(records_) {
+    for (size_t i = 0; i < records_; ++i) free_.push_back(static_cast<uint32_t>(records_ - 1 - i));
+    for (auto& r : rec_) r.release.reserve(kMaxPieces);
+  }
+
+  // Posts the credit buffers; before the receiver says it is ready.
+  Status start() {
+    Status reg = end_.ep().add_region(credit_bufs_.data(), credit_bufs_.size() * sizeof(CreditFrame));
+    if (reg) reg = end_.ep().add_region(staging_.get(), records_ * size_t{peer_slot_bytes_});
+    if (!reg) return Status::Error(fmt::format("{}: registering buffers: {}", end_.link(), reg.message()));
+    for (size_t i = 0; i < credit_bufs_.size(); ++i) {
+      Status st = end_.ep().post_recv(&credit_bufs_[i], sizeof(CreditFrame), kCreditCtx | i);
+      if (!st) return Status::Error(fmt::format("{}: posting a credit buffer: {}", end_.link(), st.message()));
+    }
+    return {};
+  }
+
+  // Waits for the receiver to say every slot is posted.
+  Status wait_ready(uint32_t timeout_ms) {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      End::Seen s;
+      end_.read_control(&s);
+      if (s.ready) return {};
+      if (s.eof)
+        return Status::Error(fmt::format("{}: the receiver closed the link before it was ready", end_.link()));
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      if (left.count() <= 0)
+        return Status::Error(fmt::format("{}: the receiver was not ready within {} ms", end_.link(), timeout_ms));
+      end_.wait_control(static_cast<int>(left.count()));
+    }
+  }
+
+  size_t max_pieces() const override { return kMaxPieces; }
+
+  Status frame(FrameKind kind, const Piece* pieces, size_t n, uint32_t payload_bytes,
+               uint32_t events) override {
+    if (!end_.error().ok()) return end_.error();
+    while (free_.empty()) {
+      Status st = reap(true);
+      if (!st) return st;
+    }
+    const uint32_t r = free_.back();
+    free_.pop_back();
+    Record& rec = rec_[r];
+    rec.release.clear();
+    iovec iov[kMaxPieces];
+    size_t k = 0;
+    if (n <= end_.ep().max_iov() && kind == FrameKind::kEvents) {
+      for (size_t i = 0; i < n; ++i) iov[k++] = iovec{const_cast<std::byte*>(pieces[i].p), pieces[i].len};
+    } else {
+      // More pieces than the endpoint gathers (or END, whose buffer is not
+      // the pool's): one contiguous copy in this send's staging buffer.
+      std::byte* s = staging_.get() + size_t{r} * peer_slot_bytes_;
+      size_t off = 0;
+      for (size_t i = 0; i < n; ++i) {
+        std::memcpy(s + off, pieces[i].p, pieces[i].len);
+        off += pieces[i].len;
+      }
+      iov[k++] = iovec{s, off};
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (pieces[i].release != kNoSlot) rec.release.push_back(pieces[i].release);
+    rec.busy = true;
+    const uint64_t imm = make_imm(Dir::kData, static_cast<uint16_t>(kind), events);
+    for (int tries = 0;;) {
+      bool again = false;
+      Status st = end_.ep().send(iov, k, imm, r, &again);
+      if (!st) return end_.fail(Status::Error(fmt::format("{}: send: {}", end_.link(), st.message())));
+      if (!again) break;
+      // Full (or, shm, still mapping the peer): drive progress and retry;
+      // sleep only when a completion we wait for would make the room.
+      st = reap(outstanding_ > 0 && ++tries > 64, 1);
+      if (!st) return st;
+    }
+    ++outstanding_;
+    stats_.frames.add(1);
+    stats_.bytes.add(payload_bytes);
+    end_.ring_peer();
+    if (opts_.msg.sync_completion) {
+      while (rec.busy) {
+        Status st = reap(true);
+        if (!st) return st;
+      }
+    }
+    return {};
+  }
+
+  Status flush() override { return end_.error(); }
+
+  Status credits(bool block, uint32_t* got) override {
+    *got = 0;
+    Status st = reap(false);
+    while (st && block && got_credits_ == 0) {
+      if (finished_)
+        return end_.fail(Status::Error(fmt::format(
+            "{}: the receiver finished while the sender waited for credit", end_.link())));
+      st = reap(true);
+    }
+    if (!st) return st;
+    *got = got_credits_;
+    got_credits_ = 0;
+    return {};
+  }
+
+  Status close(uint32_t timeout_ms) override {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    Status st = end_.error();
+    while (st && !finished_) {
+      if (Clock::now() > deadline)
+        return end_.fail(Status::Error(fmt::format(
+            "{}: the receiver did not finish within {} ms of the end of stream", end_.link(),
+            timeout_ms)));
+      st = reap(true, 100);
+      if (st && end_.eof() && !finished_)
+        return end_.fail(Status::Error(fmt::format(
+            "{}: the receiver closed its control connection before it finished", end_.link())));
+    }
+    if (!st) return st;
+    // Everything sent has completed before the endpoint goes.
+    while (st && outstanding_ > 0 && Clock::now() < deadline) st = reap(true, 100);
+    end_.shutdown();
+    return st;
+  }
+
+  void abort() override { end_.shutdown(); }
+  int wait_fd() const override { return end_.wait_fd(); }
+  bool busy() const override { return outstanding_ > 0; }
+  Status progress() override {
+    if (!end_.error().ok()) return end_.error();
+    size_t before = outstanding_;
+    Status st = reap(false);
+    if (st && outstanding_ == before && outstanding_ > 0) {
+      // Nothing completed: arm, so the owner may sleep on wait_fd().
+      Completion c[64];
+      size_t got = 0;
+      st = end_.idle(c, 64, &got, outstanding_ > 0);
+      if (st && got) st = handle(c, got);
+    }
+    return st;
+  }
+  LinkStats stats() const override { return stats_.snapshot(end_.doorbells()); }
+
+ private:
+  struct Record {
+    std::vector<uint32_t> release;  // reserved at start: no allocation per frame
+    bool busy = false;
+  };
+
+  // Reaps completions; with `block`, sleeps until at least one comes (or
+  // the control connection says something), at most wait_ms at a time.
+  Status reap(bool block, int wait_ms = 1000) {
+    if (!end_.error().ok()) return end_.error();
+    Completion c[64];
+    for (;;) {
+      End::Seen seen;
+      end_.wake(&seen);
+      if (seen.finish) finished_ = true;
+      size_t got = 0;
+      Status st = end_.reap(c, 64, &got);
+      if (!st) return st;
+      if (got) return handle(c, got);
+      if (!block) return {};
+      if (end_.eof() && !finished_)
+        return end_.fail(Status::Error(fmt::format(
+            "{}: the receiver closed its control connection (the receiving process ended)",
+            end_.link())));
+      if (finished_ && outstanding_ == 0) return {};
+      st = end_.idle(c, 64, &got, outstanding_ > 0);
+      if (!st) return st;
+      if (got) return handle(c, got);
+      end_.sleep(wait_ms);
+      if (wait_ms < 1000) {
+        end_.wake(&seen);
+        if (seen.finish) finished_ = true;
+        return {};
+      }
+    }
+  }
+
+  Status handle(const Completion* c, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+      const Completion& x = c[i];
+      if (x.type == Completion::kSend) {
+        if (x.ctx >= records_ || !rec_[x.ctx].busy)
+          return end_.fail(Status::Error(fmt::format("{}: completion of unknown send {}", end_.link(), x.ctx)));
+        Record& rec = rec_[x.ctx];
+        for (uint32_t s : rec.release) {
+          Status st = pool_.release(s);
+          if (!st) return end_.fail(st);
+        }
+        rec.busy = false;
+        free_.push_back(static_cast<uint32_t>(x.ctx));
+        --outstanding_;
+        continue;
+      }
+      // A credit message.
+      const size_t b = x.ctx & ~kCreditCtx;
+      if (!(x.ctx & kCreditCtx) || b >= credit_bufs_.size())
+        return end_.fail(Status::Error(fmt::format("{}: a message landed in unknown buffer {}", end_.link(), x.ctx)));
+      const CreditFrame cf = credit_bufs_[b];
+      if ((x.imm & kImmChannelMask) != channel_of(Dir::kCredit) || imm_kind(x.imm) != kCreditKind ||
+          x.len != sizeof(CreditFrame) || cf.magic != kCreditMagic || cf.credits != imm_value(x.imm))
+        return end_.fail(Status::Error(fmt::format(
+            "{}: malformed credit message ({} bytes, immediate {:#018x})", end_.link(), x.len, x.imm)));
+      got_credits_ += cf.credits;
+      Status st = end_.ep().post_recv(&credit_bufs_[b], sizeof(CreditFrame), x.ctx);
+      if (!st) return end_.fail(Status::Error(fmt::format("{}: reposting a credit buffer: {}", end_.link(), st.message())));
+    }
+    return {};
+  }
+
+  const LinkOptions opts_;
+  SlotPool& pool_;
+  const size_t records_;
+  End end_;
+  const uint32_t peer_slot_bytes_;
+  std::vector<CreditFrame> credit_bufs_;
+  std::unique_ptr<std::byte[]> staging_;
+  std::vector<Record> rec_;
+  std::vector<uint32_t> free_;
+  size_t outstanding_ = 0;
+  uint32_t got_credits_ = 0;
+  bool finished_ = false;
+  Stats stats_;
+};
+
+// ------------------------------------------------------------ listener
+
+class MsgListener final : public Listener {
+ public:
+  MsgListener(const LinkOptions& opts, SlotPool& pool, uint32_t first_slot,
+              std::shared_ptr<Factory> f)
+      : opts_(opts), pool_(pool), first_slot_(first_slot), factory_(std::move(f)) {}
+
+  Status bind() {
+    const std::string me = opts_.to.empty() ? "receiver" : opts_.to;
+    if (opts_.slots == 0 || first_slot_ + uint64_t{opts_.slots} > pool_.slots() ||
+        opts_.slot_bytes > pool_.slot_bytes())
+      return Status::Error(fmt::format(
+          "{}: link of {} slots x {} bytes from slot {} does not fit a pool of {} slots x {} bytes",
+          me, opts_.slots, opts_.slot_bytes, first_slot_, pool_.slots(), pool_.slot_bytes()));
+    tcp::SocketOptions so;
+    so.handshake_timeout_ms = opts_.connect_timeout_ms;
+    Status st;
+    acceptor_ = tcp::Acceptor::bind(opts_.bind_address(), opts_.port, so, me, &st);
+    return acceptor_ ? Status() : st;
+  }
+
+  std::unique_ptr<Receiver> accept(Status* st) override {
+    std::string sender = opts_.from;
+    std::mutex mu;
+    const std::string carrier = factory_->carrier();
+    const uint16_t port = acceptor_->port();
+    auto handshake = [&](int fd, const std::string& peer, std::string* why) {
+      std::string name;
+      tcp::Verdict v =
+          tcp::answer_hello(fd, opts_, link_name(opts_, carrier, port) + " from " + peer, &name, why);
+      std::lock_guard lk(mu);
+      if (v == tcp::Verdict::kAccept && !name.empty() && sender == opts_.from) sender = name;
+      return v;
+    };
+    int raw = acceptor_->accept(handshake, st);
+    if (raw < 0) return nullptr;
+    Fd ctl(raw);
+    LinkOptions o = opts_;
+    o.from = sender;
+    const std::string link = link_name(o, carrier, port);
+    tcp::set_recv_timeout(ctl.get(), opts_.connect_timeout_ms);
+    // The endpoint, its address and the doorbell page go to the sender;
+    // its address comes back.
+    std::string addr, peer_addr, page_name;
+    auto ep = factory_->open_rx(opts_, pool_, &addr, st);
+    if (!ep) {
+      *st = Status::Error(fmt::format("{}: {}", link, st->message()));
+      return nullptr;
+    }
+    Page page;
+    if (ep->fd() < 0) {
+      *st = create_page(&page, &page_name);
+      if (!st->ok()) return nullptr;
+    }
+    *st = send_blob(ctl.get(), page_name, link);
+    if (st->ok()) *st = send_blob(ctl.get(), addr, link);
+    if (st->ok()) *st = read_blob(ctl.get(), &peer_addr, link, "sender's endpoint address");
+    if (!page_name.empty()) shm_unlink(page_name.c_str());
+    if (st->ok()) *st = ep->connect(peer_addr, opts_.connect_timeout_ms);
+    if (!st->ok()) {
+      *st = Status::Error(fmt::format("{}: {}", link, st->message()));
+      return nullptr;
+    }
+    spdlog::info("{}: connected over {}", link, ep->describe());
+    tcp::set_recv_timeout(ctl.get(), 0);
+    auto rx = std::make_unique<MsgRx>(std::move(ep), std::move(ctl), std::move(page), opts_, pool_, link);
+    *st = rx->start();
+    if (!st->ok()) return nullptr;
+    for (uint32_t i = 0; i < opts_.slots; ++i) {
+      *st = rx->post(first_slot_ + i);
+      if (!st->ok()) return nullptr;
+    }
+    // Every slot is posted: the sender may start.
+    rx->ready();
+    *st = Status();
+    return std::make_unique<Receiver>(opts_, std::move(rx), pool_, first_slot_, link);
+  }
+
+  void shutdown() override { acceptor_->shutdown(); }
+  uint16_t port() const override { return acceptor_->port(); }
+
+ private:
+  LinkOptions opts_;
+  SlotPool& pool_;
+  uint32_t first_slot_;
+  std::shared_ptr<Factory> factory_;
+  std::unique_ptr<tcp::Acceptor> acceptor_;
+};
+
+}  // namespace
+
+std::unique_ptr<Listener> make_listener(const LinkOptions& opts, SlotPool& pool, uint32_t first_slot,
+                                        std::shared_ptr<Factory> factory, Status* st) {
+  auto l = std::make_unique<MsgListener>(opts, pool, first_slot, std::move(factory));
+  *st = l->bind();
+  if (!st->ok()) return nullptr;
+  return l;
+}
+
+std::unique_ptr<Sender> make_sender(const LinkOptions& opts, SlotPool& pool,
+                                    std::shared_ptr<Factory> factory, Status* st) {
+  const std::string link = link_name(opts, factory->carrier(), opts.port);
+  tcp::SocketOptions so;
+  so.handshake_timeout_ms = opts.connect_timeout_ms;
+  int raw = -1;
+  *st = tcp::connect_with_retry(opts.host, opts.port, opts.connect_timeout_ms, so, link, &raw);
+  if (!st->ok()) return nullptr;
+  Fd ctl(raw);
+  ReplyInfo reply;
+  *st = tcp::ask_hello(ctl.get(), opts, link, &reply);
+  if (!st->ok()) return nullptr;
+  tcp::set_recv_timeout(ctl.get(), opts.connect_timeout_ms);
+  std::string page_name, peer_addr, addr;
+  *st = read_blob(ctl.get(), &page_name, link, "receiver's doorbell page");
+  if (st->ok()) *st = read_blob(ctl.get(), &peer_addr, link, "receiver's endpoint address");
+  if (!st->ok()) return nullptr;
+  Page page;
+  if (!page_name.empty()) {
+    *st = open_page(&page, page_name);
+    if (!st->ok()) {
+      *st = Status::Error(fmt::format("{}: {}", link, st->message()));
+      return nullptr;
+    }
+  }
+  auto ep = factory->open_tx(opts, pool, peer_addr, &addr, st);
+  if (!ep) {
+    *st = Status::Error(fmt::format("{}: {}", link, st->message()));
+    return nullptr;
+  }
+  *st = send_blob(ctl.get(), addr, link);
+  if (st->ok()) *st = ep->connect(peer_addr, opts.connect_timeout_ms);
+  if (!st->ok()) {
+    *st = Status::Error(fmt::format("{}: {}", link, st->message()));
+    return nullptr;
+  }
+  auto tx = std::make_unique<MsgTx>(std::move(ep), std::move(ctl), std::move(page), opts, pool, link,
+                                    reply.credits, reply.slot_bytes);
+  *st = tx->start();
+  if (st->ok()) *st = tx->wait_ready(opts.connect_timeout_ms);
+  if (!st->ok()) return nullptr;
+  *st = Status();
+  return std::make_unique<Sender>(opts, std::move(tx), pool, reply.credits, reply.slot_bytes, link);
+}
+
+}  // namespace sluice::msg

@@ -29,6 +29,7 @@
 #include <thread>
 
 #include "transport/event.h"
+#include "transport/handshake.h"
 
 namespace sluice {
 
@@ -426,17 +427,18 @@ class Reader {
 // ---------------------------------------------------------------- the tables
 
 // One link key: read into a LinkOptions (the top level's defaults, or one
-// link's), written back. tcp_only keys belong to the tcp carrier.
+// link's), written back. A key with `only` belongs to those carriers
+// ("tcp", "fabric", "ucx", "fabric|ucx"); others are every link's.
 struct LinkKey {
   std::string name;
-  bool tcp_only;
+  const char* only;
   std::function<Status(const Reader&, const YAML::Node&, const std::string&, LinkOptions*)> read;
   std::function<void(YAML::Emitter&, const LinkOptions&)> write;
 };
 
 template <class T>
-LinkKey link_uint(const char* name, bool tcp_only, T& (*field)(LinkOptions&)) {
-  return {name, tcp_only,
+LinkKey link_uint(const char* name, const char* only, T& (*field)(LinkOptions&)) {
+  return {name, only,
           [=](const Reader& r, const YAML::Node& n, const std::string& path, LinkOptions* l) {
             return r.get(n, path, &field(*l));
           },
@@ -446,10 +448,10 @@ LinkKey link_uint(const char* name, bool tcp_only, T& (*field)(LinkOptions&)) {
 }
 
 // An enum: read as one of `allowed`, stored by `set`, written by `get`.
-LinkKey link_enum(const char* name, bool tcp_only, const std::vector<std::string>* allowed,
+LinkKey link_enum(const char* name, const char* only, const std::vector<std::string>* allowed,
                   std::function<void(LinkOptions*, const std::string&)> set,
                   std::function<std::string(const LinkOptions&)> get) {
-  return {name, tcp_only,
+  return {name, only,
           [=](const Reader& r, const YAML::Node& n, const std::string& path, LinkOptions* l) {
             std::string v;
             if (Status st = r.get_enum(n, path, *allowed, &v); !st) return st;
@@ -464,27 +466,47 @@ const std::vector<std::string> kRxPolls = {"block", "select"};
 const std::vector<std::string> kHandovers = {"descriptor", "copy"};
 const std::vector<std::string> kCongestionIn = {"", "default", "reno", "cubic", "bbr"};
 const std::vector<std::string> kSplits = {"stream", "copy"};
+// Providers and UCX transports sluice knows how to drive; whether one is
+// present on this machine is the carrier's to say at start.
+const std::vector<std::string> kFabricProviders = {"tcp", "net", "shm", "verbs", "efa", "psm2", "psm3"};
+const std::vector<std::string> kUcxTls = {"tcp", "sm", "posix", "sysv", "cma", "rc", "ud", "dc",
+                                          "rc_x", "ud_x", "dc_x", "sm,tcp", "rc,sm", "ud,sm", "all"};
+const std::vector<std::string> kSendCompletions = {"async", "sync"};
+
+// Whether a carrier-specific key means something on a link of `transport`.
+bool key_applies(const char* only, const std::string& transport) {
+  if (!only) return true;
+  std::string o = only;
+  size_t pos = 0;
+  while (pos <= o.size()) {
+    size_t bar = o.find('|', pos);
+    if (bar == std::string::npos) bar = o.size();
+    if (o.compare(pos, bar - pos, transport) == 0) return true;
+    pos = bar + 1;
+  }
+  return false;
+}
 
 // Every key a link may set, at the top level (the defaults of every link) or
 // in a link of `links:`.
 const std::vector<LinkKey>& link_keys() {
   static const std::vector<LinkKey> k = {
-      link_enum("transport", false, &kTransports,
+      link_enum("transport", nullptr, &kTransports,
                 [](LinkOptions* l, const std::string& v) { l->transport = v; },
                 [](const LinkOptions& l) { return l.transport; }),
-      link_enum("encoding", true, &kEncodings,
+      link_enum("encoding", "tcp", &kEncodings,
                 [](LinkOptions* l, const std::string& v) { parse_encoding(v, &l->tcp.encoding); },
                 [](const LinkOptions& l) { return std::string(encoding_name(l.tcp.encoding)); }),
-      link_enum("send_queue", true, &kSendQueues,
+      link_enum("send_queue", "tcp", &kSendQueues,
                 [](LinkOptions* l, const std::string& v) { l->tcp.async_send = v == "async"; },
                 [](const LinkOptions& l) { return std::string(l.tcp.async_send ? "async" : "sync"); }),
-      link_enum("rx_poll", true, &kRxPolls,
+      link_enum("rx_poll", "tcp", &kRxPolls,
                 [](LinkOptions* l, const std::string& v) { l->tcp.rx_select = v == "select"; },
                 [](const LinkOptions& l) { return std::string(l.tcp.rx_select ? "select" : "block"); }),
-      link_uint("read_bytes", true, +[](LinkOptions& l) -> uint32_t& { return l.tcp.read_bytes; }),
-      link_uint("poll_timeout_us", true,
+      link_uint("read_bytes", "tcp", +[](LinkOptions& l) -> uint32_t& { return l.tcp.read_bytes; }),
+      link_uint("poll_timeout_us", "tcp",
                 +[](LinkOptions& l) -> uint32_t& { return l.tcp.poll_timeout_us; }),
-      {"congestion", true,
+      {"congestion", "tcp",
        [](const Reader& r, const YAML::Node& n, const std::string& path, LinkOptions* l) {
          std::string v;
          if (n.IsNull()) v.clear();
@@ -496,12 +518,22 @@ const std::vector<LinkKey>& link_keys() {
          e << YAML::Key << "congestion" << YAML::Value
            << (l.tcp.congestion.empty() ? std::string("default") : l.tcp.congestion);
        }},
-      link_uint("slot_bytes", false, +[](LinkOptions& l) -> uint32_t& { return l.slot_bytes; }),
-      link_uint("slots", false, +[](LinkOptions& l) -> uint32_t& { return l.slots; }),
-      link_uint("credit_batch", false, +[](LinkOptions& l) -> uint32_t& { return l.credit_batch; }),
-      link_uint("connect_timeout_ms", false,
+      link_uint("slot_bytes", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.slot_bytes; }),
+      link_uint("slots", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.slots; }),
+      link_uint("credit_batch", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.credit_batch; }),
+      link_uint("connect_timeout_ms", nullptr,
                 +[](LinkOptions& l) -> uint32_t& { return l.connect_timeout_ms; }),
-      {"token", false,
+      link_enum("fabric_provider", "fabric", &kFabricProviders,
+                [](LinkOptions* l, const std::string& v) { l->msg.fabric_provider = v; },
+                [](const LinkOptions& l) { return l.msg.fabric_provider; }),
+      link_enum("ucx_tls", "ucx", &kUcxTls,
+                [](LinkOptions* l, const std::string& v) { l->msg.ucx_tls = v; },
+                [](const LinkOptions& l) { return l.msg.ucx_tls; }),
+      link_enum("send_completion", "fabric|ucx", &kSendCompletions,
+                [](LinkOptions* l, const std::string& v) { l->msg.sync_completion = v == "sync"; },
+                [](const LinkOptions& l) { return std::string(l.msg.sync_completion ? "sync" : "async"); }),
+      link_uint("spin_us", "fabric|ucx", +[](LinkOptions& l) -> uint32_t& { return l.msg.spin_us; }),
+      {"token", nullptr,
        [](const Reader& r, const YAML::Node& n, const std::string& path, LinkOptions* l) {
          return r.get_string(n, path, true, &l->token);
        },
@@ -895,17 +927,17 @@ Status parse_link(const Reader& r, const YAML::Node& n, size_t i, const Deployme
       continue;
     } else if (const LinkKey* lk = find_link_key(key)) {
       st = lk->read(r, v, kpath, &l->options);
-      if (lk->tcp_only) tcp_keys.push_back({lk, v});
+      if (lk->only) tcp_keys.push_back({lk, v});
     }
     if (!st) return st;
   }
   if (!have_from || !have_to)
     return r.error(n, "", fmt::format("{}: missing required key '{}'", path, have_from ? "to" : "from"));
   for (auto& [lk, v] : tcp_keys)
-    if (l->options.transport != "tcp")
+    if (!key_applies(lk->only, l->options.transport))
       return r.error(v, path + "." + lk->name,
-                     fmt::format("'{}' is a tcp option; this link's transport is {}", lk->name,
-                                 l->options.transport));
+                     fmt::format("'{}' is a {} option; this link's transport is {}", lk->name,
+                                 lk->only, l->options.transport));
   return {};
 }
 
@@ -1123,11 +1155,6 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
   }
   d->link.tuple_bytes = d->tuple_bytes;
   d->link.wait = d->wait;
-  for (const auto& key : link_keys())
-    if (key.tcp_only && given.count(key.name) && d->link.transport != "tcp")
-      return r.error(given[key.name], key.name,
-                     fmt::format("'{}' is a tcp option; the transport is {}", key.name,
-                                 d->link.transport));
 
   auto pit = given.find("processes");
   if (pit == given.end())
@@ -1177,6 +1204,11 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
       d->links.push_back(std::move(l));
     }
   }
+  // A top-level key is the default of every link it means something to
+  // (`congestion` for the tcp links, `fabric_provider` for the fabric ones)
+  // and is unused by the others, so `--set preset=fabric-opt` runs a file
+  // written for tcp. On a link of `links:`, a key its carrier does not have
+  // is an error (parse_link).
   return validate(*d, places, link_places);
 }
 
@@ -1234,7 +1266,8 @@ std::string dump_deployment(const Deployment& d) {
   YAML::Emitter e;
   e << YAML::BeginMap;
   e << YAML::Key << "preset" << YAML::Value << d.preset;
-  for (const auto& key : link_keys()) key.write(e, d.link);
+  for (const auto& key : link_keys())
+    if (key_applies(key.only, d.link.transport)) key.write(e, d.link);
   for (const auto& key : keys()) key.write(e, d);
   e << YAML::Key << "processes" << YAML::Value << YAML::BeginSeq;
   for (const auto& p : d.processes) {
@@ -1265,7 +1298,8 @@ std::string dump_deployment(const Deployment& d) {
     e << YAML::Key << "port" << YAML::Value << l.port;
     // Its keys below all beat it; written so the parsed LinkConfig is the same.
     if (!l.preset.empty()) e << YAML::Key << "preset" << YAML::Value << l.preset;
-    for (const auto& key : link_keys()) key.write(e, l.options);
+    for (const auto& key : link_keys())
+      if (key_applies(key.only, l.options.transport)) key.write(e, l.options);
     e << YAML::EndMap;
   }
   e << YAML::EndSeq << YAML::EndMap;
@@ -1279,8 +1313,7 @@ std::string describe_graph(const Deployment& d) {
   for (size_t l = 0; l < d.links.size(); ++l) {
     const LinkOptions o = d.link_options(l, 0);
     out += fmt::format("#   link {}: {} -> {}  {}  {}:{}\n", l, o.from, o.to,
-                       o.transport == "tcp" ? "tcp/" + std::string(encoding_name(o.tcp.encoding))
-                                            : o.transport,
+                       carrier_name(o),
                        o.host, o.port);
   }
   for (size_t i = 0; i < d.processes.size(); ++i) {

@@ -119,6 +119,15 @@ const Case kCases[] = {
     {"instances_and_streams", {"instances=2", "streams=3", "event_bytes=2048"}, 30000, 2},
     {"spin_wait", {"wait=spin", "event_bytes=8192"}, 5000},
     {"hybrid_wait_reno", {"wait=hybrid", "congestion=reno", "event_bytes=8192"}, 5000},
+    // The message carriers: every link over libfabric or UCX.
+    {"fabric_tcp", {"preset=fabric-opt", "fabric_provider=tcp", "event_bytes=4096"}, 20000},
+    {"fabric_tcp_sync_completion",
+     {"preset=fabric-opt", "fabric_provider=tcp", "send_completion=sync", "event_bytes=4096"}, 20000},
+    {"fabric_net", {"preset=fabric-opt", "fabric_provider=net", "event_bytes=4096"}, 20000},
+    {"fabric_one_tuple_events", {"preset=fabric-opt", "tuple_bytes=12", "event_bytes=0"}, 100000},
+    {"ucx_tcp", {"preset=ucx-opt", "ucx_tls=tcp", "event_bytes=4096"}, 20000},
+    {"ucx_sm", {"preset=ucx-opt", "ucx_tls=sm", "event_bytes=32768"}, 20000},
+    {"ucx_sm_one_tuple_events", {"preset=ucx-opt", "ucx_tls=sm", "tuple_bytes=12", "event_bytes=0"}, 100000},
 };
 
 std::vector<std::tuple<Case, int>> cases() {
@@ -129,7 +138,7 @@ std::vector<std::tuple<Case, int>> cases() {
   int port = 16000;
   for (const auto& c : kCases) {
     v.emplace_back(c, port);
-    port += 400;
+    port += 250;
   }
   return v;
 }
@@ -230,6 +239,14 @@ TEST(PipelineGraph, EachLinkItsOwnEncoding) {
   RunResult r = deploy("per_link", 23200,
                        {"tuples=20000", "event_bytes=4096", "links.0.encoding=copy",
                         "links.1.preset=original", "links.2.encoding=capnp"});
+  expect_clean(r, 20000);
+}
+
+// One pipeline, three carriers: tcp, libfabric and UCX links side by side.
+TEST(PipelineGraph, EachLinkItsOwnCarrier) {
+  RunResult r = deploy("per_link_carrier", 24000,
+                       {"tuples=20000", "event_bytes=4096", "links.0.transport=fabric",
+                        "links.1.transport=ucx", "links.1.ucx_tls=sm"});
   expect_clean(r, 20000);
 }
 
@@ -449,8 +466,15 @@ TEST(PipelineErrors, APeerThatVanishesEndsTheRunWithItsName) {
 
 // Ctrl-C on sluice-deploy: the load generator ends its stream, what was made
 // drains through, and the run reports normally with nothing lost.
-TEST(PipelineInterrupt, CtrlCEndsTheStreamAndLosesNothing) {
-  std::string dir = scratch("interrupt");
+class PipelineInterrupt : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
+
+// Loading libfabric (libinfinipath) and UCX installs signal handlers of
+// their own; Ctrl-C must still drain the stream over their links.
+TEST_P(PipelineInterrupt, CtrlCEndsTheStreamAndLosesNothing) {
+  const auto [preset, port] = GetParam();
+  const std::string base = "base_port=" + std::to_string(port);
+  const std::string pre = std::string("preset=") + preset;
+  std::string dir = scratch(std::string("interrupt_") + preset);
   pid_t d = fork();
   if (d == 0) {
     std::string out = dir + "/out", err = dir + "/err";
@@ -459,7 +483,7 @@ TEST(PipelineInterrupt, CtrlCEndsTheStreamAndLosesNothing) {
     (void)o;
     (void)e;
     execl(kDeploy.c_str(), kDeploy.c_str(), "run", kExample.c_str(), "--json", "--run-dir",
-          (dir + "/run").c_str(), "--set", "base_port=28600", "--set", "duration_s=60", "--set",
+          (dir + "/run").c_str(), "--set", base.c_str(), "--set", pre.c_str(), "--set", "duration_s=60", "--set",
           "progress_s=0", static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -475,5 +499,16 @@ TEST(PipelineInterrupt, CtrlCEndsTheStreamAndLosesNothing) {
   EXPECT_EQ(j["lost"].as<uint64_t>(), 0u);
   EXPECT_EQ(j["processes"][0]["tuples_out"].as<uint64_t>(), j["tuples"].as<uint64_t>());
 }
+
+INSTANTIATE_TEST_SUITE_P(Carriers, PipelineInterrupt,
+                         ::testing::Values(std::make_tuple("tcp-opt", 28600),
+                                           std::make_tuple("fabric-opt", 24400),
+                                           std::make_tuple("ucx-opt", 24800)),
+                         [](const auto& i) {
+                           std::string n = std::get<0>(i.param);
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
 
 }  // namespace

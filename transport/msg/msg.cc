@@ -183,176 +183,197 @@ class End {
     }
     const auto until = Clock::now() + spin_;
     do {
+        Status st = reap(out, max, n);
+        if (!st || *n) return st;
+      } while (Clock::now() < until);
+      page_.p->sleeping[me_].store(1, std::memory_order_seq_cst);
+      if (peer_owes) {
+        // Our sends complete only as the peer makes progress (and a large
+        // one may need ours again in between): wake it, and look again soon
+        // whatever it does.
+        ring_peer();
+        itimerspec t{};
+        t.it_value.tv_nsec = kOwedPollNs;
+        timerfd_settime(timer_.get(), 0, &t, nullptr);
+        timer_armed_ = true;
+      }
       Status st = reap(out, max, n);
-      if (!st || *n) return st;
-    } while (Clock::now() < until);
-    page_.p->sleeping[me_].store(1, std::memory_order_seq_cst);
-    if (peer_owes) {
-      // Our sends complete only as the peer makes progress (and a large
-      // one may need ours again in between): wake it, and look again soon
-      // whatever it does.
-      ring_peer();
-      itimerspec t{};
-      t.it_value.tv_nsec = kOwedPollNs;
-      timerfd_settime(timer_.get(), 0, &t, nullptr);
-      timer_armed_ = true;
+      if (!st || *n) {
+        page_.p->sleeping[me_].store(0, std::memory_order_relaxed);
+        return st;
+      }
+      armed_ = true;
+      return {};
     }
-    Status st = reap(out, max, n);
-    if (!st || *n) {
-      page_.p->sleeping[me_].store(0, std::memory_order_relaxed);
+
+    // After the owner slept (or would have): what came on the control
+    // connection. Only then is it read, so a busy link makes no syscall here.
+    struct Seen {
+      bool ready = false, finish = false, eof = false, bell = false;
+    };
+    void wake(Seen* s) {
+      if (!armed_) return;
+      armed_ = false;
+      if (page_.p) page_.p->sleeping[me_].store(0, std::memory_order_relaxed);
+      if (timer_armed_) {
+        uint64_t v;
+        (void)!::read(timer_.get(), &v, sizeof v);
+        timer_armed_ = false;
+      }
+      read_control(s);
+    }
+    void read_control(Seen* s) {
+      char buf[64];
+      for (;;) {
+        ssize_t r = ::recv(ctl_.get(), buf, sizeof buf, MSG_DONTWAIT);
+        if (r > 0) {
+          for (ssize_t i = 0; i < r; ++i) {
+            if (buf[i] == kReady) s->ready = true;
+            if (buf[i] == kFinish) s->finish = true;
+            if (buf[i] == kDoorbell) s->bell = true;
+          }
+          continue;
+        }
+        if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+          s->eof = true;
+          eof_ = true;
+        }
+        if (r < 0 && errno == EINTR) continue;
+        return;
+      }
+    }
+    bool eof() const { return eof_; }
+
+    // The peer may have work now: wake it if it said it sleeps.
+    void ring_peer() {
+      if (!page_.p) return;
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      std::atomic<uint32_t>& f = page_.p->sleeping[1 - me_];
+      if (f.load(std::memory_order_relaxed) && f.exchange(0, std::memory_order_seq_cst)) {
+        const char d = kDoorbell;
+        (void)!::send(ctl_.get(), &d, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+        doorbells_.add(1);
+      }
+    }
+    void put(char c) { (void)!::send(ctl_.get(), &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL); }
+    // Sleeps on the wait set (at most ms); the caller armed first.
+    void sleep(int ms) {
+      epoll_event ev[3];
+      epoll_wait(epfd_.get(), ev, 3, ms);
+    }
+    void shutdown() { ::shutdown(ctl_.get(), SHUT_RDWR); }
+    // Waits at most ms for bytes (or EOF) on the control connection.
+    void wait_control(int ms) {
+      pollfd p{ctl_.get(), POLLIN, 0};
+      ::poll(&p, 1, ms);
+    }
+
+    Status fail(Status st) {
+      if (error_.ok()) error_ = std::move(st);
+      return error_;
+    }
+    const Status& error() const { return error_; }
+    uint64_t doorbells() const { return doorbells_.get(); }
+
+   private:
+    std::unique_ptr<Endpoint> ep_;
+    Fd ctl_;
+    Page page_;
+    const int me_;
+    const std::chrono::microseconds spin_;
+    std::string link_;
+    Fd epfd_;
+    std::vector<Completion> stash_;
+    size_t shead_ = 0, stail_ = 0;
+    Fd timer_;  // doorbell endpoints: the "look again soon" while the peer owes us
+    bool timer_armed_ = false;
+    bool armed_ = false, eof_ = false;
+    Status error_;
+    Counter doorbells_;
+  };
+
+  struct Stats {
+    Counter frames, bytes, syscalls;
+    LinkStats snapshot(uint64_t doorbells) const {
+      LinkStats s;
+      s.frames = frames.get();
+      s.bytes = bytes.get();
+      s.syscalls = syscalls.get() + doorbells;
+      return s;
+    }
+  };
+
+  // ------------------------------------------------------------ receiving end
+
+  class MsgRx final : public RxCarrier {
+   public:
+    MsgRx(std::unique_ptr<Endpoint> ep, Fd ctl, Page page, const LinkOptions& opts, SlotPool& pool,
+          uint32_t first_slot, std::string link)
+        : opts_(opts),
+          pool_(pool),
+          first_slot_(first_slot),
+          landed_(opts.slots),
+          is_landed_(opts.slots, 0),
+          order_(opts.slots),
+          end_(std::move(ep), std::move(ctl), std::move(page), 0, opts, std::move(link),
+               opts.slots + 2 * opts.slots + 8),
+          credit_bufs_(opts.slots + 2) {}
+
+    Status post(uint32_t slot) override {
+      Status st = end_.ep().post_recv(pool_.slot(slot), opts_.slot_bytes, slot);
+      if (!st) return end_.fail(Status::Error(fmt::format("{}: {}", end_.link(), st.message())));
+      order_[otail_++ % order_.size()] = slot;
       return st;
     }
-    armed_ = true;
-    return {};
-  }
 
-  // After the owner slept (or would have): what came on the control
-  // connection. Only then is it read, so a busy link makes no syscall here.
-  struct Seen {
-    bool ready = false, finish = false, eof = false, bell = false;
-  };
-  void wake(Seen* s) {
-    if (!armed_) return;
-    armed_ = false;
-    if (page_.p) page_.p->sleeping[me_].store(0, std::memory_order_relaxed);
-    if (timer_armed_) {
-      uint64_t v;
-      (void)!::read(timer_.get(), &v, sizeof v);
-      timer_armed_ = false;
-    }
-    read_control(s);
-  }
-  void read_control(Seen* s) {
-    char buf[64];
-    for (;;) {
-      ssize_t r = ::recv(ctl_.get(), buf, sizeof buf, MSG_DONTWAIT);
-      if (r > 0) {
-        for (ssize_t i = 0; i < r; ++i) {
-          if (buf[i] == kReady) s->ready = true;
-          if (buf[i] == kFinish) s->finish = true;
-          if (buf[i] == kDoorbell) s->bell = true;
+    Status poll(std::span<Arrival> out, size_t* n) override {
+      *n = 0;
+      if (!end_.error().ok()) return end_.error();
+      End::Seen seen;
+      end_.wake(&seen);
+      // Messages match receives in the order they were posted, but may
+      // complete out of it (UCX: a rendezvous frame finishes after a later
+      // eager one, END included): frames are handed out in posting order.
+      size_t k = deliver(out);
+      if (k) {
+        *n = k;
+        return {};
+      }
+      Completion c[64];
+      const size_t max = std::min<size_t>(out.size(), 64);
+      size_t got = 0;
+      // Until a frame can be handed out, or nothing came (then armed).
+      do {
+      Status st = end_.reap(c, max, &got);
+      if (st && got == 0 && !end_.eof()) st = end_.idle(c, max, &got, credits_out_ > 0);
+      if (!st) return st;
+      for (size_t i = 0; i < got; ++i) {
+        const Completion& x = c[i];
+        if (x.type != Completion::kRecv) {  // a credit message went out
+          --credits_out_;
+          continue;
         }
-        continue;
+        if ((x.imm & kImmChannelMask) != channel_of(Dir::kData))
+          return end_.fail(Status::Error(fmt::format(
+              "{}: a message with immediate {:#018x} is not a data frame of this protocol",
+              end_.link(), x.imm)));
+        const uint16_t kind = imm_kind(x.imm);
+        if (kind != static_cast<uint16_t>(FrameKind::kEvents) &&
+            kind != static_cast<uint16_t>(FrameKind::kEnd))
+          return end_.fail(Status::Error(fmt::format("{}: frame of unknown kind {}", end_.link(), kind)));
+        const uint32_t idx = static_cast<uint32_t>(x.ctx) - first_slot_;
+        if (idx >= landed_.size() || is_landed_[idx])
+          return end_.fail(Status::Error(fmt::format("{}: a frame landed in slot {}, which was not posted",
+                                                     end_.link(), x.ctx)));
+        stats_.frames.add(1);
+        stats_.bytes.add(x.len);
+        landed_[idx] = Arrival{static_cast<uint32_t>(x.ctx), static_cast<FrameKind>(kind), x.len,
+                               imm_value(x.imm)};
+        is_landed_[idx] = 1;
       }
-      if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-        s->eof = true;
-        eof_ = true;
-      }
-      if (r < 0 && errno == EINTR) continue;
-      return;
-    }
-  }
-  bool eof() const { return eof_; }
-
-  // The peer may have work now: wake it if it said it sleeps.
-  void ring_peer() {
-    if (!page_.p) return;
-    std::atomic_thread_fence(std::memory_order_seq_cst);
-    std::atomic<uint32_t>& f = page_.p->sleeping[1 - me_];
-    if (f.load(std::memory_order_relaxed) && f.exchange(0, std::memory_order_seq_cst)) {
-      const char d = kDoorbell;
-      (void)!::send(ctl_.get(), &d, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-      doorbells_.add(1);
-    }
-  }
-  void put(char c) { (void)!::send(ctl_.get(), &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL); }
-  // Sleeps on the wait set (at most ms); the caller armed first.
-  void sleep(int ms) {
-    epoll_event ev[3];
-    epoll_wait(epfd_.get(), ev, 3, ms);
-  }
-  void shutdown() { ::shutdown(ctl_.get(), SHUT_RDWR); }
-  // Waits at most ms for bytes (or EOF) on the control connection.
-  void wait_control(int ms) {
-    pollfd p{ctl_.get(), POLLIN, 0};
-    ::poll(&p, 1, ms);
-  }
-
-  Status fail(Status st) {
-    if (error_.ok()) error_ = std::move(st);
-    return error_;
-  }
-  const Status& error() const { return error_; }
-  uint64_t doorbells() const { return doorbells_.get(); }
-
- private:
-  std::unique_ptr<Endpoint> ep_;
-  Fd ctl_;
-  Page page_;
-  const int me_;
-  const std::chrono::microseconds spin_;
-  std::string link_;
-  Fd epfd_;
-  std::vector<Completion> stash_;
-  size_t shead_ = 0, stail_ = 0;
-  Fd timer_;  // doorbell endpoints: the "look again soon" while the peer owes us
-  bool timer_armed_ = false;
-  bool armed_ = false, eof_ = false;
-  Status error_;
-  Counter doorbells_;
-};
-
-struct Stats {
-  Counter frames, bytes, syscalls;
-  LinkStats snapshot(uint64_t doorbells) const {
-    LinkStats s;
-    s.frames = frames.get();
-    s.bytes = bytes.get();
-    s.syscalls = syscalls.get() + doorbells;
-    return s;
-  }
-};
-
-// ------------------------------------------------------------ receiving end
-
-class MsgRx final : public RxCarrier {
- public:
-  MsgRx(std::unique_ptr<Endpoint> ep, Fd ctl, Page page, const LinkOptions& opts, SlotPool& pool,
-        std::string link)
-      : opts_(opts),
-        pool_(pool),
-        end_(std::move(ep), std::move(ctl), std::move(page), 0, opts, std::move(link),
-             opts.slots + 2 * opts.slots + 8),
-        credit_bufs_(opts.slots + 2) {}
-
-  Status post(uint32_t slot) override {
-    Status st = end_.ep().post_recv(pool_.slot(slot), opts_.slot_bytes, slot);
-    if (!st) return end_.fail(Status::Error(fmt::format("{}: {}", end_.link(), st.message())));
-    return st;
-  }
-
-  Status poll(std::span<Arrival> out, size_t* n) override {
-    *n = 0;
-    if (!end_.error().ok()) return end_.error();
-    End::Seen seen;
-    end_.wake(&seen);
-    Completion c[64];
-    const size_t max = std::min<size_t>(out.size(), 64);
-    size_t got = 0;
-    Status st = end_.reap(c, max, &got);
-    if (st && got == 0 && !end_.eof()) st = end_.idle(c, max, &got, credits_out_ > 0);
-    if (!st) return st;
-    size_t k = 0;
-    for (size_t i = 0; i < got; ++i) {
-      const Completion& x = c[i];
-      if (x.type != Completion::kRecv) {  // a credit message went out
-        --credits_out_;
-        continue;
-      }
-      if ((x.imm & kImmChannelMask) != channel_of(Dir::kData))
-        return end_.fail(Status::Error(fmt::format(
-            "{}: a message with immediate {:#018x} is not a data frame of this protocol",
-            end_.link(), x.imm)));
-      const uint16_t kind = imm_kind(x.imm);
-      if (kind != static_cast<uint16_t>(FrameKind::kEvents) &&
-          kind != static_cast<uint16_t>(FrameKind::kEnd))
-        return end_.fail(Status::Error(fmt::format("{}: frame of unknown kind {}", end_.link(), kind)));
-      stats_.frames.add(1);
-      stats_.bytes.add(x.len);
-      out[k++] = Arrival{static_cast<uint32_t>(x.ctx), static_cast<FrameKind>(kind), x.len,
-                         imm_value(x.imm)};
-    }
-    if (k) end_.ring_peer();  // the sender's sends complete as we take them (shm)
+      if (got) end_.ring_peer();  // the sender's sends complete as we take them (shm)
+      k = deliver(out);
+    } while (k == 0 && got > 0);
     if (k == 0 && end_.eof())
       return end_.fail(Status::Error(fmt::format(
           "{}: the sender closed its control connection before the end of stream "
@@ -360,6 +381,19 @@ class MsgRx final : public RxCarrier {
           end_.link())));
     *n = k;
     return {};
+  }
+
+  // Frames that landed, from the oldest posted slot on, while they did.
+  size_t deliver(std::span<Arrival> out) {
+    size_t k = 0;
+    while (k < out.size() && ohead_ != otail_) {
+      const uint32_t idx = order_[ohead_ % order_.size()] - first_slot_;
+      if (!is_landed_[idx]) break;
+      is_landed_[idx] = 0;
+      out[k++] = landed_[idx];
+      ++ohead_;
+    }
+    return k;
   }
 
   Status send_credits(uint32_t credits) override {
@@ -401,6 +435,11 @@ class MsgRx final : public RxCarrier {
  private:
   const LinkOptions opts_;
   SlotPool& pool_;
+  const uint32_t first_slot_;
+  std::vector<Arrival> landed_;     // by slot - first_slot_
+  std::vector<uint8_t> is_landed_;
+  std::vector<uint32_t> order_;     // posted slots, oldest first
+  size_t ohead_ = 0, otail_ = 0;
   End end_;
   std::vector<CreditFrame> credit_bufs_;
   size_t next_credit_ = 0;
@@ -492,10 +531,13 @@ class MsgTx final : public TxCarrier {
       Status st = end_.ep().send(iov, k, imm, r, &again);
       if (!st) return end_.fail(Status::Error(fmt::format("{}: send: {}", end_.link(), st.message())));
       if (!again) break;
-      // Full (or, shm, still mapping the peer): drive progress and retry;
-      // sleep only when a completion we wait for would make the room.
+      // Full (or, shm, the peer has not mapped us yet: only its progress
+      // does that): wake the peer, drive our progress and retry, pausing
+      // briefly once it lasts.
+      end_.ring_peer();
       st = reap(outstanding_ > 0 && ++tries > 64, 1);
       if (!st) return st;
+      if (tries > 64 && outstanding_ == 0) usleep(50);
     }
     ++outstanding_;
     stats_.frames.add(1);
@@ -715,7 +757,8 @@ class MsgListener final : public Listener {
     }
     spdlog::info("{}: connected over {}", link, ep->describe());
     tcp::set_recv_timeout(ctl.get(), 0);
-    auto rx = std::make_unique<MsgRx>(std::move(ep), std::move(ctl), std::move(page), opts_, pool_, link);
+    auto rx = std::make_unique<MsgRx>(std::move(ep), std::move(ctl), std::move(page), opts_, pool_,
+                                      first_slot_, link);
     *st = rx->start();
     if (!st->ok()) return nullptr;
     for (uint32_t i = 0; i < opts_.slots; ++i) {

@@ -644,12 +644,12 @@ TEST(Transport, UnknownTransport) {
   TransportContext ctx;
   SlotPool pool(8, 65536);
   LinkOptions o = rx_opts();
-  o.transport = "fabric";
+  o.transport = "rdma";
   Status st;
   EXPECT_FALSE(make_listener(o, pool, 0, ctx, &st));
-  EXPECT_EQ(st.message(), "transport 'fabric' is not built in this version; known: tcp");
+  EXPECT_EQ(st.message(), "transport 'rdma' is not built in this version; known: tcp, fabric, ucx");
   EXPECT_FALSE(make_sender(o, pool, ctx, &st));
-  EXPECT_EQ(st.message(), "transport 'fabric' is not built in this version; known: tcp");
+  EXPECT_EQ(st.message(), "transport 'rdma' is not built in this version; known: tcp, fabric, ucx");
 }
 
 TEST(Transport, EncodingNames) {

@@ -18,8 +18,9 @@
 //     shared memory at less than half the speed here.
 //   - Lanes are logged once connected, and a link asked for `sm` that got a
 //     tcp lane is refused: a run over "sm" cannot silently be one over tcp.
-//   - UCX_ERROR_SIGNALS is emptied so UCX leaves the process's signal
-//     handling alone; for tcp, UCX_RNDV_THRESH=inf (eager sends: 2-3x the
+//   - UCX's own handlers are for faults (SIGSEGV, SIGBUS, ...), not SIGINT
+//     or SIGTERM: sluice's drain on Ctrl-C is untouched. For tcp,
+//     UCX_RNDV_THRESH=inf (eager sends: 2-3x the
 //     rendezvous speed at 32 KiB here).
 #include "transport/ucx/ucx.h"
 
@@ -75,7 +76,6 @@ class UcxEndpoint final : public msg::Endpoint {
       ucp_config_release(cfg);
       return Status::Error(fmt::format("UCX_TLS={}: {}", opts_.msg.ucx_tls, status_text(s)));
     }
-    ucp_config_modify(cfg, "ERROR_SIGNALS", "");
     if (opts_.msg.ucx_tls == "tcp") ucp_config_modify(cfg, "RNDV_THRESH", "inf");
     ucp_params_t p{};
     p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;

@@ -180,8 +180,13 @@ def base_row(kind, phase, preset, tuple_bytes, event_bytes, congestion, duration
 
 
 def deploy_command(deploy, pipeline, preset, tuple_bytes, event_bytes, duration, congestion, extra_sets):
-    sets = [f"preset={preset}", f"tuple_bytes={tuple_bytes}", f"event_bytes={event_bytes}",
+    # "fabric-opt/shm": the preset, with its carrier's provider (fabric) or
+    # transports (ucx) for every link.
+    name, _, variant = preset.partition("/")
+    sets = [f"preset={name}", f"tuple_bytes={tuple_bytes}", f"event_bytes={event_bytes}",
             f"duration_s={duration:g}"]
+    if variant:
+        sets.append(f"{'fabric_provider' if name == 'fabric-opt' else 'ucx_tls'}={variant}")
     if congestion and congestion != "default":
         sets.append(f"congestion={congestion}")
     # A slot holds one whole event plus its header; the default is enough for
@@ -444,6 +449,9 @@ def describe(row):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--duration", type=float, default=3, help="seconds per run (default 3)")
+    ap.add_argument("--presets", default=",".join(PRESETS),
+                    help="comma list; fabric-opt/PROVIDER and ucx-opt/TLS pick the carrier "
+                         "(e.g. tcp-opt,fabric-opt/tcp,fabric-opt/shm,ucx-opt/tcp,ucx-opt/sm)")
     ap.add_argument("--congestion", default="reno",
                     help="TCP congestion control for every link and the baseline; "
                          "'default' leaves the system's (default reno)")
@@ -513,7 +521,7 @@ def main():
             for rep in range(args.repeat):
                 for e in EVENT_SIZES:
                     for t in tuples:
-                        for p in PRESETS:
+                        for p in args.presets.split(","):
                             plan.append((f"{p} t={t} e={e} r={rep}",
                                          lambda p=p, t=t, e=e, rep=rep: run_sluice(
                                              deploy, args.pipeline, p, t, e, args.duration,

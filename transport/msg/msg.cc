@@ -183,167 +183,167 @@ class End {
     }
     const auto until = Clock::now() + spin_;
     do {
-        Status st = reap(out, max, n);
-        if (!st || *n) return st;
-      } while (Clock::now() < until);
-      page_.p->sleeping[me_].store(1, std::memory_order_seq_cst);
-      if (peer_owes) {
-        // Our sends complete only as the peer makes progress (and a large
-        // one may need ours again in between): wake it, and look again soon
-        // whatever it does.
-        ring_peer();
-        itimerspec t{};
-        t.it_value.tv_nsec = kOwedPollNs;
-        timerfd_settime(timer_.get(), 0, &t, nullptr);
-        timer_armed_ = true;
-      }
       Status st = reap(out, max, n);
-      if (!st || *n) {
-        page_.p->sleeping[me_].store(0, std::memory_order_relaxed);
-        return st;
-      }
-      armed_ = true;
-      return {};
+      if (!st || *n) return st;
+    } while (Clock::now() < until);
+    page_.p->sleeping[me_].store(1, std::memory_order_seq_cst);
+    if (peer_owes) {
+      // Our sends complete only as the peer makes progress (and a large
+      // one may need ours again in between): wake it, and look again soon
+      // whatever it does.
+      ring_peer();
+      itimerspec t{};
+      t.it_value.tv_nsec = kOwedPollNs;
+      timerfd_settime(timer_.get(), 0, &t, nullptr);
+      timer_armed_ = true;
     }
-
-    // After the owner slept (or would have): what came on the control
-    // connection. Only then is it read, so a busy link makes no syscall here.
-    struct Seen {
-      bool ready = false, finish = false, eof = false, bell = false;
-    };
-    void wake(Seen* s) {
-      if (!armed_) return;
-      armed_ = false;
-      if (page_.p) page_.p->sleeping[me_].store(0, std::memory_order_relaxed);
-      if (timer_armed_) {
-        uint64_t v;
-        (void)!::read(timer_.get(), &v, sizeof v);
-        timer_armed_ = false;
-      }
-      read_control(s);
-    }
-    void read_control(Seen* s) {
-      char buf[64];
-      for (;;) {
-        ssize_t r = ::recv(ctl_.get(), buf, sizeof buf, MSG_DONTWAIT);
-        if (r > 0) {
-          for (ssize_t i = 0; i < r; ++i) {
-            if (buf[i] == kReady) s->ready = true;
-            if (buf[i] == kFinish) s->finish = true;
-            if (buf[i] == kDoorbell) s->bell = true;
-          }
-          continue;
-        }
-        if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-          s->eof = true;
-          eof_ = true;
-        }
-        if (r < 0 && errno == EINTR) continue;
-        return;
-      }
-    }
-    bool eof() const { return eof_; }
-
-    // The peer may have work now: wake it if it said it sleeps.
-    void ring_peer() {
-      if (!page_.p) return;
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-      std::atomic<uint32_t>& f = page_.p->sleeping[1 - me_];
-      if (f.load(std::memory_order_relaxed) && f.exchange(0, std::memory_order_seq_cst)) {
-        const char d = kDoorbell;
-        (void)!::send(ctl_.get(), &d, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-        doorbells_.add(1);
-      }
-    }
-    void put(char c) { (void)!::send(ctl_.get(), &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL); }
-    // Sleeps on the wait set (at most ms); the caller armed first.
-    void sleep(int ms) {
-      epoll_event ev[3];
-      epoll_wait(epfd_.get(), ev, 3, ms);
-    }
-    void shutdown() { ::shutdown(ctl_.get(), SHUT_RDWR); }
-    // Waits at most ms for bytes (or EOF) on the control connection.
-    void wait_control(int ms) {
-      pollfd p{ctl_.get(), POLLIN, 0};
-      ::poll(&p, 1, ms);
-    }
-
-    Status fail(Status st) {
-      if (error_.ok()) error_ = std::move(st);
-      return error_;
-    }
-    const Status& error() const { return error_; }
-    uint64_t doorbells() const { return doorbells_.get(); }
-
-   private:
-    std::unique_ptr<Endpoint> ep_;
-    Fd ctl_;
-    Page page_;
-    const int me_;
-    const std::chrono::microseconds spin_;
-    std::string link_;
-    Fd epfd_;
-    std::vector<Completion> stash_;
-    size_t shead_ = 0, stail_ = 0;
-    Fd timer_;  // doorbell endpoints: the "look again soon" while the peer owes us
-    bool timer_armed_ = false;
-    bool armed_ = false, eof_ = false;
-    Status error_;
-    Counter doorbells_;
-  };
-
-  struct Stats {
-    Counter frames, bytes, syscalls;
-    LinkStats snapshot(uint64_t doorbells) const {
-      LinkStats s;
-      s.frames = frames.get();
-      s.bytes = bytes.get();
-      s.syscalls = syscalls.get() + doorbells;
-      return s;
-    }
-  };
-
-  // ------------------------------------------------------------ receiving end
-
-  class MsgRx final : public RxCarrier {
-   public:
-    MsgRx(std::unique_ptr<Endpoint> ep, Fd ctl, Page page, const LinkOptions& opts, SlotPool& pool,
-          uint32_t first_slot, std::string link)
-        : opts_(opts),
-          pool_(pool),
-          first_slot_(first_slot),
-          landed_(opts.slots),
-          is_landed_(opts.slots, 0),
-          order_(opts.slots),
-          end_(std::move(ep), std::move(ctl), std::move(page), 0, opts, std::move(link),
-               opts.slots + 2 * opts.slots + 8),
-          credit_bufs_(opts.slots + 2) {}
-
-    Status post(uint32_t slot) override {
-      Status st = end_.ep().post_recv(pool_.slot(slot), opts_.slot_bytes, slot);
-      if (!st) return end_.fail(Status::Error(fmt::format("{}: {}", end_.link(), st.message())));
-      order_[otail_++ % order_.size()] = slot;
+    Status st = reap(out, max, n);
+    if (!st || *n) {
+      page_.p->sleeping[me_].store(0, std::memory_order_relaxed);
       return st;
     }
+    armed_ = true;
+    return {};
+  }
 
-    Status poll(std::span<Arrival> out, size_t* n) override {
-      *n = 0;
-      if (!end_.error().ok()) return end_.error();
-      End::Seen seen;
-      end_.wake(&seen);
-      // Messages match receives in the order they were posted, but may
-      // complete out of it (UCX: a rendezvous frame finishes after a later
-      // eager one, END included): frames are handed out in posting order.
-      size_t k = deliver(out);
-      if (k) {
-        *n = k;
-        return {};
+  // After the owner slept (or would have): what came on the control
+  // connection. Only then is it read, so a busy link makes no syscall here.
+  struct Seen {
+    bool ready = false, finish = false, eof = false, bell = false;
+  };
+  void wake(Seen* s) {
+    if (!armed_) return;
+    armed_ = false;
+    if (page_.p) page_.p->sleeping[me_].store(0, std::memory_order_relaxed);
+    if (timer_armed_) {
+      uint64_t v;
+      (void)!::read(timer_.get(), &v, sizeof v);
+      timer_armed_ = false;
+    }
+    read_control(s);
+  }
+  void read_control(Seen* s) {
+    char buf[64];
+    for (;;) {
+      ssize_t r = ::recv(ctl_.get(), buf, sizeof buf, MSG_DONTWAIT);
+      if (r > 0) {
+        for (ssize_t i = 0; i < r; ++i) {
+          if (buf[i] == kReady) s->ready = true;
+          if (buf[i] == kFinish) s->finish = true;
+          if (buf[i] == kDoorbell) s->bell = true;
+        }
+        continue;
       }
-      Completion c[64];
-      const size_t max = std::min<size_t>(out.size(), 64);
-      size_t got = 0;
-      // Until a frame can be handed out, or nothing came (then armed).
-      do {
+      if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        s->eof = true;
+        eof_ = true;
+      }
+      if (r < 0 && errno == EINTR) continue;
+      return;
+    }
+  }
+  bool eof() const { return eof_; }
+
+  // The peer may have work now: wake it if it said it sleeps.
+  void ring_peer() {
+    if (!page_.p) return;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::atomic<uint32_t>& f = page_.p->sleeping[1 - me_];
+    if (f.load(std::memory_order_relaxed) && f.exchange(0, std::memory_order_seq_cst)) {
+      const char d = kDoorbell;
+      (void)!::send(ctl_.get(), &d, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+      doorbells_.add(1);
+    }
+  }
+  void put(char c) { (void)!::send(ctl_.get(), &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL); }
+  // Sleeps on the wait set (at most ms); the caller armed first.
+  void sleep(int ms) {
+    epoll_event ev[3];
+    epoll_wait(epfd_.get(), ev, 3, ms);
+  }
+  void shutdown() { ::shutdown(ctl_.get(), SHUT_RDWR); }
+  // Waits at most ms for bytes (or EOF) on the control connection.
+  void wait_control(int ms) {
+    pollfd p{ctl_.get(), POLLIN, 0};
+    ::poll(&p, 1, ms);
+  }
+
+  Status fail(Status st) {
+    if (error_.ok()) error_ = std::move(st);
+    return error_;
+  }
+  const Status& error() const { return error_; }
+  uint64_t doorbells() const { return doorbells_.get(); }
+
+ private:
+  std::unique_ptr<Endpoint> ep_;
+  Fd ctl_;
+  Page page_;
+  const int me_;
+  const std::chrono::microseconds spin_;
+  std::string link_;
+  Fd epfd_;
+  std::vector<Completion> stash_;
+  size_t shead_ = 0, stail_ = 0;
+  Fd timer_;  // doorbell endpoints: the "look again soon" while the peer owes us
+  bool timer_armed_ = false;
+  bool armed_ = false, eof_ = false;
+  Status error_;
+  Counter doorbells_;
+};
+
+struct Stats {
+  Counter frames, bytes, syscalls;
+  LinkStats snapshot(uint64_t doorbells) const {
+    LinkStats s;
+    s.frames = frames.get();
+    s.bytes = bytes.get();
+    s.syscalls = syscalls.get() + doorbells;
+    return s;
+  }
+};
+
+// ------------------------------------------------------------ receiving end
+
+class MsgRx final : public RxCarrier {
+ public:
+  MsgRx(std::unique_ptr<Endpoint> ep, Fd ctl, Page page, const LinkOptions& opts, SlotPool& pool,
+        uint32_t first_slot, std::string link)
+      : opts_(opts),
+        pool_(pool),
+        first_slot_(first_slot),
+        landed_(opts.slots),
+        is_landed_(opts.slots, 0),
+        order_(opts.slots),
+        credit_bufs_(opts.slots + 2),
+        end_(std::move(ep), std::move(ctl), std::move(page), 0, opts, std::move(link),
+             opts.slots + 2 * opts.slots + 8) {}
+
+  Status post(uint32_t slot) override {
+    Status st = end_.ep().post_recv(pool_.slot(slot), opts_.slot_bytes, slot);
+    if (!st) return end_.fail(Status::Error(fmt::format("{}: {}", end_.link(), st.message())));
+    order_[otail_++ % order_.size()] = slot;
+    return st;
+  }
+
+  Status poll(std::span<Arrival> out, size_t* n) override {
+    *n = 0;
+    if (!end_.error().ok()) return end_.error();
+    End::Seen seen;
+    end_.wake(&seen);
+    // Messages match receives in the order they were posted, but may
+    // complete out of it (UCX: a rendezvous frame finishes after a later
+    // eager one, END included): frames are handed out in posting order.
+    size_t k = deliver(out);
+    if (k) {
+      *n = k;
+      return {};
+    }
+    Completion c[64];
+    const size_t max = std::min<size_t>(out.size(), 64);
+    size_t got = 0;
+    // Until a frame can be handed out, or nothing came (then armed).
+    do {
       Status st = end_.reap(c, max, &got);
       if (st && got == 0 && !end_.eof()) st = end_.idle(c, max, &got, credits_out_ > 0);
       if (!st) return st;
@@ -440,8 +440,8 @@ class End {
   std::vector<uint8_t> is_landed_;
   std::vector<uint32_t> order_;     // posted slots, oldest first
   size_t ohead_ = 0, otail_ = 0;
+  std::vector<CreditFrame> credit_bufs_;  // outlives the endpoint (declared first)
   End end_;
-  std::vector<CreditFrame> credit_bufs_;
   size_t next_credit_ = 0;
   size_t credits_out_ = 0;  // credit messages not completed yet
   Stats stats_;
@@ -456,11 +456,11 @@ class MsgTx final : public TxCarrier {
       : opts_(opts),
         pool_(pool),
         records_(std::max<size_t>(1, std::min<size_t>(credits, ep->tx_depth()))),
-        end_(std::move(ep), std::move(ctl), std::move(page), 1, opts, std::move(link),
-             credits + records_ + 8),
         peer_slot_bytes_(peer_slot_bytes),
         credit_bufs_(credits + 2),
         staging_(new std::byte[records_ * size_t{peer_slot_bytes}]),
+        end_(std::move(ep), std::move(ctl), std::move(page), 1, opts, std::move(link),
+             credits + records_ + 8),
         rec_(records_) {
     for (size_t i = 0; i < records_; ++i) free_.push_back(static_cast<uint32_t>(records_ - 1 - i));
     for (auto& r : rec_) r.release.reserve(kMaxPieces);
@@ -679,10 +679,11 @@ class MsgTx final : public TxCarrier {
   const LinkOptions opts_;
   SlotPool& pool_;
   const size_t records_;
-  End end_;
   const uint32_t peer_slot_bytes_;
+  // Buffers the endpoint reads or writes: they outlive it (declared first).
   std::vector<CreditFrame> credit_bufs_;
   std::unique_ptr<std::byte[]> staging_;
+  End end_;
   std::vector<Record> rec_;
   std::vector<uint32_t> free_;
   size_t outstanding_ = 0;

@@ -210,6 +210,10 @@ Acceptor::~Acceptor() {
 std::unique_ptr<Acceptor> Acceptor::bind(const std::string& address, uint16_t port,
                                          const SocketOptions& so, const std::string& who,
                                          Status* st) {
+  // Handshake threads log; spdlog makes its registry on first use, behind a
+  // static guard TSan cannot see through (libspdlog is not instrumented):
+  // made here, before any of them starts.
+  (void)spdlog::default_logger_raw();
   auto impl = std::make_unique<Impl>();
   impl->so = so;
   impl->who = who;

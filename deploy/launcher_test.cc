@@ -162,8 +162,9 @@ TEST_F(Launcher, GathersSummariesOfASuccessfulRun) {
 TEST_F(Launcher, AFailingProcessEndsTheRunAndNamesItself) {
   RunReport r = run_with("loadgen:hang,node-a:fail,node-b:hang,sink:stubborn");
   EXPECT_FALSE(r.ok);
-  EXPECT_HAS(r.error, "process 'node-a' (role node) failed with exit code 1: [error] node-a: link "
-                      "node-a -> next: connection refused; log: " + r.run_dir + "/node-a.log");
+  EXPECT_HAS(r.error, "process 'node-a' (role node, pid " + std::to_string(r.processes[1].pid) +
+                          ") failed with exit code 1: [error] node-a: link node-a -> next: "
+                          "connection refused; log: " + r.run_dir + "/node-a.log");
   EXPECT_FALSE(r.processes[1].ok);
   for (size_t i : {0, 2, 3}) {
     EXPECT_FALSE(r.processes[i].ok);
@@ -181,8 +182,27 @@ TEST_F(Launcher, AFailingProcessEndsTheRunAndNamesItself) {
 TEST_F(Launcher, ACrashNamesTheSignal) {
   RunReport r = run_with("loadgen:hang,node-b:crash,node-a:hang,sink:hang");
   EXPECT_FALSE(r.ok);
-  EXPECT_HAS(r.error, "process 'node-b' (role node) failed with signal 6");
+  EXPECT_HAS(r.error, "process 'node-b' (role node, pid " + std::to_string(r.processes[2].pid) +
+                          ") was killed by signal 6 (Aborted)");
   expect_nothing_left(r);
+}
+
+// node-a is killed; the loadgen and node-b notice at once and fail, the sink
+// fails after node-b: all four have failed by the time the launcher looks.
+// The run names node-a, the one that died first, whatever order the
+// launcher finds them in. Three times, as the order of finding is a race.
+TEST_F(Launcher, TheProcessThatDiedFirstIsNamedNotItsNeighbours) {
+  for (int i = 0; i < 3; ++i) {
+    opts_.run_dir = dir_ + "/run" + std::to_string(i);
+    RunReport r = run_with("loadgen:follow=node-a,node-a:killed,node-b:follow=node-a,"
+                           "sink:follow=node-b");
+    EXPECT_FALSE(r.ok);
+    EXPECT_HAS(r.error, "process 'node-a' (role node, pid " + std::to_string(r.processes[1].pid) +
+                            ") was killed by signal 9 (Killed)");
+    EXPECT_EQ(r.error.find("upstream closed"), std::string::npos) << r.error;
+    EXPECT_FALSE(r.processes[1].ok);
+    expect_nothing_left(r);
+  }
 }
 
 TEST_F(Launcher, TimeoutStopsEverything) {
@@ -344,7 +364,8 @@ TEST_F(DeployProgram, FailureExitsOneAndBadFileTwo) {
   EXPECT_EQ(rc, 1);
   YAML::Node j = YAML::Load(out);
   EXPECT_FALSE(j["ok"].as<bool>());
-  EXPECT_HAS(j["error"].as<std::string>(), "process 'node-b' (role node) failed with exit code 1");
+  EXPECT_HAS(j["error"].as<std::string>(), "process 'node-b' (role node, pid ");
+  EXPECT_HAS(j["error"].as<std::string>(), ") failed with exit code 1");
 
   rc = sh(std::string(SLUICE_DEPLOY) + " check " SLUICE_SOURCE_DIR
               "/deploy/examples/pipeline.yaml --set tuple_bytes=abc 2>&1",

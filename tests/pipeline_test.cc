@@ -278,6 +278,31 @@ TEST(PipelineErrors, APortInUseIsNamed) {
   EXPECT_NE(all.find("27500"), std::string::npos) << all;
 }
 
+// The three programs exit 2 for a bad option or value, as their --help says,
+// with a short message naming the program; not CLI11's own codes (105 and up).
+TEST(PipelineErrors, ProgramsExitTwoForABadOption) {
+  std::string dir = scratch("bad-options");
+  for (const std::string prog : {SLUICE_LOADGEN, SLUICE_NODE, SLUICE_SINK}) {
+    const std::string name = fs::path(prog).filename();
+    auto run = [&](const std::string& args, std::string* said) {
+      int rc = std::system((prog + " " + args + " >" + dir + "/out 2>" + dir + "/err").c_str());
+      *said = slurp(dir + "/err");
+      return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    };
+    std::string said;
+    EXPECT_EQ(run("--no-such-option", &said), 2) << name << ": " << said;
+    EXPECT_NE(said.find(name + ": The following argument was not expected: --no-such-option"),
+              std::string::npos)
+        << said;
+    EXPECT_EQ(run("--process x", &said), 2) << name << ": " << said;  // needs --deployment
+    EXPECT_EQ(run("--deployment", &said), 2) << name << ": " << said;  // no value
+    EXPECT_EQ(run("--deployment /nonexistent/x.yaml", &said), 2) << name << ": " << said;
+    EXPECT_NE(said.find("/nonexistent/x.yaml: cannot open"), std::string::npos) << said;
+    EXPECT_EQ(run("--help", &said), 0) << name;
+    EXPECT_NE(slurp(dir + "/out").find("Exit status:\n  0  ok, or --help\n"), std::string::npos) << name;
+  }
+}
+
 // ---- processes started by hand: the test needs their pids ----------------------
 
 struct Proc {

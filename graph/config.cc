@@ -1,5 +1,6 @@
 // The deployment parser. How a file becomes a Deployment:
-//   1. YAML::Load the text (a syntax error names file:line).
+//   1. YAML::Load the text (a syntax error names file:line; an unclosed `[`
+//      or `{` names the line that opened it).
 //   2. Apply each `--set key=value` to the YAML tree, so an override is checked
 //      by exactly the same code as the file; the nodes it put there remember
 //      the override, and an error on them names "--set key=value".
@@ -24,9 +25,11 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "transport/event.h"
 #include "transport/handshake.h"
@@ -1115,6 +1118,110 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
   return {};
 }
 
+// ---------------------------------------------------------------- syntax errors
+
+// A flow collection (`[...]` or `{...}`) left open, or closed by the wrong
+// bracket. yaml-cpp reports an unclosed one where it gave up, often the end
+// of the file; the line that opened it is the one to fix.
+struct OpenBracket {
+  char open = 0;
+  int line = 0;            // 1-based
+  char closed_by = 0;      // 0: never closed
+  int closed_line = 0;
+  std::vector<std::pair<char, int>> outer;  // still open around it: bracket, line
+};
+
+// Scans `text` line by line for brackets as YAML reads them: outside quoted
+// scalars, comments and block scalars (| and >), and outside flow context
+// only where a value starts (`key: [`, `- {`), not inside a plain scalar
+// (`host: a[1]`). Returns the first bracket closed by the wrong one, else the
+// innermost one never closed; nothing when every bracket closes.
+std::optional<OpenBracket> find_open_bracket(std::string_view text) {
+  std::vector<std::pair<char, int>> open;  // bracket, line
+  char quote = 0;                          // inside a quoted scalar: its quote
+  int block_indent = -1;                   // inside a block scalar: its key's indent
+  int line_no = 0;
+  for (size_t b = 0; b <= text.size();) {
+    size_t e = text.find('\n', b);
+    if (e == std::string_view::npos) e = text.size();
+    std::string_view line = text.substr(b, e - b);
+    b = e + 1;
+    ++line_no;
+    const size_t first = line.find_first_not_of(" \t\r");
+    const int indent = first == std::string_view::npos ? -1 : static_cast<int>(first);
+    if (block_indent >= 0) {
+      if (indent < 0 || indent > block_indent) continue;
+      block_indent = -1;
+    }
+    char prev = 0;  // the last character before this one that was not a space
+    for (size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (quote == '"') {
+        if (c == '\\') ++i;
+        else if (c == '"') quote = 0;
+        continue;
+      }
+      if (quote == '\'') {
+        if (c == '\'' && i + 1 < line.size() && line[i + 1] == '\'') ++i;
+        else if (c == '\'') quote = 0;
+        continue;
+      }
+      const bool after_space = i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t';
+      if (c == '#' && after_space) break;
+      if (c == ' ' || c == '\t' || c == '\r') continue;
+      const bool value_starts = prev == 0 || prev == ':' || prev == '-' || prev == '?' ||
+                                prev == ',' || prev == '[' || prev == '{';
+      const bool in_flow = !open.empty();
+      if ((c == '"' || c == '\'') && value_starts && (after_space || in_flow)) {
+        quote = c;
+      } else if ((c == '[' || c == '{') && (in_flow || (value_starts && after_space))) {
+        open.emplace_back(c, line_no);
+      } else if ((c == ']' || c == '}') && in_flow) {
+        const auto [o, at] = open.back();
+        if ((o == '[') != (c == ']')) {
+          open.pop_back();
+          return OpenBracket{o, at, c, line_no, std::move(open)};
+        }
+        open.pop_back();
+      } else if ((c == '|' || c == '>') && !in_flow && value_starts && after_space) {
+        // `key: |` (indicators and a comment may follow): a block scalar,
+        // whose lines, indented deeper than this one, are text.
+        std::string_view rest = line.substr(i + 1);
+        rest = rest.substr(0, rest.find(" #"));
+        if (rest.find_first_not_of("+-0123456789 \t\r") == std::string_view::npos) {
+          block_indent = indent;
+          break;
+        }
+      }
+      prev = c;
+    }
+  }
+  if (open.empty()) return std::nullopt;
+  OpenBracket r;
+  std::tie(r.open, r.line) = open.back();
+  open.pop_back();
+  r.outer = open;
+  return r;
+}
+
+// yaml-cpp's syntax error, as "FILE:LINE: invalid YAML: ...". An unclosed
+// or mismatched bracket at or before the line where the parser gave up is
+// named at the line that opened it.
+Status syntax_error(std::string_view text, const std::string& name, const YAML::ParserException& e) {
+  const int gave_up = e.mark.line + 1;
+  const std::optional<OpenBracket> b = find_open_bracket(text);
+  if (!b || b->line > gave_up)
+    return Status::Error(fmt::format("{}:{}: invalid YAML: {}", name, gave_up, e.msg));
+  std::string what = b->closed_by
+                         ? fmt::format("closed by '{}' on line {}", b->closed_by, b->closed_line)
+                         : "never closed";
+  for (auto it = b->outer.rbegin(); it != b->outer.rend(); ++it)
+    what += fmt::format(", inside the '{}' of line {}", it->first, it->second);
+  return Status::Error(fmt::format("{}:{}: invalid YAML: '{}' opened here is {} (the parser "
+                                   "stopped at line {}: {})",
+                                   name, b->line, b->open, what, gave_up, e.msg));
+}
+
 // ---------------------------------------------------------------- the root
 
 Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
@@ -1221,7 +1328,7 @@ Status parse_deployment(const std::string& yaml, const std::string& name,
   try {
     root = YAML::Load(yaml);
   } catch (const YAML::ParserException& e) {
-    return Status::Error(fmt::format("{}:{}: invalid YAML: {}", name, e.mark.line + 1, e.msg));
+    return syntax_error(yaml, name, e);
   } catch (const YAML::Exception& e) {
     return Status::Error(fmt::format("{}: invalid YAML: {}", name, e.what()));
   }

@@ -343,6 +343,49 @@ TEST(Config, InvalidYaml) {
   EXPECT_HAS(e, "invalid YAML");
 }
 
+// An unclosed or mismatched bracket is named at the line that opened it, not
+// where the parser gave up (the end of the file, or a later key).
+TEST(Config, InvalidYamlNamesTheBracketThatIsNeverClosed) {
+  EXPECT_HAS(parse_err("preset: tcp-opt\n"
+                       "processes:\n"
+                       "  - {name: loadgen, role: loadgen\n"
+                       "  - {name: node-a, role: node}\n"
+                       "  - {name: sink, role: sink}\n"
+                       "duration_s: 5\n"),
+             "test.yaml:3: invalid YAML: '{' opened here is never closed (the parser stopped at line ");
+  EXPECT_HAS(parse_err("preset: tcp-opt\n"
+                       "processes: [\n"
+                       "  {name: loadgen, role: loadgen},\n"
+                       "  {name: sink, role: sink}\n"
+                       "duration_s: 5\n"
+                       "tuple_bytes: 64\n"),
+             "test.yaml:2: invalid YAML: '[' opened here is never closed");
+  // The innermost one, and what it is inside.
+  EXPECT_HAS(parse_err("preset: tcp-opt\nprocesses: [\n  {name: a\n"),
+             "test.yaml:3: invalid YAML: '{' opened here is never closed, inside the '[' of line 2");
+  EXPECT_HAS(parse_err("processes:\n"
+                       "  - {name: loadgen, role: loadgen]\n"
+                       "  - {name: sink, role: sink}\n"),
+             "test.yaml:2: invalid YAML: '{' opened here is closed by ']' on line 2");
+  // Brackets in comments, quoted scalars, plain scalars and block scalars
+  // are text.
+  EXPECT_HAS(parse_err("# a note on [brackets and {braces\n"
+                       "token: 'it''s [x'\n"
+                       "host: \"a{b\\\"[\"\n"
+                       "congestion: a[1]\n"
+                       "fabric_provider: |\n"
+                       "  text [ with {\n"
+                       "processes:\n"
+                       "  - {name: loadgen, role: loadgen, host: \"x]\"} # ]\n"
+                       "  - [name, sink\n"
+                       "  - {name: sink, role: sink}\n"),
+             "test.yaml:9: invalid YAML: '[' opened here is never closed");
+  // A syntax error that is not a bracket keeps the parser's line.
+  std::string e = parse_err("preset: tcp-opt\n  tuple_bytes: 12\nprocesses: [\n");
+  EXPECT_HAS(e, "test.yaml:2: invalid YAML: ");
+  EXPECT_EQ(e.find("opened here"), std::string::npos) << e;
+}
+
 TEST(Config, LoadDeploymentMissingFile) {
   Deployment d;
   Status st = load_deployment("/nonexistent/x.yaml", {}, &d);

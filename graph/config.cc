@@ -768,6 +768,26 @@ Status apply_override(YAML::Node& root, const std::string& text, Reader* reader)
   return {};
 }
 
+// Where keys were given: the top level's (root = the top-level map), or one
+// link's or process's own (root = its line; `of` holds only the keys it set,
+// each "file:line" or "--set k=v").
+struct Places {
+  std::string root;                       // file:line of the top-level map, link or process
+  std::map<std::string, std::string> of;  // key -> where it was given
+  std::string at(const std::string& key) const {
+    auto it = of.find(key);
+    return it == of.end() ? root : it->second;
+  }
+  Status error(const std::string& key, const std::string& msg) const { return error(key, key, msg); }
+  // `shown`: the key as the message names it (links.2.slot_bytes for a
+  // link's slot_bytes).
+  Status error(const std::string& shown, const std::string& key, const std::string& msg) const {
+    const std::string w = at(key);
+    if (w.rfind("--set ", 0) == 0) return Status::Error(fmt::format("{}: {}", w, msg));
+    return Status::Error(fmt::format("{}: key '{}': {}", w, shown, msg));
+  }
+};
+
 // ---------------------------------------------------------------- processes
 
 // One operator: a map with one key naming its kind. A new kind goes into
@@ -799,17 +819,21 @@ Status parse_operator(const Reader& r, const YAML::Node& n, const std::string& p
   return {};
 }
 
+// `at`: where the process and each key it sets were given (a clash of
+// ports names the line of `port`, not the process's).
 Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::string& default_host,
-                     ProcessConfig* p) {
+                     ProcessConfig* p, Places* at) {
   const std::string path = fmt::format("processes.{}", i);
   if (!n.IsMap()) return r.error(n, path, fmt::format("expected a map, got {}", node_kind(n)));
   p->source_line = r.where(n);
   p->host = default_host;
+  at->root = p->source_line;
   std::vector<std::pair<YAML::Node, YAML::Node>> kv;
   if (Status st = r.keys_of(n, path, kProcessKeys, &kv); !st) return st;
   bool have_name = false, have_role = false;
   for (auto& [k, v] : kv) {
     const std::string& key = k.Scalar();
+    at->of[key] = r.key_at(k, v);
     const std::string kpath = path + "." + key;
     Status st;
     if (key == "name") {
@@ -860,26 +884,6 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
 }
 
 // ---------------------------------------------------------------- links
-
-// Where keys were given: the top level's (root = the top-level map), or one
-// link's own (root = the link's line; `of` holds only the keys the link set,
-// each "file:line" or "--set k=v").
-struct Places {
-  std::string root;                       // file:line of the top-level map, or of the link
-  std::map<std::string, std::string> of;  // key -> where it was given
-  std::string at(const std::string& key) const {
-    auto it = of.find(key);
-    return it == of.end() ? root : it->second;
-  }
-  Status error(const std::string& key, const std::string& msg) const { return error(key, key, msg); }
-  // `shown`: the key as the message names it (links.2.slot_bytes for a
-  // link's slot_bytes).
-  Status error(const std::string& shown, const std::string& key, const std::string& msg) const {
-    const std::string w = at(key);
-    if (w.rfind("--set ", 0) == 0) return Status::Error(fmt::format("{}: {}", w, msg));
-    return Status::Error(fmt::format("{}: key '{}': {}", w, shown, msg));
-  }
-};
 
 // One link of `links:`: from, to, port, its preset, and any link key. Its
 // options start from the top level's (`base`), then its preset's choices,
@@ -1021,8 +1025,10 @@ Status validate_graph(const Deployment& d, const Places& at) {
   return {};
 }
 
-// `link_at[l]`: where link l and the keys it set itself were given.
-Status validate(const Deployment& d, const Places& at, const std::vector<Places>& link_at) {
+// `link_at[l]`: where link l and the keys it set itself were given;
+// `process_at[i]` the same for process i.
+Status validate(const Deployment& d, const Places& at, const std::vector<Places>& link_at,
+                const std::vector<Places>& process_at) {
   if (d.tuple_bytes < kMinTupleBytes)
     return at.error("tuple_bytes", fmt::format("must be at least {} (sequence and key), got {}",
                                                kMinTupleBytes, d.tuple_bytes));
@@ -1088,13 +1094,24 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
                                            d.streams_into(d.links[l].to), end_bytes, o.slot_bytes));
   }
   // Every link's receiver listens on its own port for each instance. An
-  // error names the link's own `port` where it has one, else its receiver.
+  // error names where the port came from: the link's own `port`, else its
+  // receiver's `port`, else the receiver (base_port + 100 * its place).
+  auto port_at = [&](size_t l) {
+    const size_t to = d.links[l].to;
+    if (link_at[l].of.count("port")) return link_at[l].at("port");
+    if (process_at[to].of.count("port")) return process_at[to].at("port");
+    return d.chain ? d.processes[to].source_line : link_at[l].root;
+  };
   std::map<std::pair<std::string, uint32_t>, std::pair<size_t, uint32_t>> used;
   for (size_t l = 0; l < d.links.size(); ++l) {
-    const ProcessConfig& t = d.processes[d.links[l].to];
+    const size_t to = d.links[l].to;
+    const ProcessConfig& t = d.processes[to];
     auto err = [&](const std::string& msg) {
       if (link_at[l].of.count("port"))
         return link_at[l].error(fmt::format("links.{}.port", l), "port", msg);
+      if (process_at[to].of.count("port"))
+        return process_at[to].error(fmt::format("processes.{}.port", to), "port",
+                                    fmt::format("process '{}': {}", t.name, msg));
       return Status::Error(fmt::format("{}: process '{}': {}", t.source_line, t.name, msg));
     };
     for (uint32_t k = 0; k < d.instances; ++k) {
@@ -1107,7 +1124,7 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
       auto [it, fresh] = used.emplace(std::make_pair(t.bind_address(), port), std::make_pair(l, k));
       if (!fresh) {
         const auto [m, mk] = it->second;
-        const std::string first_at = d.chain ? "" : ", at " + link_at[m].root;
+        const std::string first_at = ", at " + port_at(m);
         return err(fmt::format("{} and {} would both listen on {}:{}; give a process or a link its "
                                "own port",
                                link_name(d, m, fmt::format(", instance {}{}", mk, first_at)),
@@ -1272,9 +1289,11 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
   if (!list.IsSequence())
     return r.error(list, "processes", fmt::format("expected a list of processes, got {}", node_kind(list)));
   std::map<std::string, std::string> first_at;
+  std::vector<Places> process_places(list.size());
   for (size_t i = 0; i < list.size(); ++i) {
     ProcessConfig p;
-    if (Status st = parse_process(r, list[i], i, default_host, &p); !st) return st;
+    if (Status st = parse_process(r, list[i], i, default_host, &p, &process_places[i]); !st)
+      return st;
     if (auto [it, fresh] = first_at.emplace(p.name, p.source_line); !fresh)
       return Status::Error(fmt::format("{}: duplicate process name '{}' (first at {})",
                                        p.source_line, p.name, it->second));
@@ -1316,7 +1335,7 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
   // and is unused by the others, so `--set preset=fabric-opt` runs a file
   // written for tcp. On a link of `links:`, a key its carrier does not have
   // is an error (parse_link).
-  return validate(*d, places, link_places);
+  return validate(*d, places, link_places, process_places);
 }
 
 }  // namespace

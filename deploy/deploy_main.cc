@@ -6,7 +6,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -19,10 +21,20 @@ volatile std::sig_atomic_t g_stop_signal = 0;
 
 void on_stop_signal(int sig) { g_stop_signal = sig; }
 
-// Exit codes.
+// Exit codes, as --help and README.md tell them.
 constexpr int kOk = 0;
 constexpr int kRunFailed = 1;
 constexpr int kBadInput = 2;
+
+// --timeout: a finite number of seconds above 0. (CLI::PositiveNumber would
+// say "not in range 2.22507e-308 to" a 309-digit number.)
+std::string check_timeout(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v <= 0)
+    return fmt::format("must be a positive number of seconds, got {}", text);
+  return {};
+}
 
 }  // namespace
 
@@ -30,9 +42,18 @@ int main(int argc, char** argv) {
   using namespace sluice;
   CLI::App app{
       "sluice-deploy: run a sluice pipeline described by a deployment file (YAML).\n"
-      "Exit status: 0 ok; 1 the run failed (a process failed, timed out, or the sink\n"
-      "counted lost, duplicated or corrupt tuples); 2 bad file, option or program."};
+      "Exit status:\n"
+      "  0  check: the file is valid; run: every process succeeded and the sink counted\n"
+      "     no lost, duplicated or corrupt tuple; --help\n"
+      "  1  run: the run failed (a process failed, did not start or was killed, the run\n"
+      "     timed out or was stopped by a signal, or the sink counted lost, duplicated\n"
+      "     or corrupt tuples)\n"
+      "  2  a bad option or value, a deployment file that cannot be read or is invalid,\n"
+      "     or sluice-loadgen, -node or -sink not found"};
   app.require_subcommand(1);
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return fmt::format("sluice-deploy: {}\nRun with --help for more information.\n", e.what());
+  });
 
   std::string file;
   std::vector<std::string> sets;
@@ -71,9 +92,15 @@ int main(int argc, char** argv) {
   run->add_option("--timeout", timeout_s,
                   "Seconds before the run is stopped and fails (default: duration_s + 60, or\n"
                   "120 when `tuples` is set)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(check_timeout, "SECONDS"));
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help prints and exits 0; any other parse error exits 2, as --help
+    // says (not CLI11's own codes, 105 and up).
+    return app.exit(e) == 0 ? kOk : kBadInput;
+  }
 
   Deployment d;
   Status st = load_deployment(file, sets, &d);

@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,10 +45,10 @@ double mono_s() {
 }
 
 std::string describe_exit(int status) {
-  if (WIFEXITED(status)) return fmt::format("exit code {}", WEXITSTATUS(status));
+  if (WIFEXITED(status)) return fmt::format("failed with exit code {}", WEXITSTATUS(status));
   if (WIFSIGNALED(status))
-    return fmt::format("signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
-  return fmt::format("wait status {}", status);
+    return fmt::format("was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  return fmt::format("failed with wait status {}", status);
 }
 
 std::string read_file(const std::string& path, bool* ok) {
@@ -74,6 +76,84 @@ struct Child {
   bool running = false;
   bool stopped = false;  // still running when the launcher stopped the run
   int status = 0;
+  // When (mono_s) and in which place (0, 1, ...) the launcher saw it exit.
+  // When one process dies, its neighbours fail a moment later for want of
+  // it; the first to exit is the one the run names.
+  double exited_at = -1;
+  uint64_t exit_order = 0;
+};
+
+// Tells the launcher which children exited, in the order they exited. A
+// pidfd per child in one epoll set: the kernel queues each pidfd on the ready
+// list when its process exits, so epoll_wait() hands them back in exit order
+// however late the launcher wakes. Where pidfds are missing (Linux < 5.3),
+// the children are polled instead and those seen in one sweep tie.
+class ExitWatch {
+ public:
+  ExitWatch() : epoll_(epoll_create1(EPOLL_CLOEXEC)) {}
+  ~ExitWatch() {
+    for (int fd : pidfds_)
+      if (fd >= 0) close(fd);
+    if (epoll_ >= 0) close(epoll_);
+  }
+  ExitWatch(const ExitWatch&) = delete;
+  ExitWatch& operator=(const ExitWatch&) = delete;
+
+  // `slot` is the child's place in the launcher's list.
+  void watch(size_t slot, pid_t pid) {
+    if (pidfds_.size() <= slot) pidfds_.resize(slot + 1, -1);
+    if (epoll_ < 0) return;
+    int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+    if (fd < 0) return;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = slot;
+    if (epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      close(fd);
+      return;
+    }
+    pidfds_[slot] = fd;
+  }
+
+  // Waits up to `timeout_ms` for an exit; reaps every child that exited,
+  // those with a pidfd in the order they exited, then the rest. Returns how
+  // many are still running.
+  size_t reap(std::vector<Child>& children, int timeout_ms) {
+    if (epoll_ >= 0 && !children.empty()) {
+      std::vector<epoll_event> ready(children.size());
+      int k = epoll_wait(epoll_, ready.data(), static_cast<int>(ready.size()), timeout_ms);
+      for (int i = 0; i < k; ++i) collect(children, ready[i].data.u64);
+    } else if (timeout_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+    }
+    size_t alive = 0;
+    for (size_t i = 0; i < children.size(); ++i) {
+      collect(children, i);
+      alive += children[i].running;
+    }
+    return alive;
+  }
+
+ private:
+  void collect(std::vector<Child>& children, size_t slot) {
+    Child& c = children[slot];
+    if (!c.running) return;
+    int st = 0;
+    pid_t r = waitpid(c.pid, &st, WNOHANG);
+    if (r != c.pid && !(r < 0 && errno == ECHILD)) return;
+    c.running = false;
+    c.status = r == c.pid ? st : 0;
+    c.exited_at = mono_s();
+    c.exit_order = next_order_++;
+    if (slot < pidfds_.size() && pidfds_[slot] >= 0) {
+      close(pidfds_[slot]);  // leaves the epoll set with it
+      pidfds_[slot] = -1;
+    }
+  }
+
+  int epoll_;
+  std::vector<int> pidfds_;
+  uint64_t next_order_ = 0;
 };
 
 Status spawn(const std::string& program, const std::vector<std::string>& args,
@@ -105,35 +185,18 @@ Status spawn(const std::string& program, const std::vector<std::string>& args,
   return {};
 }
 
-// Reaps children that have exited; returns how many are still running.
-size_t reap(std::vector<Child>& children) {
-  size_t alive = 0;
-  for (auto& c : children) {
-    if (!c.running) continue;
-    int st = 0;
-    pid_t r = waitpid(c.pid, &st, WNOHANG);
-    if (r == c.pid || (r < 0 && errno == ECHILD)) {
-      c.running = false;
-      c.status = r == c.pid ? st : 0;
-    } else {
-      ++alive;
-    }
-  }
-  return alive;
-}
-
 // SIGTERM (or `first`) to every running child's group, SIGKILL after `grace`,
 // and everything reaped. Groups of children that already exited are killed
 // too, so nothing they started outlives the run.
-void stop_all(std::vector<Child>& children, int first, double grace) {
+void stop_all(std::vector<Child>& children, ExitWatch& watch, int first, double grace) {
   for (auto& c : children)
     if (c.running) {
       c.stopped = true;
       kill(-c.pid, first);
     }
   const double deadline = mono_s() + grace;
-  while (reap(children) > 0 && mono_s() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (watch.reap(children, 20) > 0 && mono_s() < deadline) {
+  }
   for (auto& c : children) kill(-c.pid, SIGKILL);
   for (auto& c : children) {
     if (!c.running) continue;
@@ -142,6 +205,7 @@ void stop_all(std::vector<Child>& children, int first, double grace) {
     }
     c.running = false;
     c.status = st;
+    c.exited_at = mono_s();
   }
 }
 
@@ -277,6 +341,7 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
   // Start downstream first (sinks, then the nodes that feed them, load
   // generators last), so every listener is up before its upstream connects.
   std::vector<Child> children;
+  ExitWatch watch;
   for (size_t k : d.start_order()) {
     ProcessOutcome& p = r.processes[k];
     const std::string& program = o.programs.of(p.role);
@@ -291,11 +356,12 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
       r.error = fmt::format("process '{}' (role {}) did not start: {}", p.name, role_name(p.role),
                             st.message());
       p.error = st.message();
-      stop_all(children, SIGTERM, o.grace_s);
+      stop_all(children, watch, SIGTERM, o.grace_s);
       return r;
     }
     c.running = true;
     p.pid = c.pid;
+    watch.watch(children.size(), c.pid);
     children.push_back(c);
     r.started.push_back(p.name);
   }
@@ -309,20 +375,26 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
   std::string failure;
   double drain_deadline = -1;
   for (;;) {
-    size_t alive = reap(children);
-    // The first child (in the file's order) that failed ends the run.
+    size_t alive = watch.reap(children, 50);
+    // The child that failed first ends the run and is the one it names: when
+    // a process dies, its upstream and downstream fail a moment later for
+    // want of it, and are stopped (or, if they were quicker than the
+    // launcher, described) but not blamed.
+    const Child* first = nullptr;
     for (const auto& c : children) {
       if (c.running || (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0)) continue;
       ProcessOutcome& p = r.processes[c.index];
-      if (!p.error.empty()) continue;
-      std::string why = last_error_line(p.log_path);
-      p.error = fmt::format("failed with {}{}{}", describe_exit(c.status), why.empty() ? "" : ": ", why);
-      if (failure.empty())
-        failure = fmt::format("process '{}' (role {}) {}; log: {}", p.name, role_name(p.role),
-                              p.error, p.log_path);
+      if (p.error.empty()) {
+        std::string why = last_error_line(p.log_path);
+        p.error = fmt::format("{}{}{}", describe_exit(c.status), why.empty() ? "" : ": ", why);
+      }
+      if (!first || c.exit_order < first->exit_order) first = &c;
     }
-    if (!failure.empty()) {
-      stop_all(children, SIGTERM, o.grace_s);
+    if (first) {
+      const ProcessOutcome& p = r.processes[first->index];
+      failure = fmt::format("process '{}' (role {}, pid {}) {}; log: {}", p.name, role_name(p.role),
+                            p.pid, p.error, p.log_path);
+      stop_all(children, watch, SIGTERM, o.grace_s);
       break;
     }
     if (alive == 0) break;
@@ -342,13 +414,13 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
       const int sig = *o.stop_signal;
       failure = fmt::format("interrupted by signal {} ({}); stopped {}", sig, strsignal(sig),
                             names_of_running(children, d));
-      stop_all(children, sig, o.grace_s);
+      stop_all(children, watch, sig, o.grace_s);
       break;
     }
     if (now - t0 >= timeout) {
       failure = fmt::format("timed out after {} s; still running: {}", num(timeout),
                             names_of_running(children, d));
-      stop_all(children, SIGTERM, o.grace_s);
+      stop_all(children, watch, SIGTERM, o.grace_s);
       break;
     }
     if (period > 0 && now >= next_progress && o.progress) {
@@ -359,7 +431,6 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
                  alive, children.size(), names_of_running(children, d));
       std::fflush(o.progress);
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   // Whatever a child left in its group goes too.
   for (const auto& c : children) kill(-c.pid, SIGKILL);

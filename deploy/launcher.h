@@ -11,7 +11,10 @@
 //      group with stdout and stderr in <run>/NAME.log.
 //   3. It waits. The first child that exits non-zero or by a signal, a
 //      timeout, or a stop signal ends the run: the others get SIGTERM, then
-//      SIGKILL after a grace period, and nothing is left running.
+//      SIGKILL after a grace period, and nothing is left running. "First" is
+//      the order the processes exited in, not the order they are listed: a
+//      process that dies takes its neighbours down a moment later, and the
+//      run names the one that died, not them.
 //   4. It reads <run>/NAME.json (ProcessSummary) of every process; the sinks'
 //      counts, added up, make the pipeline line. A run is ok only if every process
 //      succeeded and the sink counted no lost, duplicated or corrupt tuple.

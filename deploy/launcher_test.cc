@@ -6,7 +6,9 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -162,8 +164,9 @@ TEST_F(Launcher, GathersSummariesOfASuccessfulRun) {
 TEST_F(Launcher, AFailingProcessEndsTheRunAndNamesItself) {
   RunReport r = run_with("loadgen:hang,node-a:fail,node-b:hang,sink:stubborn");
   EXPECT_FALSE(r.ok);
-  EXPECT_HAS(r.error, "process 'node-a' (role node) failed with exit code 1: [error] node-a: link "
-                      "node-a -> next: connection refused; log: " + r.run_dir + "/node-a.log");
+  EXPECT_HAS(r.error, "process 'node-a' (role node, pid " + std::to_string(r.processes[1].pid) +
+                          ") failed with exit code 1: [error] node-a: link node-a -> next: "
+                          "connection refused; log: " + r.run_dir + "/node-a.log");
   EXPECT_FALSE(r.processes[1].ok);
   for (size_t i : {0, 2, 3}) {
     EXPECT_FALSE(r.processes[i].ok);
@@ -181,8 +184,27 @@ TEST_F(Launcher, AFailingProcessEndsTheRunAndNamesItself) {
 TEST_F(Launcher, ACrashNamesTheSignal) {
   RunReport r = run_with("loadgen:hang,node-b:crash,node-a:hang,sink:hang");
   EXPECT_FALSE(r.ok);
-  EXPECT_HAS(r.error, "process 'node-b' (role node) failed with signal 6");
+  EXPECT_HAS(r.error, "process 'node-b' (role node, pid " + std::to_string(r.processes[2].pid) +
+                          ") was killed by signal 6 (Aborted)");
   expect_nothing_left(r);
+}
+
+// node-a is killed; the loadgen and node-b notice at once and fail, the sink
+// fails after node-b: all four have failed by the time the launcher looks.
+// The run names node-a, the one that died first, whatever order the
+// launcher finds them in. Three times, as the order of finding is a race.
+TEST_F(Launcher, TheProcessThatDiedFirstIsNamedNotItsNeighbours) {
+  for (int i = 0; i < 3; ++i) {
+    opts_.run_dir = dir_ + "/run" + std::to_string(i);
+    RunReport r = run_with("loadgen:follow=node-a,node-a:killed,node-b:follow=node-a,"
+                           "sink:follow=node-b");
+    EXPECT_FALSE(r.ok);
+    EXPECT_HAS(r.error, "process 'node-a' (role node, pid " + std::to_string(r.processes[1].pid) +
+                            ") was killed by signal 9 (Killed)");
+    EXPECT_EQ(r.error.find("upstream closed"), std::string::npos) << r.error;
+    EXPECT_FALSE(r.processes[1].ok);
+    expect_nothing_left(r);
+  }
 }
 
 TEST_F(Launcher, TimeoutStopsEverything) {
@@ -344,7 +366,8 @@ TEST_F(DeployProgram, FailureExitsOneAndBadFileTwo) {
   EXPECT_EQ(rc, 1);
   YAML::Node j = YAML::Load(out);
   EXPECT_FALSE(j["ok"].as<bool>());
-  EXPECT_HAS(j["error"].as<std::string>(), "process 'node-b' (role node) failed with exit code 1");
+  EXPECT_HAS(j["error"].as<std::string>(), "process 'node-b' (role node, pid ");
+  EXPECT_HAS(j["error"].as<std::string>(), ") failed with exit code 1");
 
   rc = sh(std::string(SLUICE_DEPLOY) + " check " SLUICE_SOURCE_DIR
               "/deploy/examples/pipeline.yaml --set tuple_bytes=abc 2>&1",
@@ -359,6 +382,57 @@ TEST_F(DeployProgram, FailureExitsOneAndBadFileTwo) {
   EXPECT_HAS(out, "preset: original");
   EXPECT_HAS(out, "encoding: copy");
   EXPECT_HAS(out, "send_queue: async");
+}
+
+// Exit status 2 for every bad option or value, as --help says, with a short
+// message; not CLI11's own codes (105 and up).
+TEST_F(DeployProgram, BadOptionsExitTwoWithAShortMessage) {
+  const std::string deploy = SLUICE_DEPLOY;
+  const std::string file = SLUICE_SOURCE_DIR "/deploy/examples/pipeline.yaml";
+  const std::string bins = " --bin-dir " + dir_ + "/bin --run-dir " + dir_ + "/run";
+  auto longest_number = [](const std::string& s) {
+    size_t best = 0, run = 0;
+    for (char c : s) best = std::max(best, run = std::isdigit(static_cast<unsigned char>(c)) ? run + 1 : 0);
+    return best;
+  };
+  struct Case {
+    std::string args, says;
+  };
+  const Case cases[] = {
+      {"run " + file + " --timeout -1" + bins,
+       "sluice-deploy: --timeout: must be a positive number of seconds, got -1"},
+      {"run " + file + " --timeout 0" + bins, "--timeout: must be a positive number of seconds, got 0"},
+      {"run " + file + " --timeout soon" + bins, "--timeout: must be a positive number of seconds, got soon"},
+      {"run " + file + " --timeout inf" + bins, "got inf"},
+      {"run " + file + " --no-such-option" + bins, "--no-such-option"},
+      {"check " + file + " --json", "--json"},  // a flag of `run` only
+      {"run", "FILE.yaml is required"},
+      {"", "A subcommand is required"},
+      {"frobnicate " + file, "A subcommand is required"},
+      {"run /nonexistent/x.yaml" + bins, "/nonexistent/x.yaml: cannot open the deployment file"},
+      {"run " + file + " --bin-dir /nonexistent-dir", "--bin-dir /nonexistent-dir: no executable"},
+  };
+  for (const auto& c : cases) {
+    std::string out;
+    int rc = sh(deploy + " " + c.args + " 2>&1 >/dev/null", &out);
+    EXPECT_EQ(rc, 2) << c.args << "\n" << out;
+    EXPECT_HAS(out, c.says);
+    EXPECT_LT(out.size(), 300u) << c.args;
+    EXPECT_LT(longest_number(out), 10u) << c.args << "\n" << out;
+  }
+  // --help: exit 0, the exit codes told.
+  std::string out;
+  EXPECT_EQ(sh(deploy + " --help", &out), 0);
+  EXPECT_HAS(out, "Exit status:");
+  EXPECT_HAS(out, "  2  a bad option or value");
+  EXPECT_EQ(sh(deploy + " run --help", &out), 0);
+  EXPECT_HAS(out, "--timeout");
+  // A good timeout still runs.
+  EXPECT_EQ(sh(deploy + " run " + file + " --timeout 30 --set duration_s=1 --set base_port=27600" +
+                   bins + " 2>/dev/null",
+               &out),
+            0)
+      << out;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // The deployment parser. How a file becomes a Deployment:
-//   1. YAML::Load the text (a syntax error names file:line).
+//   1. YAML::Load the text (a syntax error names file:line; an unclosed `[`
+//      or `{` names the line that opened it).
 //   2. Apply each `--set key=value` to the YAML tree, so an override is checked
 //      by exactly the same code as the file; the nodes it put there remember
 //      the override, and an error on them names "--set key=value".
@@ -24,9 +25,11 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "transport/event.h"
 #include "transport/handshake.h"
@@ -765,6 +768,26 @@ Status apply_override(YAML::Node& root, const std::string& text, Reader* reader)
   return {};
 }
 
+// Where keys were given: the top level's (root = the top-level map), or one
+// link's or process's own (root = its line; `of` holds only the keys it set,
+// each "file:line" or "--set k=v").
+struct Places {
+  std::string root;                       // file:line of the top-level map, link or process
+  std::map<std::string, std::string> of;  // key -> where it was given
+  std::string at(const std::string& key) const {
+    auto it = of.find(key);
+    return it == of.end() ? root : it->second;
+  }
+  Status error(const std::string& key, const std::string& msg) const { return error(key, key, msg); }
+  // `shown`: the key as the message names it (links.2.slot_bytes for a
+  // link's slot_bytes).
+  Status error(const std::string& shown, const std::string& key, const std::string& msg) const {
+    const std::string w = at(key);
+    if (w.rfind("--set ", 0) == 0) return Status::Error(fmt::format("{}: {}", w, msg));
+    return Status::Error(fmt::format("{}: key '{}': {}", w, shown, msg));
+  }
+};
+
 // ---------------------------------------------------------------- processes
 
 // One operator: a map with one key naming its kind. A new kind goes into
@@ -796,17 +819,21 @@ Status parse_operator(const Reader& r, const YAML::Node& n, const std::string& p
   return {};
 }
 
+// `at`: where the process and each key it sets were given (a clash of
+// ports names the line of `port`, not the process's).
 Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::string& default_host,
-                     ProcessConfig* p) {
+                     ProcessConfig* p, Places* at) {
   const std::string path = fmt::format("processes.{}", i);
   if (!n.IsMap()) return r.error(n, path, fmt::format("expected a map, got {}", node_kind(n)));
   p->source_line = r.where(n);
   p->host = default_host;
+  at->root = p->source_line;
   std::vector<std::pair<YAML::Node, YAML::Node>> kv;
   if (Status st = r.keys_of(n, path, kProcessKeys, &kv); !st) return st;
   bool have_name = false, have_role = false;
   for (auto& [k, v] : kv) {
     const std::string& key = k.Scalar();
+    at->of[key] = r.key_at(k, v);
     const std::string kpath = path + "." + key;
     Status st;
     if (key == "name") {
@@ -857,26 +884,6 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
 }
 
 // ---------------------------------------------------------------- links
-
-// Where keys were given: the top level's (root = the top-level map), or one
-// link's own (root = the link's line; `of` holds only the keys the link set,
-// each "file:line" or "--set k=v").
-struct Places {
-  std::string root;                       // file:line of the top-level map, or of the link
-  std::map<std::string, std::string> of;  // key -> where it was given
-  std::string at(const std::string& key) const {
-    auto it = of.find(key);
-    return it == of.end() ? root : it->second;
-  }
-  Status error(const std::string& key, const std::string& msg) const { return error(key, key, msg); }
-  // `shown`: the key as the message names it (links.2.slot_bytes for a
-  // link's slot_bytes).
-  Status error(const std::string& shown, const std::string& key, const std::string& msg) const {
-    const std::string w = at(key);
-    if (w.rfind("--set ", 0) == 0) return Status::Error(fmt::format("{}: {}", w, msg));
-    return Status::Error(fmt::format("{}: key '{}': {}", w, shown, msg));
-  }
-};
 
 // One link of `links:`: from, to, port, its preset, and any link key. Its
 // options start from the top level's (`base`), then its preset's choices,
@@ -1018,8 +1025,10 @@ Status validate_graph(const Deployment& d, const Places& at) {
   return {};
 }
 
-// `link_at[l]`: where link l and the keys it set itself were given.
-Status validate(const Deployment& d, const Places& at, const std::vector<Places>& link_at) {
+// `link_at[l]`: where link l and the keys it set itself were given;
+// `process_at[i]` the same for process i.
+Status validate(const Deployment& d, const Places& at, const std::vector<Places>& link_at,
+                const std::vector<Places>& process_at) {
   if (d.tuple_bytes < kMinTupleBytes)
     return at.error("tuple_bytes", fmt::format("must be at least {} (sequence and key), got {}",
                                                kMinTupleBytes, d.tuple_bytes));
@@ -1085,13 +1094,24 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
                                            d.streams_into(d.links[l].to), end_bytes, o.slot_bytes));
   }
   // Every link's receiver listens on its own port for each instance. An
-  // error names the link's own `port` where it has one, else its receiver.
+  // error names where the port came from: the link's own `port`, else its
+  // receiver's `port`, else the receiver (base_port + 100 * its place).
+  auto port_at = [&](size_t l) {
+    const size_t to = d.links[l].to;
+    if (link_at[l].of.count("port")) return link_at[l].at("port");
+    if (process_at[to].of.count("port")) return process_at[to].at("port");
+    return d.chain ? d.processes[to].source_line : link_at[l].root;
+  };
   std::map<std::pair<std::string, uint32_t>, std::pair<size_t, uint32_t>> used;
   for (size_t l = 0; l < d.links.size(); ++l) {
-    const ProcessConfig& t = d.processes[d.links[l].to];
+    const size_t to = d.links[l].to;
+    const ProcessConfig& t = d.processes[to];
     auto err = [&](const std::string& msg) {
       if (link_at[l].of.count("port"))
         return link_at[l].error(fmt::format("links.{}.port", l), "port", msg);
+      if (process_at[to].of.count("port"))
+        return process_at[to].error(fmt::format("processes.{}.port", to), "port",
+                                    fmt::format("process '{}': {}", t.name, msg));
       return Status::Error(fmt::format("{}: process '{}': {}", t.source_line, t.name, msg));
     };
     for (uint32_t k = 0; k < d.instances; ++k) {
@@ -1104,7 +1124,7 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
       auto [it, fresh] = used.emplace(std::make_pair(t.bind_address(), port), std::make_pair(l, k));
       if (!fresh) {
         const auto [m, mk] = it->second;
-        const std::string first_at = d.chain ? "" : ", at " + link_at[m].root;
+        const std::string first_at = ", at " + port_at(m);
         return err(fmt::format("{} and {} would both listen on {}:{}; give a process or a link its "
                                "own port",
                                link_name(d, m, fmt::format(", instance {}{}", mk, first_at)),
@@ -1113,6 +1133,110 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
     }
   }
   return {};
+}
+
+// ---------------------------------------------------------------- syntax errors
+
+// A flow collection (`[...]` or `{...}`) left open, or closed by the wrong
+// bracket. yaml-cpp reports an unclosed one where it gave up, often the end
+// of the file; the line that opened it is the one to fix.
+struct OpenBracket {
+  char open = 0;
+  int line = 0;            // 1-based
+  char closed_by = 0;      // 0: never closed
+  int closed_line = 0;
+  std::vector<std::pair<char, int>> outer;  // still open around it: bracket, line
+};
+
+// Scans `text` line by line for brackets as YAML reads them: outside quoted
+// scalars, comments and block scalars (| and >), and outside flow context
+// only where a value starts (`key: [`, `- {`), not inside a plain scalar
+// (`host: a[1]`). Returns the first bracket closed by the wrong one, else the
+// innermost one never closed; nothing when every bracket closes.
+std::optional<OpenBracket> find_open_bracket(std::string_view text) {
+  std::vector<std::pair<char, int>> open;  // bracket, line
+  char quote = 0;                          // inside a quoted scalar: its quote
+  int block_indent = -1;                   // inside a block scalar: its key's indent
+  int line_no = 0;
+  for (size_t b = 0; b <= text.size();) {
+    size_t e = text.find('\n', b);
+    if (e == std::string_view::npos) e = text.size();
+    std::string_view line = text.substr(b, e - b);
+    b = e + 1;
+    ++line_no;
+    const size_t first = line.find_first_not_of(" \t\r");
+    const int indent = first == std::string_view::npos ? -1 : static_cast<int>(first);
+    if (block_indent >= 0) {
+      if (indent < 0 || indent > block_indent) continue;
+      block_indent = -1;
+    }
+    char prev = 0;  // the last character before this one that was not a space
+    for (size_t i = 0; i < line.size(); ++i) {
+      const char c = line[i];
+      if (quote == '"') {
+        if (c == '\\') ++i;
+        else if (c == '"') quote = 0;
+        continue;
+      }
+      if (quote == '\'') {
+        if (c == '\'' && i + 1 < line.size() && line[i + 1] == '\'') ++i;
+        else if (c == '\'') quote = 0;
+        continue;
+      }
+      const bool after_space = i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t';
+      if (c == '#' && after_space) break;
+      if (c == ' ' || c == '\t' || c == '\r') continue;
+      const bool value_starts = prev == 0 || prev == ':' || prev == '-' || prev == '?' ||
+                                prev == ',' || prev == '[' || prev == '{';
+      const bool in_flow = !open.empty();
+      if ((c == '"' || c == '\'') && value_starts && (after_space || in_flow)) {
+        quote = c;
+      } else if ((c == '[' || c == '{') && (in_flow || (value_starts && after_space))) {
+        open.emplace_back(c, line_no);
+      } else if ((c == ']' || c == '}') && in_flow) {
+        const auto [o, at] = open.back();
+        if ((o == '[') != (c == ']')) {
+          open.pop_back();
+          return OpenBracket{o, at, c, line_no, std::move(open)};
+        }
+        open.pop_back();
+      } else if ((c == '|' || c == '>') && !in_flow && value_starts && after_space) {
+        // `key: |` (indicators and a comment may follow): a block scalar,
+        // whose lines, indented deeper than this one, are text.
+        std::string_view rest = line.substr(i + 1);
+        rest = rest.substr(0, rest.find(" #"));
+        if (rest.find_first_not_of("+-0123456789 \t\r") == std::string_view::npos) {
+          block_indent = indent;
+          break;
+        }
+      }
+      prev = c;
+    }
+  }
+  if (open.empty()) return std::nullopt;
+  OpenBracket r;
+  std::tie(r.open, r.line) = open.back();
+  open.pop_back();
+  r.outer = open;
+  return r;
+}
+
+// yaml-cpp's syntax error, as "FILE:LINE: invalid YAML: ...". An unclosed
+// or mismatched bracket at or before the line where the parser gave up is
+// named at the line that opened it.
+Status syntax_error(std::string_view text, const std::string& name, const YAML::ParserException& e) {
+  const int gave_up = e.mark.line + 1;
+  const std::optional<OpenBracket> b = find_open_bracket(text);
+  if (!b || b->line > gave_up)
+    return Status::Error(fmt::format("{}:{}: invalid YAML: {}", name, gave_up, e.msg));
+  std::string what = b->closed_by
+                         ? fmt::format("closed by '{}' on line {}", b->closed_by, b->closed_line)
+                         : "never closed";
+  for (auto it = b->outer.rbegin(); it != b->outer.rend(); ++it)
+    what += fmt::format(", inside the '{}' of line {}", it->first, it->second);
+  return Status::Error(fmt::format("{}:{}: invalid YAML: '{}' opened here is {} (the parser "
+                                   "stopped at line {}: {})",
+                                   name, b->line, b->open, what, gave_up, e.msg));
 }
 
 // ---------------------------------------------------------------- the root
@@ -1165,9 +1289,11 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
   if (!list.IsSequence())
     return r.error(list, "processes", fmt::format("expected a list of processes, got {}", node_kind(list)));
   std::map<std::string, std::string> first_at;
+  std::vector<Places> process_places(list.size());
   for (size_t i = 0; i < list.size(); ++i) {
     ProcessConfig p;
-    if (Status st = parse_process(r, list[i], i, default_host, &p); !st) return st;
+    if (Status st = parse_process(r, list[i], i, default_host, &p, &process_places[i]); !st)
+      return st;
     if (auto [it, fresh] = first_at.emplace(p.name, p.source_line); !fresh)
       return Status::Error(fmt::format("{}: duplicate process name '{}' (first at {})",
                                        p.source_line, p.name, it->second));
@@ -1209,7 +1335,7 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
   // and is unused by the others, so `--set preset=fabric-opt` runs a file
   // written for tcp. On a link of `links:`, a key its carrier does not have
   // is an error (parse_link).
-  return validate(*d, places, link_places);
+  return validate(*d, places, link_places, process_places);
 }
 
 }  // namespace
@@ -1221,7 +1347,7 @@ Status parse_deployment(const std::string& yaml, const std::string& name,
   try {
     root = YAML::Load(yaml);
   } catch (const YAML::ParserException& e) {
-    return Status::Error(fmt::format("{}:{}: invalid YAML: {}", name, e.mark.line + 1, e.msg));
+    return syntax_error(yaml, name, e);
   } catch (const YAML::Exception& e) {
     return Status::Error(fmt::format("{}: invalid YAML: {}", name, e.what()));
   }

@@ -311,8 +311,8 @@ TEST(Config, RangeChecks) {
   EXPECT_HAS(parse_err(std::string("base_port: 65500\ninstances: 2\n") + kChain),
              "beyond 65535");
   EXPECT_HAS(parse_err(std::string("instances: 101\n") + kChain),
-             "test.yaml:5: process 'sink': link 0 (loadgen -> node-a, instance 100) and link 1 "
-             "(node-a -> sink, instance 0) would both listen on 127.0.0.1:17300");
+             "test.yaml:5: process 'sink': link 0 (loadgen -> node-a, instance 100, at test.yaml:4) "
+             "and link 1 (node-a -> sink, instance 0) would both listen on 127.0.0.1:17300");
 }
 
 TEST(Config, EventMustFitSlot) {
@@ -341,6 +341,85 @@ TEST(Config, InvalidYaml) {
   EXPECT_HAS(e, "invalid YAML");
   e = parse_err("preset: tcp-opt\n  tuple_bytes: 12\n bad: [\n");
   EXPECT_HAS(e, "invalid YAML");
+}
+
+// An unclosed or mismatched bracket is named at the line that opened it, not
+// where the parser gave up (the end of the file, or a later key).
+TEST(Config, InvalidYamlNamesTheBracketThatIsNeverClosed) {
+  EXPECT_HAS(parse_err("preset: tcp-opt\n"
+                       "processes:\n"
+                       "  - {name: loadgen, role: loadgen\n"
+                       "  - {name: node-a, role: node}\n"
+                       "  - {name: sink, role: sink}\n"
+                       "duration_s: 5\n"),
+             "test.yaml:3: invalid YAML: '{' opened here is never closed (the parser stopped at line ");
+  EXPECT_HAS(parse_err("preset: tcp-opt\n"
+                       "processes: [\n"
+                       "  {name: loadgen, role: loadgen},\n"
+                       "  {name: sink, role: sink}\n"
+                       "duration_s: 5\n"
+                       "tuple_bytes: 64\n"),
+             "test.yaml:2: invalid YAML: '[' opened here is never closed");
+  // The innermost one, and what it is inside.
+  EXPECT_HAS(parse_err("preset: tcp-opt\nprocesses: [\n  {name: a\n"),
+             "test.yaml:3: invalid YAML: '{' opened here is never closed, inside the '[' of line 2");
+  EXPECT_HAS(parse_err("processes:\n"
+                       "  - {name: loadgen, role: loadgen]\n"
+                       "  - {name: sink, role: sink}\n"),
+             "test.yaml:2: invalid YAML: '{' opened here is closed by ']' on line 2");
+  // Brackets in comments, quoted scalars, plain scalars and block scalars
+  // are text.
+  EXPECT_HAS(parse_err("# a note on [brackets and {braces\n"
+                       "token: 'it''s [x'\n"
+                       "host: \"a{b\\\"[\"\n"
+                       "congestion: a[1]\n"
+                       "fabric_provider: |\n"
+                       "  text [ with {\n"
+                       "processes:\n"
+                       "  - {name: loadgen, role: loadgen, host: \"x]\"} # ]\n"
+                       "  - [name, sink\n"
+                       "  - {name: sink, role: sink}\n"),
+             "test.yaml:9: invalid YAML: '[' opened here is never closed");
+  // A syntax error that is not a bracket keeps the parser's line.
+  std::string e = parse_err("preset: tcp-opt\n  tuple_bytes: 12\nprocesses: [\n");
+  EXPECT_HAS(e, "test.yaml:2: invalid YAML: ");
+  EXPECT_EQ(e.find("opened here"), std::string::npos) << e;
+}
+
+// Two processes given the same port: the error is at the second one's
+// `port:` line, and says where the first one's port was given.
+TEST(Graph, APortClashNamesThePortLines) {
+  const std::string yaml = R"(processes:
+  - name: loadgen
+    role: loadgen
+  - name: node-a
+    role: node
+    port: 18000
+  - name: sink
+    role: sink
+    port: 18000
+)";
+  EXPECT_HAS(parse_err(yaml),
+             "test.yaml:9: key 'processes.2.port': process 'sink': link 0 (loadgen -> node-a, "
+             "instance 0, at test.yaml:6) and link 1 (node-a -> sink, instance 0) would both listen "
+             "on 127.0.0.1:18000");
+  // The same clash made by --set names the --set.
+  const std::string no_port = yaml.substr(0, yaml.rfind("    port: 18000"));
+  EXPECT_HAS(parse_err(no_port, {"processes.2.port=18000"}),
+             "--set processes.2.port=18000: process 'sink': link 0 (loadgen -> node-a, instance 0, "
+             "at test.yaml:6) and link 1");
+  // A port that clashes with one from base_port: the first is its process.
+  EXPECT_HAS(parse_err("processes:\n  - {name: loadgen, role: loadgen}\n"
+                       "  - {name: node-a, role: node}\n"
+                       "  - name: sink\n    role: sink\n    port: 17200\n"),
+             "test.yaml:6: key 'processes.2.port': process 'sink': link 0 (loadgen -> node-a, "
+             "instance 0, at test.yaml:3) and link 1 (node-a -> sink, instance 0) would both listen "
+             "on 127.0.0.1:17200");
+  // Beyond 65535 with instances: the process's port line too.
+  EXPECT_HAS(parse_err("instances: 2\nprocesses:\n  - {name: loadgen, role: loadgen}\n"
+                       "  - name: sink\n    role: sink\n    port: 65535\n"),
+             "test.yaml:6: key 'processes.1.port': process 'sink': link 0 (loadgen -> sink, "
+             "instance 1) would listen on port 65536");
 }
 
 TEST(Config, LoadDeploymentMissingFile) {

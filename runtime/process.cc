@@ -196,8 +196,17 @@ int process_main(Role role, int argc, char** argv) {
   CLI::App app{fmt::format(
       "{}: the {} of a sluice pipeline.\n"
       "Reads its settings from a deployment file (as sluice-deploy starts it), or runs "
-      "standalone from flags.",
-      prog, role == Role::kLoadgen ? "load generator" : role == Role::kSink ? "sink" : "node")};
+      "standalone from flags.\n"
+      "Exit status:\n"
+      "  0  ok, or --help\n"
+      "  1  the run failed{}\n"
+      "  2  a bad option or value, a deployment file that cannot be read or is invalid,\n"
+      "     or no such process in it",
+      prog, role == Role::kLoadgen ? "load generator" : role == Role::kSink ? "sink" : "node",
+      role == Role::kSink ? ", or the sink counted lost, duplicated or corrupt tuples" : "")};
+  app.failure_message([prog](const CLI::App*, const CLI::Error& e) {
+    return fmt::format("{}: {}\nRun with --help for more information.\n", prog, e.what());
+  });
   std::string deployment, process, summary, listen, connect;
   std::vector<std::string> sets;
   app.add_option("--deployment", deployment, "deployment file (YAML)");
@@ -212,7 +221,9 @@ int process_main(Role role, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help prints and exits 0; any other parse error exits 2, like every
+    // other bad input below (not CLI11's own codes, 105 and up).
+    return app.exit(e) == 0 ? 0 : 2;
   }
   spdlog::set_default_logger(spdlog::stderr_color_mt(process.empty() ? prog : process));
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e [%n] %l: %v");

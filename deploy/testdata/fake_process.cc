@@ -9,14 +9,22 @@
 //   nosummary  exit 0 without a summary
 //   lost       (sink) an ok summary that counts 3 lost tuples
 //   crash      die by SIGSEGV-like abort
+//   killed     die by SIGKILL after 200 ms, as if killed from outside
+//   follow=P   wait until process P has died, then fail as a neighbour of a
+//              vanished peer does ("upstream closed mid-stream")
+// Every fake writes its pid to <summary>.pid first (follow reads P's).
+#include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "graph/config.h"
 #include "node/metrics.h"
@@ -44,6 +52,25 @@ void sleep_forever() {
   for (;;) pause();
 }
 
+// Blocks until process `name` (a sibling, started by the same launcher) has
+// exited: its pid from <run>/NAME.json.pid, then a pidfd, readable once it
+// is gone.
+void wait_for_death_of(const std::string& summary, const std::string& name) {
+  const std::string pid_file =
+      (std::filesystem::path(summary).parent_path() / (name + ".json.pid")).string();
+  pid_t pid = -1;
+  while (pid <= 0) {
+    std::ifstream(pid_file) >> pid;
+    if (pid <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return;  // already gone
+  pollfd p{fd, POLLIN, 0};
+  while (poll(&p, 1, -1) < 0) {
+  }
+  close(fd);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -66,6 +93,11 @@ int main(int argc, char** argv) {
     return 3;
   }
   const std::string mode = mode_for(process);
+  {
+    std::ofstream pid_out(summary + ".pid.tmp");
+    pid_out << getpid() << "\n";
+  }
+  std::filesystem::rename(summary + ".pid.tmp", summary + ".pid");
   std::printf("fake %s (%s) starting, mode %s\n", process.c_str(), role_name(d.processes[idx].role),
               mode.c_str());
   std::fflush(stdout);
@@ -77,6 +109,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (mode == "crash") abort();
+  if (mode == "killed") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    kill(getpid(), SIGKILL);
+  }
+  if (mode.rfind("follow=", 0) == 0) {
+    wait_for_death_of(summary, mode.substr(7));
+    std::fprintf(stderr, "[error] %s: link %s: upstream closed mid-stream\n", process.c_str(),
+                 mode.substr(7).c_str());
+    return 1;
+  }
   if (mode == "hang" || mode == "stubborn") {
     if (mode == "stubborn") signal(SIGTERM, SIG_IGN);
     pid_t g = fork();

@@ -13,6 +13,7 @@
 // identical Deployment.
 #include "graph/config.h"
 
+#include <arpa/inet.h>
 #include <yaml-cpp/yaml.h>
 
 #include <fmt/format.h>
@@ -187,12 +188,115 @@ std::vector<size_t> Deployment::start_order() const {
 
 double Deployment::cores_of(size_t i) const {
   if (processes[i].cores > 0) return processes[i].cores;
-  unsigned hw = std::thread::hardware_concurrency();
+  const HostConfig* h = host_of(i);
+  unsigned hw = h && !h->cpus.empty() ? static_cast<unsigned>(h->cpus.size())
+                                      : std::thread::hardware_concurrency();
   if (hw == 0) hw = 1;
+  // Processes per host: by the host they name, else by address.
   size_t same_host = 0;
   for (const auto& p : processes)
-    if (p.host == processes[i].host) ++same_host;
+    if (h ? p.host_name == h->name : p.host == processes[i].host) ++same_host;
   return std::max(0.25, double(hw) / double(std::max<size_t>(same_host, 1)));
+}
+
+const HostConfig* Deployment::host_of(size_t i) const {
+  for (const auto& h : hosts)
+    if (h.name == processes[i].host_name) return &h;
+  return nullptr;
+}
+
+bool parse_rate(const std::string& text, uint64_t* bps) {
+  std::string t;
+  for (char c : text) t += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  char* end = nullptr;
+  const double v = t.empty() ? -1 : std::strtod(t.c_str(), &end);
+  if (t.empty() || end == t.c_str() || !std::isfinite(v) || v < 0) return false;
+  const std::string unit(end);
+  double scale = 0;
+  if (unit.empty() || unit == "bit") scale = 1;
+  else if (unit == "kbit") scale = 1e3;
+  else if (unit == "mbit") scale = 1e6;
+  else if (unit == "gbit") scale = 1e9;
+  else if (unit == "tbit") scale = 1e12;
+  else return false;
+  const double r = v * scale;
+  if (r > 1e15 || (r > 0 && r < 8000)) return false;  // beyond tc's range: 8 kbit .. 1 Pbit
+  *bps = static_cast<uint64_t>(std::llround(r));
+  return true;
+}
+
+std::string rate_name(uint64_t bps) {
+  if (bps == 0) return "0";
+  for (auto [scale, unit] : {std::pair<uint64_t, const char*>{1000000000000, "tbit"},
+                             {1000000000, "gbit"}, {1000000, "mbit"}, {1000, "kbit"}})
+    if (bps % scale == 0) return fmt::format("{}{}", bps / scale, unit);
+  return fmt::format("{}bit", bps);
+}
+
+bool parse_subnet(const std::string& text, uint32_t* network, unsigned* prefix) {
+  const size_t slash = text.find('/');
+  if (slash == std::string::npos) return false;
+  uint32_t a = 0;
+  if (!parse_ipv4(text.substr(0, slash), &a)) return false;
+  unsigned n = 0;
+  const std::string p = text.substr(slash + 1);
+  auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), n);
+  if (p.empty() || ec != std::errc() || end != p.data() + p.size() || n < 1 || n > 30) return false;
+  const uint32_t mask = ~uint32_t{0} << (32 - n);
+  if (network) *network = a & mask;
+  if (prefix) *prefix = n;
+  return true;
+}
+
+bool parse_ipv4(const std::string& text, uint32_t* addr) {
+  in_addr a{};
+  if (inet_pton(AF_INET, text.c_str(), &a) != 1) return false;
+  *addr = ntohl(a.s_addr);
+  return true;
+}
+
+bool parse_cpu_list(const std::string& text, std::vector<unsigned>* cpus) {
+  constexpr unsigned kMaxCpu = 1024;  // CPU_SETSIZE
+  std::vector<unsigned> out;
+  size_t b = 0;
+  while (b <= text.size()) {
+    size_t comma = text.find(',', b);
+    if (comma == std::string::npos) comma = text.size();
+    std::string part = text.substr(b, comma - b);
+    part.erase(0, part.find_first_not_of(' '));
+    part.erase(part.find_last_not_of(' ') + 1);
+    unsigned lo = 0, hi = 0;
+    const size_t dash = part.find('-');
+    auto num = [](const std::string& s, unsigned* v) {
+      auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *v);
+      return !s.empty() && ec == std::errc() && p == s.data() + s.size();
+    };
+    if (dash == std::string::npos) {
+      if (!num(part, &lo)) return false;
+      hi = lo;
+    } else if (!num(part.substr(0, dash), &lo) || !num(part.substr(dash + 1), &hi) || hi < lo) {
+      return false;
+    }
+    if (hi >= kMaxCpu) return false;
+    for (unsigned c = lo; c <= hi; ++c) out.push_back(c);
+    b = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  if (out.empty() || std::adjacent_find(out.begin(), out.end()) != out.end()) return false;
+  *cpus = std::move(out);
+  return true;
+}
+
+std::string cpu_list_name(const std::vector<unsigned>& cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    out += fmt::format("{}{}", out.empty() ? "" : ",",
+                       j == i ? fmt::format("{}", cpus[i]) : fmt::format("{}-{}", cpus[i], cpus[j]));
+    i = j + 1;
+  }
+  return out;
 }
 
 namespace {
@@ -250,6 +354,8 @@ const std::vector<std::string> kCongestion = {"default", "reno", "cubic", "bbr"}
 const std::vector<std::string> kWaits = {"block", "spin", "hybrid"};
 const std::vector<std::string> kRoles = {"loadgen", "node", "sink"};
 const std::vector<std::string> kProcessKeys = {"name", "role", "host", "listen", "port", "cores", "split", "operators"};
+const std::vector<std::string> kHostKeys = {"name", "address", "cores", "rate", "ssh_user", "ssh_port"};
+const std::vector<std::string> kLaunchers = {"local", "netns"};
 const std::vector<std::string> kOperatorKinds = {"filter"};
 const std::vector<std::string> kFilterKeys = {"field", "op", "value"};
 const std::vector<std::string> kFilterFields = {"key", "seq"};
@@ -369,6 +475,16 @@ class Reader {
     if (!n.IsScalar()) return error(n, key, fmt::format("expected a string, got {}", node_kind(n)));
     if (n.Scalar().empty() && !allow_empty) return error(n, key, "must not be empty");
     *out = n.Scalar();
+    return {};
+  }
+
+  // A link speed: "10gbit", "500mbit", a number of bit/s; 0: no limit.
+  Status get_rate(const YAML::Node& n, std::string_view key, uint64_t* bps) const {
+    if (!n.IsScalar() || !parse_rate(n.Scalar(), bps))
+      return error(n, key,
+                   fmt::format("expected a rate like 10gbit, 500mbit or 0 (no limit; units bit, "
+                               "kbit, mbit, gbit, tbit, 8kbit at least), got {}",
+                               n.IsScalar() ? "'" + n.Scalar() + "'" : node_kind(n)));
     return {};
   }
 
@@ -629,13 +745,35 @@ const std::vector<Key>& keys() {
       double_key("peak_watts", &Deployment::peak_watts),
       double_key("progress_s", &Deployment::progress_s),
       uint_key("base_port", &Deployment::base_port),
+      // Where the processes run (`hosts:` is read specially).
+      enum_key("launcher", &kLaunchers, [](Deployment* d, const std::string& v) { d->launcher = v; },
+               [](const Deployment& d) { return d.launcher; }),
+      {"host_rate",
+       [](const Reader& r, const YAML::Node& n, Deployment* d) {
+         return r.get_rate(n, "host_rate", &d->host_rate_bps);
+       },
+       [](YAML::Emitter& e, const Deployment& d) {
+         e << YAML::Key << "host_rate" << YAML::Value << rate_name(d.host_rate_bps);
+       }},
+      {"subnet",
+       [](const Reader& r, const YAML::Node& n, Deployment* d) {
+         if (Status st = r.get_string(n, "subnet", true, &d->subnet); !st) return st;
+         if (!d->subnet.empty() && !parse_subnet(d->subnet, nullptr, nullptr))
+           return r.error(n, "subnet",
+                          fmt::format("expected an IPv4 subnet a.b.c.d/n (n 1..30), got '{}'",
+                                      d->subnet));
+         return Status();
+       },
+       [](YAML::Emitter& e, const Deployment& d) {
+         e << YAML::Key << "subnet" << YAML::Value << YAML::DoubleQuoted << d.subnet;
+       }},
   };
   return k;
 }
 
 const std::vector<std::string>& key_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> v = {"preset", "host", "processes", "links"};
+    std::vector<std::string> v = {"preset", "host", "hosts", "processes", "links"};
     for (const auto& k : link_keys()) v.push_back(k.name);
     for (const auto& k : keys()) v.push_back(k.name);
     return v;
@@ -657,7 +795,8 @@ const std::vector<std::string>& link_entry_keys() {
 // Which part of the schema a YAML node stands for; says which keys a map
 // may have when an override walks into it.
 enum class Shape {
-  kRoot, kProcessList, kProcess, kOperatorList, kOperator, kFilter, kLinkList, kLink, kOther
+  kRoot, kHostList, kHost, kProcessList, kProcess, kOperatorList, kOperator, kFilter, kLinkList,
+  kLink, kOther
 };
 
 Shape child_shape(Shape s, const std::string& key) {
@@ -665,8 +804,10 @@ Shape child_shape(Shape s, const std::string& key) {
     case Shape::kRoot:
       return key == "processes" ? Shape::kProcessList
              : key == "links"   ? Shape::kLinkList
+             : key == "hosts"   ? Shape::kHostList
                                 : Shape::kOther;
     case Shape::kLinkList: return Shape::kLink;
+    case Shape::kHostList: return Shape::kHost;
     case Shape::kProcessList: return Shape::kProcess;
     case Shape::kProcess: return key == "operators" ? Shape::kOperatorList : Shape::kOther;
     case Shape::kOperatorList: return Shape::kOperator;
@@ -679,6 +820,7 @@ const std::vector<std::string>* known_keys(Shape s) {
   switch (s) {
     case Shape::kRoot: return &key_names();
     case Shape::kProcess: return &kProcessKeys;
+    case Shape::kHost: return &kHostKeys;
     case Shape::kOperator: return &kOperatorKinds;
     case Shape::kFilter: return &kFilterKeys;
     case Shape::kLink: return &link_entry_keys();
@@ -880,6 +1022,99 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
   if (!have_role)
     return r.error(n, "", fmt::format("{} ('{}'): missing required key 'role' ({})", path, p->name,
                                       join(kRoles)));
+  return {};
+}
+
+// ---------------------------------------------------------------- hosts
+
+// One host of `hosts:`. Its rate defaults to `host_rate` (read before it).
+Status parse_host(const Reader& r, const YAML::Node& n, size_t i, uint64_t default_rate,
+                  HostConfig* h, Places* at) {
+  const std::string path = fmt::format("hosts.{}", i);
+  if (!n.IsMap()) return r.error(n, path, fmt::format("expected a map, got {}", node_kind(n)));
+  h->source_line = r.where(n);
+  h->rate_bps = default_rate;
+  at->root = h->source_line;
+  std::vector<std::pair<YAML::Node, YAML::Node>> kv;
+  if (Status st = r.keys_of(n, path, kHostKeys, &kv); !st) return st;
+  bool have_name = false, have_address = false;
+  for (auto& [k, v] : kv) {
+    const std::string& key = k.Scalar();
+    at->of[key] = r.key_at(k, v);
+    const std::string kpath = path + "." + key;
+    Status st;
+    if (key == "name") {
+      have_name = true;
+      st = r.get_string(v, kpath, false, &h->name);
+      if (st && h->name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                          "0123456789._-") != std::string::npos)
+        st = r.error(v, kpath,
+                     fmt::format("'{}': a host name may hold only letters, digits, '.', '_' and "
+                                 "'-' (it names the host's network namespace)",
+                                 h->name));
+    } else if (key == "address") {
+      have_address = true;
+      st = r.get_string(v, kpath, false, &h->address);
+    } else if (key == "cores") {
+      // `cores: 0-3`, `cores: "0,2"` or `cores: [0, 1, 4-5]`: CPUs, not a count.
+      std::string text;
+      if (v.IsSequence()) {
+        for (auto e : v) text += (text.empty() ? "" : ",") + (e.IsScalar() ? e.Scalar() : "?");
+      } else if (v.IsScalar()) {
+        text = v.Scalar();
+      }
+      if (!parse_cpu_list(text, &h->cpus))
+        st = r.error(v, kpath,
+                     fmt::format("expected the CPUs to pin to, as a list or ranges (0-3, "
+                                 "\"0,2\", [0, 1]), each below 1024 and given once; got {}",
+                                 v.IsScalar() || v.IsSequence() ? "'" + text + "'" : node_kind(v)));
+    } else if (key == "rate") {
+      st = r.get_rate(v, kpath, &h->rate_bps);
+    } else if (key == "ssh_user") {
+      st = r.get_string(v, kpath, true, &h->ssh_user);
+    } else if (key == "ssh_port") {
+      st = r.get(v, kpath, &h->ssh_port);
+    }
+    if (!st) return st;
+  }
+  if (!have_name) return r.error(n, "", fmt::format("{}: missing required key 'name'", path));
+  if (!have_address)
+    return r.error(n, "", fmt::format("{} ('{}'): missing required key 'address' (where its "
+                                      "processes are reached)",
+                                      path, h->name));
+  return {};
+}
+
+// With `hosts:`, each process's `host` (its own, else the top-level `host`)
+// names one of them; the process then runs there and is reached at, and
+// binds, the host's address.
+Status resolve_hosts(Deployment* d, const Places& at, const std::vector<Places>& process_at) {
+  std::vector<std::string> names;
+  for (const auto& h : d->hosts) names.push_back(h.name);
+  for (size_t i = 0; i < d->processes.size(); ++i) {
+    ProcessConfig& p = d->processes[i];
+    const bool own = process_at[i].of.count("host") > 0;
+    auto fail = [&](const std::string& msg) {
+      if (own) return process_at[i].error(fmt::format("processes.{}.host", i), "host", msg);
+      if (at.of.count("host")) return at.error("host", msg);
+      return Status::Error(fmt::format("{}: process '{}': {}", p.source_line, p.name, msg));
+    };
+    if (!own && !at.of.count("host"))
+      return fail(fmt::format("names no host; with hosts:, every process names one ({})",
+                              join(names)));
+    const HostConfig* found = nullptr;
+    for (const auto& h : d->hosts)
+      if (h.name == p.host) found = &h;
+    if (!found) {
+      std::string hint = did_you_mean(p.host, names);
+      for (const auto& h : d->hosts)
+        if (h.address == p.host) hint = fmt::format(" (that is the address of '{}': name the host)", h.name);
+      return fail(fmt::format("process '{}': no host '{}' in hosts: ({}){}", p.name, p.host,
+                              join(names), hint));
+    }
+    p.host_name = found->name;
+    p.host = found->address;
+  }
   return {};
 }
 
@@ -1280,6 +1515,32 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
   d->link.tuple_bytes = d->tuple_bytes;
   d->link.wait = d->wait;
 
+  std::vector<Places> host_places;
+  if (auto hit = given.find("hosts"); hit != given.end() && !hit->second.IsNull()) {
+    const YAML::Node& list = hit->second;
+    if (!list.IsSequence())
+      return r.error(list, "hosts", fmt::format("expected a list of hosts, got {}", node_kind(list)));
+    for (size_t i = 0; i < list.size(); ++i) {
+      HostConfig h;
+      host_places.emplace_back();
+      if (Status st = parse_host(r, list[i], i, d->host_rate_bps, &h, &host_places.back()); !st)
+        return st;
+      for (size_t j = 0; j < d->hosts.size(); ++j) {
+        if (d->hosts[j].name == h.name)
+          return host_places.back().error(fmt::format("hosts.{}.name", i), "name",
+                                          fmt::format("duplicate host name '{}' (first at {})",
+                                                      h.name, d->hosts[j].source_line));
+        if (d->hosts[j].address == h.address)
+          return host_places.back().error(
+              fmt::format("hosts.{}.address", i), "address",
+              fmt::format("hosts '{}' and '{}' have one address, {} (first at {}); each host is "
+                          "reached at its own",
+                          d->hosts[j].name, h.name, h.address, host_places[j].at("address")));
+      }
+      d->hosts.push_back(std::move(h));
+    }
+  }
+
   auto pit = given.find("processes");
   if (pit == given.end())
     return Status::Error(fmt::format("{}: missing required key 'processes' (loadgen, node..., "
@@ -1299,6 +1560,8 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
                                        p.source_line, p.name, it->second));
     d->processes.push_back(std::move(p));
   }
+  if (!d->hosts.empty())
+    if (Status st = resolve_hosts(d, places, process_places); !st) return st;
 
   std::vector<Places> link_places;
   auto lit = given.find("links");
@@ -1395,12 +1658,28 @@ std::string dump_deployment(const Deployment& d) {
   for (const auto& key : link_keys())
     if (key_applies(key.only, d.link.transport)) key.write(e, d.link);
   for (const auto& key : keys()) key.write(e, d);
+  if (!d.hosts.empty()) {
+    e << YAML::Key << "hosts" << YAML::Value << YAML::BeginSeq;
+    for (const auto& h : d.hosts) {
+      e << YAML::Flow << YAML::BeginMap;
+      e << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << h.name;
+      e << YAML::Key << "address" << YAML::Value << YAML::DoubleQuoted << h.address;
+      if (!h.cpus.empty())
+        e << YAML::Key << "cores" << YAML::Value << YAML::DoubleQuoted << cpu_list_name(h.cpus);
+      e << YAML::Key << "rate" << YAML::Value << rate_name(h.rate_bps);
+      e << YAML::Key << "ssh_user" << YAML::Value << YAML::DoubleQuoted << h.ssh_user;
+      e << YAML::Key << "ssh_port" << YAML::Value << h.ssh_port;
+      e << YAML::EndMap;
+    }
+    e << YAML::EndSeq;
+  }
   e << YAML::Key << "processes" << YAML::Value << YAML::BeginSeq;
   for (const auto& p : d.processes) {
     e << YAML::Flow << YAML::BeginMap;
     e << YAML::Key << "name" << YAML::Value << YAML::DoubleQuoted << p.name;
     e << YAML::Key << "role" << YAML::Value << role_name(p.role);
-    e << YAML::Key << "host" << YAML::Value << YAML::DoubleQuoted << p.host;
+    e << YAML::Key << "host" << YAML::Value << YAML::DoubleQuoted
+      << (p.host_name.empty() ? p.host : p.host_name);
     e << YAML::Key << "listen" << YAML::Value << YAML::DoubleQuoted << p.listen;
     e << YAML::Key << "port" << YAML::Value << p.port;
     e << YAML::Key << "cores" << YAML::Value << fmt_double(p.cores);

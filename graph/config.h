@@ -56,10 +56,24 @@ struct OperatorConfig {
   uint64_t value = 0;
 };
 
+// A machine of `hosts:`: where processes run. A process names its host
+// (`host: h1`) and is reached at, and binds, the host's address.
+struct HostConfig {
+  std::string name;                // [A-Za-z0-9._-]: also names its namespace (netns)
+  std::string address;             // where its processes are reached; unique among hosts
+  std::vector<unsigned> cpus;      // `cores`: the CPUs its processes are pinned to; empty: not pinned
+  uint64_t rate_bps = 0;           // `rate` (else `host_rate`): its link speed in bit/s; 0: no limit
+  std::string ssh_user;            // for the ssh launcher (not yet)
+  uint16_t ssh_port = 22;
+  std::string source_line;         // "file:line" where it was declared, for errors
+};
+
 struct ProcessConfig {
   std::string name;
   Role role = Role::kNode;
   std::string host = "127.0.0.1";  // where it runs; its upstreams connect to this address
+                                   // (with `hosts:`, its host's address)
+  std::string host_name;           // with `hosts:`, the host it names; "" without
   std::string listen;              // the address it binds; "" = host
   uint16_t port = 0;               // first port it listens on; 0: base_port + 100 * index
   double cores = 0;                // N in the CPE formulas; 0: host cores / processes on host
@@ -109,6 +123,12 @@ struct Deployment {
   double progress_s = 1;           // progress line period in logs, 0: off
 
   uint16_t base_port = 17100;
+  // Where the processes run. Without `hosts:` every process's `host` is an
+  // address and the launcher is `local`.
+  std::vector<HostConfig> hosts;
+  std::string launcher = "local";  // local | netns: how sluice-deploy run starts them
+  uint64_t host_rate_bps = 0;      // `host_rate`: every host's `rate` unless it sets one
+  std::string subnet;              // `subnet` (a.b.c.d/n) the netns hosts share; "": the /24 of the first
   std::vector<ProcessConfig> processes;
   std::vector<LinkConfig> links;   // explicit, or the chain of processes in order
   bool chain = false;              // true when `links:` was left out
@@ -143,8 +163,12 @@ struct Deployment {
   // order in which to start them so every listener is up before its
   // upstream connects.
   std::vector<size_t> start_order() const;
-  // Cores given to process i (resolves 0 to this host's share).
+  // Cores given to process i: its `cores`, else its host's cores (the CPUs
+  // it is pinned to, else this machine's) shared among the processes on
+  // that host.
   double cores_of(size_t i) const;
+  // The host process i runs on, or nullptr without `hosts:`.
+  const HostConfig* host_of(size_t i) const;
 };
 
 // Parses `path`, applies the overrides ("key=value", the key a top-level key
@@ -156,6 +180,17 @@ Status load_deployment(const std::string& path,
 // The same from a YAML string (tests); `name` stands in for the file name.
 Status parse_deployment(const std::string& yaml, const std::string& name,
                         const std::vector<std::string>& overrides, Deployment* out);
+
+// "10gbit", "500mbit", "1e9bit", "1000000" (bit/s) -> bit/s; tc's decimal
+// units bit, kbit, mbit, gbit, tbit. False for anything else or 0.
+bool parse_rate(const std::string& text, uint64_t* bps);
+std::string rate_name(uint64_t bps);  // "10gbit"
+// "10.77.0.1" -> host-order address; "10.77.0.0/24" -> network and prefix (1..30).
+bool parse_ipv4(const std::string& text, uint32_t* addr);
+bool parse_subnet(const std::string& text, uint32_t* network, unsigned* prefix);
+// "0-3", "0,2,4-5" -> CPUs, sorted; false on a bad range or a repeat.
+bool parse_cpu_list(const std::string& text, std::vector<unsigned>* cpus);
+std::string cpu_list_name(const std::vector<unsigned>& cpus);  // "0-3,6"
 
 // Applies a preset's choices to `link`. Unknown preset: error.
 Status apply_preset(const std::string& preset, LinkOptions* link);

@@ -1,5 +1,5 @@
-// sluice-deploy: check a deployment file, or run its graph on this host and
-// report what every process measured.
+// sluice-deploy: check a deployment file, or run its graph on its hosts (this
+// one, or network namespaces) and report what every process measured.
 #include <signal.h>
 #include <unistd.h>
 
@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,8 @@ int main(int argc, char** argv) {
       "     timed out or was stopped by a signal, or the sink counted lost, duplicated\n"
       "     or corrupt tuples)\n"
       "  2  a bad option or value, a deployment file that cannot be read or is invalid,\n"
-      "     or sluice-loadgen, -node or -sink not found"};
+      "     sluice-loadgen, -node or -sink not found, or a launcher that cannot run here\n"
+      "     (netns without root's capabilities, a host address the local launcher lacks)"};
   app.require_subcommand(1);
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return fmt::format("sluice-deploy: {}\nRun with --help for more information.\n", e.what());
@@ -58,7 +60,7 @@ int main(int argc, char** argv) {
   std::string file;
   std::vector<std::string> sets;
   bool json = false;
-  std::string run_dir, bin_dir;
+  std::string run_dir, bin_dir, launcher;
   double timeout_s = 0;
 
   auto add_common = [&](CLI::App* sub) {
@@ -79,8 +81,9 @@ int main(int argc, char** argv) {
 
   CLI::App* run = app.add_subcommand(
       "run",
-      "Start every process on this host (sinks first, loadgens last), each in its own\n"
-      "process group with its log in the run directory; wait; print a report");
+      "Start every process on its host (sinks first, loadgens last; with the local\n"
+      "launcher every host is this one), each in its own process group with its log in\n"
+      "the run directory; wait; remove what the launcher made; print a report");
   add_common(run);
   run->add_flag("--json", json, "Print the report as one JSON object on stdout instead of a table");
   run->add_option("--run-dir", run_dir,
@@ -93,6 +96,11 @@ int main(int argc, char** argv) {
                   "Seconds before the run is stopped and fails (default: duration_s + 60, or\n"
                   "120 when `tuples` is set)")
       ->check(CLI::Validator(check_timeout, "SECONDS"));
+  run->add_option("--launcher", launcher,
+                  "How the processes are started, over the file's `launcher` (default local):\n"
+                  "local (all on this host) or netns (each host of `hosts:` in a network\n"
+                  "namespace of its own, joined by a bridge; needs root)")
+      ->check(CLI::IsMember({"local", "netns"}));
 
   try {
     app.parse(argc, argv);
@@ -121,7 +129,24 @@ int main(int argc, char** argv) {
     return kOk;
   }
 
+  if (!launcher.empty()) d.launcher = launcher;
+  std::unique_ptr<Executor> executor;
+  st = make_executor(d, stderr, &executor);
+  if (st) st = executor->check();
+  if (!st) {
+    fmt::print(stderr, "sluice-deploy: {}\n", st.message());
+    if (json) {
+      RunReport r;
+      r.deployment = file;
+      r.preset = d.preset;
+      r.error = st.message();
+      fmt::print("{}\n", report_json(r));
+    }
+    return kBadInput;
+  }
+
   LaunchOptions opts;
+  opts.executor = executor.get();
   opts.run_dir = run_dir;
   opts.timeout_s = timeout_s;
   opts.stop_signal = &g_stop_signal;

@@ -156,48 +156,20 @@ class ExitWatch {
   uint64_t next_order_ = 0;
 };
 
-Status spawn(const std::string& program, const std::vector<std::string>& args,
-             const std::string& log_path, pid_t* pid) {
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  sigset_t none, defaults;
-  sigemptyset(&none);
-  sigemptyset(&defaults);
-  for (int s : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT}) sigaddset(&defaults, s);
-  posix_spawnattr_setsigmask(&attr, &none);
-  posix_spawnattr_setsigdefault(&attr, &defaults);
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(program.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  int rc = posix_spawn(pid, program.c_str(), &fa, &attr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  if (rc != 0) return Status::Error(fmt::format("posix_spawn {} failed: {}", program, strerror(rc)));
-  return {};
-}
-
 // SIGTERM (or `first`) to every running child's group, SIGKILL after `grace`,
 // and everything reaped. Groups of children that already exited are killed
 // too, so nothing they started outlives the run.
-void stop_all(std::vector<Child>& children, ExitWatch& watch, int first, double grace) {
+void stop_all(std::vector<Child>& children, ExitWatch& watch, Executor& ex, int first,
+              double grace) {
   for (auto& c : children)
     if (c.running) {
       c.stopped = true;
-      kill(-c.pid, first);
+      ex.signal(c.pid, first);
     }
   const double deadline = mono_s() + grace;
   while (watch.reap(children, 20) > 0 && mono_s() < deadline) {
   }
-  for (auto& c : children) kill(-c.pid, SIGKILL);
+  for (auto& c : children) ex.signal(c.pid, SIGKILL);
   for (auto& c : children) {
     if (!c.running) continue;
     int st = 0;
@@ -217,6 +189,12 @@ std::string names_of_running(const std::vector<Child>& children, const Deploymen
   std::string out;
   for (auto* c : run) out += (out.empty() ? "" : ", ") + d.processes[c->index].name;
   return out;
+}
+
+// " on host h2" where the deployment has hosts:; "" where every process is
+// on this one.
+std::string on_host(const Deployment& d, const ProcessOutcome& p) {
+  return d.hosts.empty() ? "" : " on host " + p.host;
 }
 
 std::string num(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "0"; }
@@ -304,60 +282,45 @@ std::string last_error_line(const std::string& log_path) {
   return last_error.empty() ? last : last_error;
 }
 
-RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
-  RunReport r;
-  r.deployment = d.file;
-  r.preset = d.preset;
-  std::error_code ec;
-  fs::path run = fs::absolute(o.run_dir.empty() ? default_run_dir() : o.run_dir, ec);
-  r.run_dir = run.string();
-  fs::create_directories(run, ec);
-  if (ec) {
-    r.error = fmt::format("cannot make the run directory {}: {}", r.run_dir, ec.message());
-    return r;
-  }
-  const std::string resolved = (run / "resolved.yaml").string();
-  {
-    std::ofstream out(resolved);
-    out << "# The deployment as sluice-deploy resolved it from " << d.file
-        << " (every key, overrides applied).\n"
-        << dump_deployment(d);
-    if (!out) {
-      r.error = fmt::format("cannot write {}", resolved);
-      return r;
-    }
-  }
+namespace {
 
-  for (const auto& p : d.processes) {
-    ProcessOutcome out;
-    out.name = p.name;
-    out.role = p.role;
-    out.log_path = (run / (p.name + ".log")).string();
-    out.summary_path = (run / (p.name + ".json")).string();
-    fs::remove(out.summary_path, ec);  // a stale one must not pass for this run's
-    r.processes.push_back(std::move(out));
-  }
-
+// Starts every process through `ex`, waits for the end of the run, and stops
+// whatever still runs. Returns the run's failure ("" when none so far).
+std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor& ex,
+                          const std::string& resolved, RunReport* rp) {
+  RunReport& r = *rp;
+  // A stop signal while the hosts were made: nothing is started.
+  if (o.stop_signal && *o.stop_signal)
+    return fmt::format("interrupted by signal {} ({}) before any process started",
+                       int(*o.stop_signal), strsignal(*o.stop_signal));
   // Start downstream first (sinks, then the nodes that feed them, load
   // generators last), so every listener is up before its upstream connects.
   std::vector<Child> children;
   ExitWatch watch;
+  // Those still running when the run stopped them are not blamed.
+  struct MarkStopped {
+    std::vector<Child>& children;
+    RunReport& r;
+    ~MarkStopped() {
+      for (const auto& c : children) r.processes[c.index].stopped = c.stopped;
+    }
+  } mark{children, r};
   for (size_t k : d.start_order()) {
     ProcessOutcome& p = r.processes[k];
     const std::string& program = o.programs.of(p.role);
     Child c{k};
     Status st = program.empty()
                     ? Status::Error(fmt::format("no program for role {}", role_name(p.role)))
-                    : spawn(program,
-                            {"--deployment", resolved, "--process", p.name, "--summary",
-                             p.summary_path},
-                            p.log_path, &c.pid);
+                    : ex.start(k, program,
+                               {"--deployment", resolved, "--process", p.name, "--summary",
+                                p.summary_path},
+                               p.log_path, &c.pid);
     if (!st) {
-      r.error = fmt::format("process '{}' (role {}) did not start: {}", p.name, role_name(p.role),
-                            st.message());
       p.error = st.message();
-      stop_all(children, watch, SIGTERM, o.grace_s);
-      return r;
+      stop_all(children, watch, ex, SIGTERM, o.grace_s);
+      for (const auto& c : children) ex.signal(c.pid, SIGKILL);
+      return fmt::format("process '{}' (role {}){} did not start: {}", p.name,
+                         role_name(p.role), on_host(d, p), st.message());
     }
     c.running = true;
     p.pid = c.pid;
@@ -392,9 +355,9 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
     }
     if (first) {
       const ProcessOutcome& p = r.processes[first->index];
-      failure = fmt::format("process '{}' (role {}, pid {}) {}; log: {}", p.name, role_name(p.role),
-                            p.pid, p.error, p.log_path);
-      stop_all(children, watch, SIGTERM, o.grace_s);
+      failure = fmt::format("process '{}' (role {}, pid {}){} {}; log: {}", p.name,
+                            role_name(p.role), p.pid, on_host(d, p), p.error, p.log_path);
+      stop_all(children, watch, ex, SIGTERM, o.grace_s);
       break;
     }
     if (alive == 0) break;
@@ -405,7 +368,7 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
     if (o.stop_signal && *o.stop_signal == SIGINT && drain_deadline < 0) {
       drain_deadline = now + 10;
       for (const auto& c : children)
-        if (c.running && d.processes[c.index].role == Role::kLoadgen) kill(-c.pid, SIGINT);
+        if (c.running && d.processes[c.index].role == Role::kLoadgen) ex.signal(c.pid, SIGINT);
       if (o.progress)
         fmt::print(o.progress, "sluice-deploy: interrupted: the load generator ends the stream; "
                                "waiting up to 10 s for the pipeline to drain\n");
@@ -414,13 +377,13 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
       const int sig = *o.stop_signal;
       failure = fmt::format("interrupted by signal {} ({}); stopped {}", sig, strsignal(sig),
                             names_of_running(children, d));
-      stop_all(children, watch, sig, o.grace_s);
+      stop_all(children, watch, ex, sig, o.grace_s);
       break;
     }
     if (now - t0 >= timeout) {
       failure = fmt::format("timed out after {} s; still running: {}", num(timeout),
                             names_of_running(children, d));
-      stop_all(children, watch, SIGTERM, o.grace_s);
+      stop_all(children, watch, ex, SIGTERM, o.grace_s);
       break;
     }
     if (period > 0 && now >= next_progress && o.progress) {
@@ -433,11 +396,73 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
     }
   }
   // Whatever a child left in its group goes too.
-  for (const auto& c : children) kill(-c.pid, SIGKILL);
+  for (const auto& c : children) ex.signal(c.pid, SIGKILL);
+  return failure;
+}
 
+}  // namespace
+
+RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
+  RunReport r;
+  r.deployment = d.file;
+  r.preset = d.preset;
+  std::error_code ec;
+  fs::path run = fs::absolute(o.run_dir.empty() ? default_run_dir() : o.run_dir, ec);
+  r.run_dir = run.string();
+  fs::create_directories(run, ec);
+  if (ec) {
+    r.error = fmt::format("cannot make the run directory {}: {}", r.run_dir, ec.message());
+    return r;
+  }
+  const std::string resolved = (run / "resolved.yaml").string();
+  {
+    std::ofstream out(resolved);
+    out << "# The deployment as sluice-deploy resolved it from " << d.file
+        << " (every key, overrides applied).\n"
+        << dump_deployment(d);
+    if (!out) {
+      r.error = fmt::format("cannot write {}", resolved);
+      return r;
+    }
+  }
+
+  for (size_t i = 0; i < d.processes.size(); ++i) {
+    const ProcessConfig& p = d.processes[i];
+    ProcessOutcome out;
+    out.name = p.name;
+    out.role = p.role;
+    out.host = p.host_name.empty() ? p.host : p.host_name;
+    out.log_path = (run / (p.name + ".log")).string();
+    out.summary_path = (run / (p.name + ".json")).string();
+    fs::remove(out.summary_path, ec);  // a stale one must not pass for this run's
+    r.processes.push_back(std::move(out));
+  }
+
+  std::unique_ptr<Executor> own;
+  Executor* ex = o.executor;
+  if (!ex) {
+    if (Status st = make_executor(d, o.progress, &own); !st) {
+      r.error = st.message();
+      return r;
+    }
+    ex = own.get();
+  }
+  for (size_t i = 0; i < d.processes.size(); ++i) r.processes[i].where = ex->where(i);
+  if (Status st = ex->up(); !st) {
+    r.error = fmt::format("the {} launcher could not make the hosts: {}", ex->name(), st.message());
+    return r;
+  }
+  std::string failure = run_processes(d, o, *ex, resolved, &r);
+  // What the launcher made goes before the summaries are read: whatever the
+  // run did, nothing of it is left behind.
+  if (Status st = ex->down(); !st && failure.empty())
+    failure = fmt::format("the {} launcher could not remove what it made: {}", ex->name(), st.message());
+  for (size_t i = 0; i < r.processes.size(); ++i) {
+    ProcessOutcome& p = r.processes[i];
+    if (Status st = ex->fetch(i, p.summary_path, p.summary_path); !st && p.error.empty())
+      p.error = st.message();
+  }
   // Gather the summaries.
-  std::vector<bool> stopped(r.processes.size(), false);
-  for (const auto& c : children) stopped[c.index] = c.stopped;
   for (size_t i = 0; i < r.processes.size(); ++i) {
     ProcessOutcome& p = r.processes[i];
     bool have = false;
@@ -448,13 +473,14 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
       else if (p.error.empty()) p.error = fmt::format("{}: {}", p.summary_path, st.message());
     }
     if (p.error.empty()) {
-      if (stopped[i]) p.error = "stopped by sluice-deploy when the run ended early";
+      if (p.stopped) p.error = "stopped by sluice-deploy when the run ended early";
+      else if (p.pid < 0) p.error = "not started: the run ended first";
       else if (!p.have_summary) p.error = fmt::format("exited 0 but wrote no summary {}", p.summary_path);
       else if (!p.summary.ok) p.error = fmt::format("reported an error: {}", p.summary.error);
     }
     if (!p.error.empty() && failure.empty())
-      failure = fmt::format("process '{}' (role {}) {}; log: {}", p.name, role_name(p.role),
-                            p.error, p.log_path);
+      failure = fmt::format("process '{}' (role {}){} {}; log: {}", p.name, role_name(p.role),
+                            on_host(d, p), p.error, p.log_path);
     p.ok = p.error.empty();
   }
   fill_pipeline(&r);
@@ -465,6 +491,7 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
   r.ok = failure.empty();
   return r;
 }
+
 
 std::string report_json(const RunReport& r) {
   auto str = [](std::string_view s) { return "\"" + json_escape(s) + "\""; };
@@ -477,12 +504,13 @@ std::string report_json(const RunReport& r) {
                             stages.empty() ? "" : ",", str(st.name), num(st.user_s), num(st.sys_s),
                             st.events);
     procs += fmt::format(
-        "{}{{\"name\":{},\"role\":{},\"ok\":{},\"error\":{},\"log\":{},"
+        "{}{{\"name\":{},\"role\":{},\"host\":{},\"where\":{},\"ok\":{},\"error\":{},\"log\":{},"
         "\"events_in\":{},\"events_out\":{},\"tuples_in\":{},\"tuples_out\":{},"
         "\"bytes_in\":{},\"bytes_out\":{},\"wall_s\":{},\"user_s\":{},\"sys_s\":{},\"cores\":{},"
         "\"cpe_p\":{},\"cpe_u\":{},\"cpe_s\":{},\"cpe_i\":{},\"cpb_p\":{},\"epe_joules\":{},"
         "\"rss_max_bytes\":{},\"credit_waits\":{},\"stages\":[{}]}}",
-        procs.empty() ? "" : ",", str(p.name), str(role_name(p.role)), p.ok ? "true" : "false",
+        procs.empty() ? "" : ",", str(p.name), str(role_name(p.role)), str(p.host), str(p.where),
+        p.ok ? "true" : "false",
         str(p.error), str(p.log_path), s.events_in, s.events_out, s.tuples_in, s.tuples_out,
         s.bytes_in, s.bytes_out, num(s.wall_s), num(s.user_s), num(s.sys_s), num(s.cores),
         num(s.cpe_p), num(s.cpe_u), num(s.cpe_s), num(s.cpe_i), num(s.cpb_p), num(s.epe_joules),

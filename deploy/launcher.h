@@ -1,11 +1,13 @@
 // deploy/: sluice-deploy; may include every folder below it.
 //
-// The launcher: runs a deployment's processes on this host as child processes and
-// gathers what each one measured into one report.
+// The launcher: runs a deployment's processes, on their hosts through an
+// executor (executor.h: local, netns), and gathers what each one measured
+// into one report.
 //
 //   1. find_programs(): sluice-loadgen, sluice-node and sluice-sink, by role.
 //   2. run_deployment(): makes the run directory, writes resolved.yaml (every
-//      child reads that one file), then starts the processes downstream first
+//      child reads that one file), has the executor make the hosts (up), then
+//      starts the processes through it downstream first
 //      (Deployment::start_order: sinks first, load generators last), so every
 //      listener is up before its upstream connects. Each child runs in its own process
 //      group with stdout and stderr in <run>/NAME.log.
@@ -15,7 +17,8 @@
 //      the order the processes exited in, not the order they are listed: a
 //      process that dies takes its neighbours down a moment later, and the
 //      run names the one that died, not them.
-//   4. It reads <run>/NAME.json (ProcessSummary) of every process; the sinks'
+//   4. The executor removes what it made (down). It reads
+//      <run>/NAME.json (ProcessSummary) of every process; the sinks'
 //      counts, added up, make the pipeline line. A run is ok only if every process
 //      succeeded and the sink counted no lost, duplicated or corrupt tuple.
 //   5. report_table() / report_json() print it.
@@ -29,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "deploy/executor.h"
 #include "graph/config.h"
 #include "node/metrics.h"
 #include "base/status.h"
@@ -57,6 +61,9 @@ struct LaunchOptions {
   // Set (to a signal number) by the caller's signal handler: the launcher
   // forwards that signal to every child and stops the run.
   const volatile std::sig_atomic_t* stop_signal = nullptr;
+  // How the processes are started (executor.h); nullptr: the one the
+  // deployment's `launcher` names, made for this run.
+  Executor* executor = nullptr;
 };
 
 // 120 s when sending a fixed number of tuples, else duration_s + 60.
@@ -65,7 +72,10 @@ double default_timeout_s(const Deployment& d);
 struct ProcessOutcome {
   std::string name;
   Role role = Role::kNode;
+  std::string host;   // the host it ran on: its name in `hosts:`, else its address
+  std::string where;  // the host in words, from the executor: address, namespace, cpus
   pid_t pid = -1;
+  bool stopped = false;  // still running when sluice-deploy stopped the run
   bool ok = false;
   std::string error;
   std::string log_path;

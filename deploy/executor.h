@@ -1,0 +1,74 @@
+// deploy/: may include every folder below it.
+//
+// The executor: how `sluice-deploy run` starts a program on a host. The run
+// (launcher.h) asks an Executor and never knows which launcher it has:
+//
+//   1. check(): can this launcher run the deployment here at all (netns: the
+//      capabilities to make namespaces, `ip` and `tc`; local: every host's
+//      address is one of this machine's). A failure is the caller's exit 2.
+//   2. up(): makes the hosts ready (local: nothing; netns: a namespace per
+//      host joined to a bridge, addresses, rates). On failure, what it made
+//      is removed before it returns.
+//   3. start(): one program on process i's host, stdin /dev/null, stdout and
+//      stderr to its log, in a process group of its own, pinned to the host's
+//      `cores`. It returns the pid of a child of this process that lives as
+//      long as the program does (the program itself for local and netns; an
+//      ssh client would stand for a remote one), so the run waits for every
+//      launcher's programs the same way (pidfd, waitpid).
+//   4. signal(): a signal to the program and everything it started.
+//   5. fetch(): a file the program wrote on its host, brought here.
+//   6. down(): removes everything up() made. The destructor calls it too, so
+//      a failure, a stop signal or an exception leaves nothing behind.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "graph/config.h"
+
+namespace sluice {
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  Executor() = default;
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  virtual const char* name() const = 0;
+  virtual Status check() const { return {}; }
+  virtual Status up() { return {}; }
+  virtual Status start(size_t process, const std::string& program,
+                       const std::vector<std::string>& args, const std::string& log_path,
+                       pid_t* pid) = 0;
+  virtual void signal(pid_t pid, int sig);
+  virtual Status fetch(size_t process, const std::string& path, const std::string& local_path);
+  virtual Status down() { return {}; }
+  // Where process i runs, in words, for reports: "h1 (10.77.0.1, netns
+  // sl123-h1, cpus 0-1)" or "127.0.0.1".
+  virtual std::string where(size_t process) const;
+};
+
+// The executor the deployment's `launcher` names (local or netns). `progress`
+// gets a line per thing made or removed (nullptr: quiet).
+Status make_executor(const Deployment& d, std::FILE* progress, std::unique_ptr<Executor>* out);
+
+// Starts argv[0] with argv: stdin /dev/null, stdout and stderr to log_path,
+// its own process group, signals at their defaults, pinned to `cpus` when
+// given. Every executor's start() ends here.
+Status spawn_program(const std::vector<std::string>& argv, const std::string& log_path,
+                     const std::vector<unsigned>& cpus, pid_t* pid);
+
+// Runs a helper command (ip, tc) to the end in a process group of its own, so
+// a Ctrl-C at the terminal does not kill it halfway; its output in *output.
+Status run_command(const std::vector<std::string>& argv, std::string* output = nullptr);
+
+// An executable named `name` on PATH, else in /usr/sbin, /sbin; "" if none.
+std::string find_tool(const std::string& name);
+
+}  // namespace sluice

@@ -124,6 +124,9 @@ const Case kCases[] = {
     {"fabric_tcp_sync_completion",
      {"preset=fabric-opt", "fabric_provider=tcp", "send_completion=sync", "event_bytes=4096"}, 20000},
     {"fabric_net", {"preset=fabric-opt", "fabric_provider=net", "event_bytes=4096"}, 20000},
+    {"fabric_shm", {"preset=fabric-opt", "fabric_provider=shm", "event_bytes=32768"}, 20000},
+    {"fabric_shm_one_tuple_events",
+     {"preset=fabric-opt", "fabric_provider=shm", "tuple_bytes=12", "event_bytes=0"}, 100000},
     {"fabric_one_tuple_events", {"preset=fabric-opt", "tuple_bytes=12", "event_bytes=0"}, 100000},
     {"ucx_tcp", {"preset=ucx-opt", "ucx_tls=tcp", "event_bytes=4096"}, 20000},
     {"ucx_sm", {"preset=ucx-opt", "ucx_tls=sm", "event_bytes=32768"}, 20000},
@@ -249,6 +252,38 @@ TEST(PipelineGraph, EachLinkItsOwnCarrier) {
                         "links.1.transport=ucx", "links.1.ucx_tls=sm"});
   expect_clean(r, 20000);
 }
+
+// The graph examples over each message carrier (pipeline.yaml is in the
+// cases above): every link of the file on the carrier the case names.
+class ExampleOverCarrier
+    : public ::testing::TestWithParam<std::tuple<const char*, const char*, const char*, int>> {};
+
+TEST_P(ExampleOverCarrier, DeliversEveryTupleOnce) {
+  const auto& [file, preset, knob, port] = GetParam();
+  const bool is_union = std::string(file) == "union";
+  RunResult r = deploy(std::string(file) + "_" + preset + "_" + knob, port,
+                       {std::string("preset=") + preset, knob, "tuples=10000", "event_bytes=8192"},
+                       kExamples + file + ".yaml");
+  // union: two generators of 10000 each; split: the sinks' counts added up.
+  expect_clean(r, is_union ? 20000 : 10000);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Examples, ExampleOverCarrier,
+    ::testing::Values(std::make_tuple("union", "fabric-opt", "fabric_provider=tcp", 25000),
+                      std::make_tuple("union", "fabric-opt", "fabric_provider=shm", 25050),
+                      std::make_tuple("union", "ucx-opt", "ucx_tls=tcp", 25100),
+                      std::make_tuple("union", "ucx-opt", "ucx_tls=sm", 25150),
+                      std::make_tuple("split", "fabric-opt", "fabric_provider=tcp", 25200),
+                      std::make_tuple("split", "fabric-opt", "fabric_provider=shm", 25250),
+                      std::make_tuple("split", "ucx-opt", "ucx_tls=tcp", 25300),
+                      std::make_tuple("split", "ucx-opt", "ucx_tls=sm", 25350)),
+    [](const auto& info) {
+      std::string n = std::string(std::get<0>(info.param)) + "_" + std::get<2>(info.param);
+      for (char& c : n)
+        if (c == '=' || c == '-') c = '_';
+      return n;
+    });
 
 TEST(PipelineErrors, ATypoInTheDeploymentFileNamesFileLineAndKey) {
   std::string dir = scratch("typo-in");
@@ -528,15 +563,16 @@ TEST(PipelineErrors, TheKilledProcessIsNamedNotTheNeighboursItTookDown) {
 
 // Ctrl-C on sluice-deploy: the load generator ends its stream, what was made
 // drains through, and the run reports normally with nothing lost.
-class PipelineInterrupt : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
+class PipelineInterrupt
+    : public ::testing::TestWithParam<std::tuple<const char*, const char*, int>> {};
 
 // Loading libfabric (libinfinipath) and UCX installs signal handlers of
 // their own; Ctrl-C must still drain the stream over their links.
 TEST_P(PipelineInterrupt, CtrlCEndsTheStreamAndLosesNothing) {
-  const auto [preset, port] = GetParam();
+  const auto [preset, knob, port] = GetParam();
   const std::string base = "base_port=" + std::to_string(port);
   const std::string pre = std::string("preset=") + preset;
-  std::string dir = scratch(std::string("interrupt_") + preset);
+  std::string dir = scratch(std::string("interrupt_") + preset + "_" + knob);
   pid_t d = fork();
   if (d == 0) {
     std::string out = dir + "/out", err = dir + "/err";
@@ -545,8 +581,8 @@ TEST_P(PipelineInterrupt, CtrlCEndsTheStreamAndLosesNothing) {
     (void)o;
     (void)e;
     execl(kDeploy.c_str(), kDeploy.c_str(), "run", kExample.c_str(), "--json", "--run-dir",
-          (dir + "/run").c_str(), "--set", base.c_str(), "--set", pre.c_str(), "--set", "duration_s=60", "--set",
-          "progress_s=0", static_cast<char*>(nullptr));
+          (dir + "/run").c_str(), "--set", base.c_str(), "--set", pre.c_str(), "--set", knob, "--set", "duration_s=60",
+          "--set", "progress_s=0", static_cast<char*>(nullptr));
     _exit(127);
   }
   // Interrupt once the sink has data (its log shows the stream running).
@@ -563,13 +599,15 @@ TEST_P(PipelineInterrupt, CtrlCEndsTheStreamAndLosesNothing) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Carriers, PipelineInterrupt,
-                         ::testing::Values(std::make_tuple("tcp-opt", 28600),
-                                           std::make_tuple("fabric-opt", 24400),
-                                           std::make_tuple("ucx-opt", 24800)),
+                         ::testing::Values(std::make_tuple("tcp-opt", "encoding=sg", 28600),
+                                           std::make_tuple("fabric-opt", "fabric_provider=tcp", 24400),
+                                           std::make_tuple("fabric-opt", "fabric_provider=shm", 25400),
+                                           std::make_tuple("ucx-opt", "ucx_tls=tcp", 24800),
+                                           std::make_tuple("ucx-opt", "ucx_tls=sm", 25450)),
                          [](const auto& i) {
-                           std::string n = std::get<0>(i.param);
+                           std::string n = std::string(std::get<0>(i.param)) + "_" + std::get<1>(i.param);
                            for (char& c : n)
-                             if (c == '-') c = '_';
+                             if (c == '-' || c == '=') c = '_';
                            return n;
                          });
 

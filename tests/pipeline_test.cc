@@ -130,6 +130,9 @@ const Case kCases[] = {
     {"fabric_one_tuple_events", {"preset=fabric-opt", "tuple_bytes=12", "event_bytes=0"}, 100000},
     {"ucx_tcp", {"preset=ucx-opt", "ucx_tls=tcp", "event_bytes=4096"}, 20000},
     {"ucx_sm", {"preset=ucx-opt", "ucx_tls=sm", "event_bytes=32768"}, 20000},
+    // 12-byte tuples fill a 64 KiB slot to the last bytes: a frame above
+    // UCX's largest eager shared-memory message (65535) must go another way.
+    {"ucx_sm_full_frames", {"preset=ucx-opt", "ucx_tls=sm", "tuple_bytes=12", "event_bytes=32768"}, 200000},
     {"ucx_sm_one_tuple_events", {"preset=ucx-opt", "ucx_tls=sm", "tuple_bytes=12", "event_bytes=0"}, 100000},
 };
 
@@ -137,11 +140,11 @@ std::vector<std::tuple<Case, int>> cases() {
   std::vector<std::tuple<Case, int>> v;
   // Fixed ports stay below 32768, where the kernel's ephemeral range
   // (32768-60999) begins: another test's connection must not take one.
-  // The cases use 16000-21999, the tests below 22000-28999, links_test 29000.
+  // The cases use 16000-21999 (200 apart), the tests below 22000-28999, links_test 29000.
   int port = 16000;
   for (const auto& c : kCases) {
     v.emplace_back(c, port);
-    port += 250;
+    port += 200;
   }
   return v;
 }

@@ -84,14 +84,16 @@ class UcxEndpoint final : public msg::Endpoint {
     // the environment), so a frame is one copy into the peer's FIFO and one
     // out with no system call. With the default 8 KiB segments a 32 KiB
     // frame went by rendezvous over cma (process_vm_readv): the same Gb/s
-    // with about three times the system cycles per event in the nodes. The
-    // same size on both ends whatever their slots; a larger frame goes by
-    // rendezvous (eager in 8 KiB pieces was 2.5x slower here). Memory stays
-    // bounded: credits keep at most `slots` frames in flight.
+    // with about three times the system cycles per event in the nodes.
+    // At most 65535: the FIFO element's length is 16 bits, and with 64 KiB
+    // segments a 65.5 KiB frame arrived truncated (UCS_ERR_MESSAGE_TRUNCATED).
+    // The same size on both ends whatever their slots; a larger frame goes
+    // by rendezvous (eager in 8 KiB pieces was 2.5x slower here). Memory
+    // stays bounded: credits keep at most `slots` frames in flight.
     if (opts_.msg.ucx_tls == "tcp")
       ucp_config_modify(cfg, "RNDV_THRESH", "inf");
     else
-      ucp_config_modify(cfg, "MM_SEG_SIZE", "68k");
+      ucp_config_modify(cfg, "MM_SEG_SIZE", "65535");
     ucp_params_t p{};
     p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     p.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;

@@ -108,6 +108,11 @@ struct Deployment {
   double peak_watts = 200;         // P in the energy model
   double progress_s = 1;           // progress line period in logs, 0: off
 
+  // The Prometheus endpoint of every process (http://ADDRESS:PORT/metrics).
+  bool metrics = true;                        // metrics: on | off
+  std::string metrics_address = "127.0.0.1";  // loopback unless the file says otherwise
+  uint16_t metrics_port = 0;                  // process i on metrics_port + i; 0: any free port
+
   uint16_t base_port = 17100;
   std::vector<ProcessConfig> processes;
   std::vector<LinkConfig> links;   // explicit, or the chain of processes in order

@@ -619,3 +619,81 @@ INSTANTIATE_TEST_SUITE_P(Carriers, PipelineInterrupt,
                          });
 
 }  // namespace
+
+// ---- metrics: every process serves Prometheus text while it runs -----------
+
+namespace metrics_test {
+
+std::string http_get(int port, const std::string& path) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string out;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    const std::string req = "GET " + path + " HTTP/1.0\r\nHost: x\r\n\r\n";
+    (void)!write(fd, req.data(), req.size());
+    char buf[4096];
+    for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, n);
+  }
+  close(fd);
+  return out;
+}
+
+// The value of the sample line that starts with `series` ("" when absent).
+std::string sample(const std::string& text, const std::string& series) {
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind(series + " ", 0) == 0) return line.substr(series.size() + 1);
+  return "";
+}
+
+}  // namespace metrics_test
+
+TEST(PipelineMetrics, EachProcessIsScrapedWhileItRunsAndTheSummaryNamesItsEndpoint) {
+  using metrics_test::http_get;
+  using metrics_test::sample;
+  std::string dir = scratch("metrics");
+  pid_t d = fork();
+  if (d == 0) {
+    FILE* o = std::freopen((dir + "/out").c_str(), "w", stdout);
+    FILE* e = std::freopen((dir + "/err").c_str(), "w", stderr);
+    (void)o;
+    (void)e;
+    execl(kDeploy.c_str(), kDeploy.c_str(), "run", kExample.c_str(), "--json", "--run-dir",
+          (dir + "/run").c_str(), "--set", "base_port=30000", "--set", "metrics_port=30500", "--set",
+          "duration_s=3", "--set", "rate=2000", "--set", "progress_s=0", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // node-a is process 1: metrics_port + 1. Scrape it once events flow.
+  std::string text;
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    text = http_get(30501, "/metrics");
+    const std::string in = sample(text, R"(sluice_events_total{direction="in"})");
+    if (!in.empty() && std::stod(in) > 0) break;
+  }
+  EXPECT_NE(text.find(R"(sluice_info{process="node-a",role="node"} 1)"), std::string::npos) << text;
+  const std::string in = sample(text, R"(sluice_events_total{direction="in"})");
+  ASSERT_FALSE(in.empty()) << text;
+  EXPECT_GT(std::stod(in), 0);
+  EXPECT_FALSE(sample(text, R"(sluice_stage_cpu_seconds_total{stage="send",copy="0",mode="system"})").empty())
+      << text;
+  EXPECT_FALSE(sample(text, R"(sluice_ring_descriptors{ring="process_send",copy="0"})").empty()) << text;
+  // The sink's endpoint is process 3's.
+  EXPECT_NE(http_get(30503, "/metrics").find(R"(sluice_info{process="sink",role="sink"} 1)"),
+            std::string::npos);
+
+  ASSERT_EQ(wait_exit(d, 60), 0) << slurp(dir + "/err");
+  YAML::Node j = YAML::Load(slurp(dir + "/out"));
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_EQ(j["processes"][i]["metrics_url"].as<std::string>(),
+              "http://127.0.0.1:" + std::to_string(30500 + i) + "/metrics");
+}
+
+TEST(PipelineMetrics, MetricsOffServesNothing) {
+  RunResult r = deploy("metrics_off", 30700, {"tuples=2000", "metrics=off"});
+  expect_clean(r, 2000);
+  for (const auto& p : r.json["processes"]) EXPECT_EQ(p["metrics_url"].as<std::string>(), "");
+}

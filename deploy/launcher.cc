@@ -508,13 +508,13 @@ std::string report_json(const RunReport& r) {
         "\"events_in\":{},\"events_out\":{},\"tuples_in\":{},\"tuples_out\":{},"
         "\"bytes_in\":{},\"bytes_out\":{},\"wall_s\":{},\"user_s\":{},\"sys_s\":{},\"cores\":{},"
         "\"cpe_p\":{},\"cpe_u\":{},\"cpe_s\":{},\"cpe_i\":{},\"cpb_p\":{},\"epe_joules\":{},"
-        "\"rss_max_bytes\":{},\"credit_waits\":{},\"stages\":[{}]}}",
+        "\"rss_max_bytes\":{},\"credit_waits\":{},\"metrics_url\":{},\"stages\":[{}]}}",
         procs.empty() ? "" : ",", str(p.name), str(role_name(p.role)), str(p.host), str(p.where),
         p.ok ? "true" : "false",
         str(p.error), str(p.log_path), s.events_in, s.events_out, s.tuples_in, s.tuples_out,
         s.bytes_in, s.bytes_out, num(s.wall_s), num(s.user_s), num(s.sys_s), num(s.cores),
         num(s.cpe_p), num(s.cpe_u), num(s.cpe_s), num(s.cpe_i), num(s.cpb_p), num(s.epe_joules),
-        s.rss_max_bytes, s.credit_waits, stages);
+        s.rss_max_bytes, s.credit_waits, str(s.metrics_url), stages);
   }
   return fmt::format(
       "{{\"deployment\":{},\"preset\":{},\"run_dir\":{},\"ok\":{},\"error\":{},"

@@ -10,6 +10,10 @@
 4. Writes results.csv (one row per run, failures included), a raw JSON and log
    per run, and results.md (the tables, also printed).
 
+`--idle SECONDS` instead runs each preset with one event at the start and
+then nothing for SECONDS, and reports each process's CPU (user + system, % of
+one core): what an idle link costs (a link that spins shows here).
+
 `--congestion-compare` instead runs tcp-opt 128 B tuples / 32 KiB events and
 the baseline with each of reno, bbr and cubic.
 
@@ -46,6 +50,9 @@ CSV_FIELDS = (
     ["kind", "phase", "repeat", "preset", "tuple_bytes", "event_bytes", "congestion",
      "duration_s", "ok", "error", "tuples", "tuples_per_s", "gbps"]
     + [f"cpe_p_{n}" for n in NODE_NAMES]
+    + [f"cpe_u_{n}" for n in NODE_NAMES]
+    + [f"cpe_s_{n}" for n in NODE_NAMES]
+    + [f"cpu_pct_{n}" for n in NODE_NAMES]
     + ["cpe_p_other", "lost", "duplicated", "corrupt", "filtered",
        "latency_p50_us", "latency_p99_us", "latency_max_us", "wall_s", "raw"]
 )
@@ -240,6 +247,11 @@ def fill_from_report(row, rep):
         name = p.get("name", "?")
         if name in NODE_NAMES:
             row[f"cpe_p_{name}"] = p.get("cpe_p", "")
+            row[f"cpe_u_{name}"] = p.get("cpe_u", "")
+            row[f"cpe_s_{name}"] = p.get("cpe_s", "")
+            wall = num(p.get("wall_s"))
+            if wall > 0:
+                row[f"cpu_pct_{name}"] = f"{100 * (num(p.get('user_s')) + num(p.get('sys_s'))) / wall:.2f}"
         else:
             other.append(f"{name}={p.get('cpe_p', '')}")
     row["cpe_p_other"] = ";".join(other)
@@ -252,7 +264,7 @@ def fill_from_report(row, rep):
 def run_sluice(deploy, pipeline, preset, tuple_bytes, event_bytes, duration, congestion,
                repeat, logdir, extra_sets, phase="sweep"):
     row = base_row("sluice", phase, preset, tuple_bytes, event_bytes, congestion, duration, repeat)
-    tag = f"{phase}-{preset}-t{tuple_bytes}-e{event_bytes}-{congestion or 'default'}-r{repeat}"
+    tag = f"{phase}-{preset.replace('/', '_')}-t{tuple_bytes}-e{event_bytes}-{congestion or 'default'}-r{repeat}"
     if deploy is None:
         row["error"] = "sluice-deploy not found (build target sluice-deploy, or pass --deploy)"
         return row
@@ -378,6 +390,43 @@ def sweep_tables(rows, baselines, args):
                 si(median_of(rs, f"cpe_p_{n}")) for n in NODE_NAMES]) + " |")
     out.append("")
 
+    if "tcp-opt" in presets and len(presets) > 1:
+        out.append("## Each preset against tcp-opt in the same sweep\n")
+        out.append("Gb/s and tuples/s as a ratio of tcp-opt's in the same cell; node CPE_s "
+                   "(node-a, node-b: system cycles per event) as a change from tcp-opt's.\n")
+        others = [p for p in presets if p != "tcp-opt"]
+        head = ["tuple B", "event"] + [f"{p} x Gb/s" for p in others] + [
+            f"{p} node CPE_s" for p in others]
+        out.append("| " + " | ".join(head) + " |")
+        out.append("|" + "---|" * len(head))
+        for t, e in cells:
+            def cell(p):
+                return [r for r in sl if r["preset"] == p and int(r["tuple_bytes"]) == t
+                        and int(r["event_bytes"]) == e]
+            base = cell("tcp-opt")
+            g0 = median_of(base, "gbps")
+            s0 = (median_of(base, "cpe_s_node-a") or 0) + (median_of(base, "cpe_s_node-b") or 0)
+            line = [str(t), event_label(e)]
+            line += [fmt(ratio(median_of(cell(p), "gbps"), g0), ".2f") for p in others]
+            for p in others:
+                s1 = (median_of(cell(p), "cpe_s_node-a") or 0) + (median_of(cell(p), "cpe_s_node-b") or 0)
+                line.append(f"{100 * (s1 - s0) / s0:+.0f}%" if s0 and s1 else "")
+            out.append("| " + " | ".join(line) + " |")
+        out.append("")
+
+    out.append("## CPE_u / CPE_s per process (user / system cycles per event)\n")
+    head = ["tuple B", "event", "preset"] + NODE_NAMES
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|" + "---|" * len(head))
+    for t, e in cells:
+        for p in presets:
+            rs = [r for r in sl if r["preset"] == p and int(r["tuple_bytes"]) == t
+                  and int(r["event_bytes"]) == e]
+            out.append("| " + " | ".join([str(t), event_label(e), p] + [
+                f"{si(median_of(rs, f'cpe_u_{n}'))} / {si(median_of(rs, f'cpe_s_{n}'))}"
+                for n in NODE_NAMES]) + " |")
+    out.append("")
+
     big = [c for c in cells if c[1] == BASELINE_CHUNK]
     if big and good_base:
         out.append(f"## tcp-opt against the baseline ({BASELINE_CHUNK // 1024} KiB events)\n")
@@ -395,6 +444,20 @@ def sweep_tables(rows, baselines, args):
                        f"{fmt(ratio(g, end), '.2f')} |")
         out.append("")
 
+    return "\n".join(out + failure_lines(rows))
+
+
+def idle_table(rows, args):
+    out = [f"One event, then {args.idle:g} s with none: CPU of each process (user + system, "
+           "% of one core; medians of the runs that passed).\n"]
+    head = ["preset"] + NODE_NAMES
+    out.append("| " + " | ".join(head) + " |")
+    out.append("|" + "---|" * len(head))
+    for p in dict.fromkeys(r["preset"] for r in rows):
+        rs = [r for r in rows if r["preset"] == p]
+        out.append("| " + " | ".join([p] + [fmt(median_of(rs, f"cpu_pct_{n}"), ".2f")
+                                           for n in NODE_NAMES]) + " |")
+    out.append("")
     return "\n".join(out + failure_lines(rows))
 
 
@@ -459,6 +522,9 @@ def main():
     ap.add_argument("--out", help="results directory (default experiments/results/<timestamp>)")
     ap.add_argument("--quick", action="store_true", help="tuple sizes 128 and 4096 only")
     ap.add_argument("--repeat", type=int, default=1, help="runs per cell (default 1)")
+    ap.add_argument("--idle", type=float, default=0, metavar="SECONDS",
+                    help="instead of the sweep: each preset idle for SECONDS (one event, then "
+                         "none); CPU %% of each process")
     ap.add_argument("--congestion-compare", action="store_true",
                     help="tcp-opt 128 B / 32 KiB and the baseline with reno, bbr, cubic")
     ap.add_argument("--compare-congestions", default=",".join(COMPARE_CONGESTIONS),
@@ -512,6 +578,12 @@ def main():
                     plan.append((f"tcp-opt t=128 e=32768 {c}", lambda c=c, rep=rep: run_sluice(
                         deploy, args.pipeline, "tcp-opt", 128, 32768, args.duration, c, rep, logdir,
                         args.set, phase="compare")))
+    elif args.idle > 0:
+        for rep in range(args.repeat):
+            for p in args.presets.split(","):
+                plan.append((f"{p} idle {args.idle:g} s r={rep}", lambda p=p, rep=rep: run_sluice(
+                    deploy, args.pipeline, p, 128, 32768, args.idle, args.congestion, rep, logdir,
+                    args.set + ["burst_events=1", f"burst_ms={args.idle * 1e5:g}"], phase="idle")))
     else:
         if not args.no_baseline:
             plan.append(("baseline (start)", lambda: run_baseline(
@@ -551,8 +623,12 @@ def main():
             log(f"[{i}/{len(plan)}] {label}: {describe(row)}")
 
     baselines = [r for r in rows if r["kind"] == "baseline"]
-    text = compare_tables(rows, args) if args.congestion_compare else sweep_tables(rows, baselines, args)
-    title = "# sluice congestion-control comparison" if args.congestion_compare else "# sluice sweep"
+    if args.idle > 0:
+        text, title = idle_table(rows, args), "# sluice idle links"
+    elif args.congestion_compare:
+        text, title = compare_tables(rows, args), "# sluice congestion-control comparison"
+    else:
+        text, title = sweep_tables(rows, baselines, args), "# sluice sweep"
     meta = (f"{title}\n\n{datetime.datetime.now().isoformat(timespec='seconds')} on "
             f"{socket.gethostname()}, {os.cpu_count()} cores, build {build}\n\n")
     (out / "results.md").write_text(meta + text)

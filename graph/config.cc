@@ -583,6 +583,7 @@ LinkKey link_enum(const char* name, const char* only, const std::vector<std::str
 const std::vector<std::string> kSendQueues = {"sync", "async"};
 const std::vector<std::string> kRxPolls = {"block", "select"};
 const std::vector<std::string> kHandovers = {"descriptor", "copy"};
+const std::vector<std::string> kOnOff = {"on", "off"};
 const std::vector<std::string> kCongestionIn = {"", "default", "reno", "cubic", "bbr"};
 const std::vector<std::string> kSplits = {"stream", "copy"};
 // Providers and UCX transports sluice knows how to drive; whether one is
@@ -767,6 +768,17 @@ const std::vector<Key>& keys() {
        [](YAML::Emitter& e, const Deployment& d) {
          e << YAML::Key << "subnet" << YAML::Value << YAML::DoubleQuoted << d.subnet;
        }},
+      // Metrics.
+      enum_key("metrics", &kOnOff, [](Deployment* d, const std::string& v) { d->metrics = v == "on"; },
+               [](const Deployment& d) { return std::string(d.metrics ? "on" : "off"); }),
+      {"metrics_address",
+       [](const Reader& r, const YAML::Node& n, Deployment* d) {
+         return r.get_string(n, "metrics_address", false, &d->metrics_address);
+       },
+       [](YAML::Emitter& e, const Deployment& d) {
+         e << YAML::Key << "metrics_address" << YAML::Value << d.metrics_address;
+       }},
+      uint_key("metrics_port", &Deployment::metrics_port),
   };
   return k;
 }
@@ -1277,6 +1289,12 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
     return at.error(at.of.count("duration_s") ? "duration_s" : "tuples",
                     "the load generator needs duration_s > 0 or tuples > 0");
   if (d.clock_ghz <= 0) return at.error("clock_ghz", "must be greater than 0");
+  if (d.metrics && d.metrics_port != 0 && d.metrics_port + d.processes.size() - 1 > 65535)
+    return at.error("metrics_port",
+                    fmt::format("process {} ('{}') would serve metrics on port {}, beyond 65535; "
+                                "lower metrics_port, or 0 for any free port",
+                                d.processes.size() - 1, d.processes.back().name,
+                                d.metrics_port + d.processes.size() - 1));
   if (d.burst_events > 0 && d.burst_ms <= 0)
     return at.error("burst_ms", "must be greater than 0 when burst_events is set");
   if (Status st = validate_graph(d, at); !st) return st;

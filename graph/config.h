@@ -122,6 +122,11 @@ struct Deployment {
   double peak_watts = 200;         // P in the energy model
   double progress_s = 1;           // progress line period in logs, 0: off
 
+  // The Prometheus endpoint of every process (http://ADDRESS:PORT/metrics).
+  bool metrics = true;                        // metrics: on | off
+  std::string metrics_address = "127.0.0.1";  // loopback unless the file says otherwise
+  uint16_t metrics_port = 0;                  // process i on metrics_port + i; 0: any free port
+
   uint16_t base_port = 17100;
   // Where the processes run. Without `hosts:` every process's `host` is an
   // address and the launcher is `local`.

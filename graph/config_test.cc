@@ -474,6 +474,23 @@ TEST(Config, TopLevelHostIsTheProcessDefault) {
   EXPECT_EQ(d.processes[2].host, "10.1.1.1");
 }
 
+TEST(Config, MetricsKeys) {
+  Deployment on = parse_ok(kChain);
+  EXPECT_TRUE(on.metrics);
+  EXPECT_EQ(on.metrics_address, "127.0.0.1");
+  EXPECT_EQ(on.metrics_port, 0);
+  Deployment off = parse_ok(std::string("metrics: off\nmetrics_address: 0.0.0.0\nmetrics_port: 9400\n") + kChain);
+  EXPECT_FALSE(off.metrics);
+  EXPECT_EQ(off.metrics_address, "0.0.0.0");
+  EXPECT_EQ(off.metrics_port, 9400);
+  EXPECT_HAS(parse_err(std::string("metrics: yes\n") + kChain), "metrics");
+  // Process i serves on metrics_port + i: the last one must fit.
+  EXPECT_HAS(parse_err(std::string("metrics_port: 65534\n") + kChain),
+             "process 2 ('sink') would serve metrics on port 65536, beyond 65535");
+  parse_ok(std::string("metrics_port: 65533\n") + kChain);
+  parse_ok(std::string("metrics: off\nmetrics_port: 65534\n") + kChain);
+}
+
 void expect_same(const Deployment& a, const Deployment& b) {
   EXPECT_EQ(a.preset, b.preset);
   EXPECT_EQ(a.link.transport, b.link.transport);
@@ -520,6 +537,9 @@ void expect_same(const Deployment& a, const Deployment& b) {
     EXPECT_EQ(a.hosts[i].ssh_user, b.hosts[i].ssh_user);
     EXPECT_EQ(a.hosts[i].ssh_port, b.hosts[i].ssh_port);
   }
+  EXPECT_EQ(a.metrics, b.metrics);
+  EXPECT_EQ(a.metrics_address, b.metrics_address);
+  EXPECT_EQ(a.metrics_port, b.metrics_port);
   ASSERT_EQ(a.processes.size(), b.processes.size());
   for (size_t i = 0; i < a.processes.size(); ++i) {
     const auto &p = a.processes[i], &q = b.processes[i];
@@ -908,8 +928,10 @@ TEST(Graph, TheEndMustFitEverySlot) {
 
 TEST(Graph, UnionAndSplitRoundTrip) {
   Deployment a = parse_ok(kUnion, {"links.2.slots=16", "links.1.preset=original",
-                                   "links.0.port=19000", "processes.2.split=copy"});
+                                   "links.0.port=19000", "processes.2.split=copy",
+                                   "metrics=off", "metrics_port=9400"});
   EXPECT_EQ(a.links[1].preset, "original");
+  EXPECT_FALSE(a.metrics);
   const std::string text = dump_deployment(a);
   Deployment b = parse_ok(text);
   expect_same(a, b);

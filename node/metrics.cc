@@ -135,12 +135,13 @@ std::string ProcessSummary::to_json() const {
       R"("wall_s":{:.6f},"user_s":{:.6f},"sys_s":{:.6f},"cores":{:.3f},"clock_ghz":{:.3f},"peak_watts":{:.1f},)"
       R"("cpe_p":{:.2f},"cpe_u":{:.2f},"cpe_s":{:.2f},"cpe_i":{:.2f},"cpb_p":{:.4f},"epe_joules":{:.4e},)"
       R"("rss_max_bytes":{},"lost":{},"duplicated":{},"corrupt":{},"filtered":{},)"
-      R"("latency_us":{{"p50":{:.1f},"p99":{:.1f},"max":{:.1f}}},"credit_waits":{},"stages":[{}]}})",
+      R"("latency_us":{{"p50":{:.1f},"p99":{:.1f},"max":{:.1f}}},"credit_waits":{},"metrics_url":"{}",)"
+      R"("stages":[{}]}})",
       json_escape(name), json_escape(role), ok ? "true" : "false", json_escape(error), instances,
       events_in, events_out, tuples_in, tuples_out, bytes_in, bytes_out, wall_s, user_s, sys_s,
       cores, clock_ghz, peak_watts, cpe_p, cpe_u, cpe_s, cpe_i, cpb_p, epe_joules, rss_max_bytes,
       lost, duplicated, corrupt, filtered, latency_p50_us, latency_p99_us, latency_max_us,
-      credit_waits, stages_json);
+      credit_waits, json_escape(metrics_url), stages_json);
 }
 
 Status summary_from_json(const std::string& text, ProcessSummary* out) {
@@ -160,6 +161,7 @@ Status summary_from_json(const std::string& text, ProcessSummary* out) {
     str("name", &s.name);
     str("role", &s.role);
     str("error", &s.error);
+    str("metrics_url", &s.metrics_url);
     if (n["ok"]) s.ok = n["ok"].as<bool>();
     if (n["instances"]) s.instances = n["instances"].as<uint32_t>();
     u64("events_in", &s.events_in);

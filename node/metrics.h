@@ -106,6 +106,7 @@ struct ProcessSummary {
 
   uint64_t credit_waits = 0;
   std::vector<StageSummary> stages;
+  std::string metrics_url;  // its Prometheus endpoint, "" when off
 
   // Fills the cpe_*, cpb_p and epe_joules fields from the raw counts.
   void compute();

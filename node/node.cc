@@ -411,9 +411,23 @@ Instance::Instance(const InstanceConfig& cfg, std::unique_ptr<Source> source,
 Instance::~Instance() { join(); }
 
 void Instance::start() {
-  threads_[0] = std::thread([this] { receive_loop(); });
-  threads_[1] = std::thread([this] { process_loop(); });
-  threads_[2] = std::thread([this] { send_loop(); });
+  threads_[0] = std::thread([this] {
+    tid_[0].store(gettid(), std::memory_order_release);
+    receive_loop();
+  });
+  threads_[1] = std::thread([this] {
+    tid_[1].store(gettid(), std::memory_order_release);
+    process_loop();
+  });
+  threads_[2] = std::thread([this] {
+    tid_[2].store(gettid(), std::memory_order_release);
+    send_loop();
+  });
+}
+
+const char* Instance::stage_name(int i) {
+  static const char* names[kStages] = {"receive", "process", "send"};
+  return i >= 0 && i < kStages ? names[i] : "?";
 }
 
 void Instance::join() {
@@ -469,7 +483,7 @@ void Instance::receive_loop() {
       on_first_event_();
     }
     in_.add(ev, tu, by);
-    stage_events_[0] += ev;
+    count_stage(0, ev);
     if (!push_all(to_process_, batch, n)) break;
   }
   if (!st.ok()) fail(st);
@@ -512,7 +526,7 @@ void Instance::process_loop() {
         if (handover_ && !(ok = hand_over(d))) break;
         if (!(d.flags & kDescEnd) && !chain_.empty()) {
           chain_.process(pool.slot(d.slot) + d.offset, d);
-          stage_events_[1] += d.events;
+          count_stage(1, d.events);
         }
       }
       ok = ok && push_all(to_send_, batch + i, step);
@@ -562,7 +576,7 @@ void Instance::send_loop() {
     st = dest_->consume(std::span<const Descriptor>(batch, n));
     if (!st.ok()) break;
     out_.add(ev, tu, by);
-    stage_events_[2] += ev;
+    count_stage(2, ev);
   }
   if (st.ok() && ended) st = dest_->finish();
   if (!st.ok()) fail(st);
@@ -572,10 +586,9 @@ void Instance::send_loop() {
 }
 
 void Instance::report(ProcessSummary& s) const {
-  static const char* names[3] = {"receive", "process", "send"};
-  for (int i = 0; i < 3; ++i)
-    s.stages.push_back({fmt::format("{}/{}", names[i], cfg_.index), cpu_[i].user_s,
-                        cpu_[i].sys_s, stage_events_[i]});
+  for (int i = 0; i < kStages; ++i)
+    s.stages.push_back({fmt::format("{}/{}", stage_name(i), cfg_.index), cpu_[i].user_s,
+                        cpu_[i].sys_s, stage_events(i)});
   source_->report(s);
   dest_->report(s);
 }

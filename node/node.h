@@ -18,6 +18,8 @@
 // the other instances keep serving.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -177,9 +179,18 @@ class Instance {
   bool done() const { return done_.load(std::memory_order_acquire) == 3; }
   Status status() const;
   void report(ProcessSummary& s) const;
-  // Live counters for progress lines.
+  // Live counters for progress lines and the metrics exporter: written by
+  // the stage threads only, read by anyone while they run.
   const StageCounters& in() const { return in_; }
   const StageCounters& out() const { return out_; }
+  static constexpr int kStages = 3;  // receive, process, send
+  static const char* stage_name(int i);
+  // The stage's thread (its id, for its CPU time in /proc), 0 before it started.
+  pid_t stage_tid(int i) const { return tid_[i].load(std::memory_order_acquire); }
+  uint64_t stage_events(int i) const { return stage_events_[i].load(std::memory_order_relaxed); }
+  // Descriptors waiting in the rings: 0 receive -> process, 1 process -> send.
+  size_t ring_size(int r) const { return r == 0 ? to_process_.size() : to_send_.size(); }
+  size_t ring_capacity() const { return cfg_.ring_slots; }
 
  private:
   void receive_loop();
@@ -200,7 +211,12 @@ class Instance {
   SpscRing<Descriptor> to_send_;
   StageCounters in_, out_;
   CpuTimes cpu_[3];
-  uint64_t stage_events_[3] = {0, 0, 0};
+  std::atomic<uint64_t> stage_events_[3] = {0, 0, 0};
+  std::atomic<pid_t> tid_[3] = {0, 0, 0};
+  void count_stage(int i, uint64_t ev) {
+    stage_events_[i].store(stage_events_[i].load(std::memory_order_relaxed) + ev,
+                           std::memory_order_relaxed);
+  }
   std::atomic<int> done_{0};
   mutable std::mutex mu_;
   Status error_;

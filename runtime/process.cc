@@ -1,4 +1,5 @@
 #include "runtime/process.h"
+#include "runtime/exporter.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -97,20 +98,45 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
   std::mutex start_mu;
   double t0 = 0;
   CpuTimes cpu0;
+  std::atomic<Exporter*> exporter_seen{nullptr};
   auto on_first = [&] {
     if (started.exchange(true)) return;
     std::lock_guard lk(start_mu);
     t0 = now_s();
     cpu0 = CpuTimes::process();
+    if (Exporter* e = exporter_seen.load()) e->measure_started();
   };
 
   TransportContext ctx;
   Built b;
-  Status st = build(d, index, ctx, &b, on_first);
+  Status st;
+  // The metrics endpoint first (a port in use fails the set-up before any
+  // link is made); it reads the instances, so it goes before them (~Built
+  // runs after ~Exporter: `exporter` is declared after `b`).
+  std::unique_ptr<Exporter> exporter;
+  if (d.metrics) {
+    const ExporterIdentity id{pc.name, s.role, s.cores, d.clock_ghz, d.peak_watts};
+    const uint16_t port = d.metrics_port ? static_cast<uint16_t>(d.metrics_port + index) : 0;
+    exporter = Exporter::start(d.metrics_address, port, id, &st);
+    if (!exporter) {
+      s.ok = false;
+      s.error = st.message();
+      return st;
+    }
+  }
+  st = build(d, index, ctx, &b, on_first);
   if (!st.ok()) {
     s.ok = false;
     s.error = st.message();
     return st;
+  }
+  if (exporter) {
+    std::vector<const Instance*> watched;
+    for (auto& in : b.instances) watched.push_back(in.get());
+    exporter->watch(std::move(watched));
+    exporter_seen.store(exporter.get());
+    s.metrics_url = exporter->url();
+    spdlog::info("metrics at {}", s.metrics_url);
   }
   for (auto& in : b.instances) in->start();
 

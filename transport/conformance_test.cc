@@ -60,9 +60,7 @@ const CarrierCase kCarriers[] = {
        o.msg.sync_completion = true;
      }},
     {"fabric_net", [](LinkOptions& o) { o.transport = "fabric"; o.msg.fabric_provider = "net"; }},
-    // fabric_shm is left out: it passes the data cases inside one process,
-    // but PeerGoneMidStream is flaky and a pipeline of processes stalls
-    // (the carriers issue's closing note).
+    {"fabric_shm", [](LinkOptions& o) { o.transport = "fabric"; o.msg.fabric_provider = "shm"; }},
     {"ucx_tcp", [](LinkOptions& o) { o.transport = "ucx"; o.msg.ucx_tls = "tcp"; }},
     {"ucx_sm", [](LinkOptions& o) { o.transport = "ucx"; o.msg.ucx_tls = "sm"; }},
 };

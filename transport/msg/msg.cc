@@ -171,7 +171,9 @@ class End {
   Status idle(Completion* out, size_t max, size_t* n, bool peer_owes) {
     *n = 0;
     if (!page_.p) {
-      for (int i = 0; i < 3; ++i) {
+      // The endpoint refuses to arm while it has work it must do first
+      // (fi_trywait: progress owed): reaping does that work.
+      for (;;) {
         if (ep_->arm()) {
           armed_ = true;
           return {};
@@ -179,7 +181,6 @@ class End {
         Status st = reap(out, max, n);
         if (!st || *n) return st;
       }
-      return {};  // busy: the owner polls again rather than sleeping
     }
     const auto until = Clock::now() + spin_;
     do {
@@ -592,16 +593,19 @@ class MsgTx final : public TxCarrier {
   void abort() override { end_.shutdown(); }
   int wait_fd() const override { return end_.wait_fd(); }
   bool busy() const override { return outstanding_ > 0; }
+  // Returns with nothing outstanding, or with the wait set armed: the
+  // owner sleeps on wait_fd() next, and a send that completes meanwhile
+  // must wake it (a doorbell endpoint's peer completes our sends only as
+  // it makes progress, so idle() also sets the "look again soon" timer).
   Status progress() override {
     if (!end_.error().ok()) return end_.error();
-    size_t before = outstanding_;
     Status st = reap(false);
-    if (st && outstanding_ == before && outstanding_ > 0) {
-      // Nothing completed: arm, so the owner may sleep on wait_fd().
+    while (st && outstanding_ > 0) {
       Completion c[64];
       size_t got = 0;
-      st = end_.idle(c, 64, &got, outstanding_ > 0);
-      if (st && got) st = handle(c, got);
+      st = end_.idle(c, 64, &got, true);
+      if (!st || got == 0) break;  // armed
+      st = handle(c, got);
     }
     return st;
   }

@@ -776,7 +776,8 @@ const std::vector<Key>& keys() {
          return r.get_string(n, "metrics_address", false, &d->metrics_address);
        },
        [](YAML::Emitter& e, const Deployment& d) {
-         e << YAML::Key << "metrics_address" << YAML::Value << d.metrics_address;
+         if (!d.metrics_address.empty())  // "": the default, the process's own address
+           e << YAML::Key << "metrics_address" << YAML::Value << d.metrics_address;
        }},
       uint_key("metrics_port", &Deployment::metrics_port),
   };

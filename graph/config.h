@@ -124,7 +124,7 @@ struct Deployment {
 
   // The Prometheus endpoint of every process (http://ADDRESS:PORT/metrics).
   bool metrics = true;                        // metrics: on | off
-  std::string metrics_address = "127.0.0.1";  // loopback unless the file says otherwise
+  std::string metrics_address;  // "": the address the process binds (its host's)
   uint16_t metrics_port = 0;                  // process i on metrics_port + i; 0: any free port
 
   uint16_t base_port = 17100;

@@ -477,7 +477,7 @@ TEST(Config, TopLevelHostIsTheProcessDefault) {
 TEST(Config, MetricsKeys) {
   Deployment on = parse_ok(kChain);
   EXPECT_TRUE(on.metrics);
-  EXPECT_EQ(on.metrics_address, "127.0.0.1");
+  EXPECT_EQ(on.metrics_address, "");
   EXPECT_EQ(on.metrics_port, 0);
   Deployment off = parse_ok(std::string("metrics: off\nmetrics_address: 0.0.0.0\nmetrics_port: 9400\n") + kChain);
   EXPECT_FALSE(off.metrics);

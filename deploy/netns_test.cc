@@ -54,6 +54,11 @@ std::string cannot_run() {
   int code = 0;
   std::string out = shell("ip netns list", &code);
   if (code != 0) return "`ip netns list` failed: " + out;
+  // Root in a container may still lack CAP_SYS_ADMIN: make one to be sure.
+  const std::string probe = "sluice-probe-" + std::to_string(getpid());
+  out = shell("ip netns add " + probe, &code);
+  if (code != 0) return "cannot make a network namespace here (`ip netns add`): " + out;
+  shell("ip netns del " + probe);
   return "";
 }
 

@@ -282,6 +282,38 @@ std::string last_error_line(const std::string& log_path) {
   return last_error.empty() ? last : last_error;
 }
 
+// The timestamp that opens a line of a process's log ("2026-11-22
+// 23:42:37.301 [node-a] error: ..."), or "" when the line has none. As
+// fixed-width text it sorts as the time does.
+// How long after a process fails (other than by a signal) the launcher
+// waits before it names the one that failed first.
+constexpr double kBlameWait = 0.3;
+
+std::string error_timestamp(const std::string& line) {
+  static constexpr const char kShape[] = "dddd-dd-dd dd:dd:dd.ddd";
+  constexpr size_t n = sizeof kShape - 1;
+  if (line.size() < n) return "";
+  for (size_t i = 0; i < n; ++i)
+    if (kShape[i] == 'd' ? !std::isdigit(static_cast<unsigned char>(line[i])) : line[i] != kShape[i])
+      return "";
+  return line.substr(0, n);
+}
+
+// The first line of a process's log that its logger wrote at level error
+// or critical ("... [node-a] error: ..."): the cause, where later lines are
+// consequences. "" when there is none.
+std::string logged_error(const std::string& log_path) {
+  std::ifstream in(log_path);
+  std::string line;
+  while (std::getline(in, line))
+    if (!error_timestamp(line).empty() &&
+        (line.find("] error: ") != std::string::npos || line.find("] critical: ") != std::string::npos)) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+      return line;
+    }
+  return "";
+}
+
 namespace {
 
 // Starts every process through `ex`, waits for the end of the run, and stops
@@ -337,22 +369,60 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
   double next_progress = t0 + period;
   std::string failure;
   double drain_deadline = -1;
+  double blame_at = -1;  // when a failure seen is judged
   for (;;) {
     size_t alive = watch.reap(children, 50);
     // The child that failed first ends the run and is the one it names: when
     // a process dies, its upstream and downstream fail a moment later for
     // want of it, and are stopped (or, if they were quicker than the
     // launcher, described) but not blamed.
+    //
+    // Which failed first: a process killed by a signal from outside is its
+    // own cause, and it is the first of those to exit. Otherwise the
+    // earliest error its log timestamps: a node that fails logs its error,
+    // closes its links and then takes a while to tear down, so its
+    // downstream, failing on EOF, often exits before it does; by exit
+    // order the sink was blamed for node-a's error. A process still
+    // running with an error already in its log counts too.
     const Child* first = nullptr;
+    bool any_failed = false;
     for (const auto& c : children) {
       if (c.running || (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0)) continue;
+      any_failed = true;
       ProcessOutcome& p = r.processes[c.index];
       if (p.error.empty()) {
         std::string why = last_error_line(p.log_path);
         p.error = fmt::format("{}{}{}", describe_exit(c.status), why.empty() ? "" : ": ", why);
       }
-      if (!first || c.exit_order < first->exit_order) first = &c;
+      if (WIFSIGNALED(c.status) && (!first || c.exit_order < first->exit_order)) first = &c;
     }
+    // A failure that is not a signal is judged a moment later (kBlameWait),
+    // so that the process whose error caused it has logged and exited too.
+    const bool judge = first || alive == 0 ||
+                       (any_failed && blame_at > 0 && mono_s() >= blame_at);
+    if (any_failed && blame_at < 0) blame_at = mono_s() + kBlameWait;
+    if (any_failed && !first && judge) {
+      std::string first_at;
+      for (const auto& c : children) {
+        if (!c.running && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0) continue;
+        const std::string at = error_timestamp(logged_error(r.processes[c.index].log_path));
+        if (at.empty()) continue;
+        if (!first || at < first_at || (at == first_at && !c.running && first->running)) {
+          first = &c;
+          first_at = at;
+        }
+      }
+      if (first && first->running) {
+        // It has not exited yet: it is named for its error, and stopped below.
+        ProcessOutcome& p = r.processes[first->index];
+        p.error = "failed: " + logged_error(p.log_path);
+      }
+    }
+    if (any_failed && !first && judge)  // no timestamps (not sluice's programs): exit order
+      for (const auto& c : children)
+        if (!c.running && !(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0) &&
+            (!first || c.exit_order < first->exit_order))
+          first = &c;
     if (first) {
       const ProcessOutcome& p = r.processes[first->index];
       failure = fmt::format("process '{}' (role {}, pid {}){} {}; log: {}", p.name,

@@ -207,6 +207,31 @@ TEST_F(Launcher, TheProcessThatDiedFirstIsNamedNotItsNeighbours) {
   }
 }
 
+// node-a logs its error and takes 600 ms to tear down; the sink logs its
+// own error (caused by node-a's) 100 ms later and exits at once, so it is
+// the first to exit. The run names node-a, whose error came first, though
+// it was still running when the sink exited.
+TEST_F(Launcher, TheFirstErrorIsNamedNotTheFirstExit) {
+  for (int i = 0; i < 2; ++i) {
+    opts_.run_dir = dir_ + "/run" + std::to_string(i);
+    RunReport r = run_with("node-a:slowfail,sink:after=node-a,node-b:hang,loadgen:hang");
+    EXPECT_FALSE(r.ok);
+    EXPECT_HAS(r.error, "process 'node-a' (role node, pid " + std::to_string(r.processes[1].pid) + ")");
+    EXPECT_HAS(r.error, "operator failed");
+    EXPECT_EQ(r.error.find("upstream closed"), std::string::npos) << r.error;
+    expect_nothing_left(r);
+  }
+}
+
+// Processes that log no timestamps are named in exit order.
+TEST_F(Launcher, WithoutTimestampsTheFirstToExitIsNamed) {
+  RunReport r = run_with("node-a:fail,node-b:hang,loadgen:hang,sink:hang");
+  EXPECT_FALSE(r.ok);
+  EXPECT_HAS(r.error, "process 'node-a'");
+  EXPECT_HAS(r.error, "connection refused");
+  expect_nothing_left(r);
+}
+
 TEST_F(Launcher, TimeoutStopsEverything) {
   opts_.timeout_s = 1;
   auto t0 = std::chrono::steady_clock::now();

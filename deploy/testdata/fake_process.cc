@@ -12,6 +12,10 @@
 //   killed     die by SIGKILL after 200 ms, as if killed from outside
 //   follow=P   wait until process P has died, then fail as a neighbour of a
 //              vanished peer does ("upstream closed mid-stream")
+//   slowfail   log a timestamped error as sluice's programs do, then take
+//              600 ms to tear down before it exits 1
+//   after=P    once P runs, wait 100 ms, log a timestamped error and exit 1
+//              at once: the neighbour that exits before the cause does
 // Every fake writes its pid to <summary>.pid first (follow reads P's).
 #include <poll.h>
 #include <signal.h>
@@ -21,6 +25,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -71,6 +77,27 @@ void wait_for_death_of(const std::string& summary, const std::string& name) {
   close(fd);
 }
 
+// An error line in the format of sluice's logger ("%Y-%m-%d %H:%M:%S.%e
+// [%n] %l: %v").
+void log_error(const std::string& process, const std::string& what) {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const int ms = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+  char at[32];
+  std::strftime(at, sizeof at, "%Y-%m-%d %H:%M:%S", std::localtime(&t));
+  std::fprintf(stderr, "%s.%03d [%s] error: %s: %s\n", at, ms, process.c_str(), process.c_str(),
+               what.c_str());
+  std::fflush(stderr);
+}
+
+void wait_for_pid_file(const std::string& summary, const std::string& name) {
+  const std::string pid_file =
+      (std::filesystem::path(summary).parent_path() / (name + ".json.pid")).string();
+  while (!std::filesystem::exists(pid_file))
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,6 +136,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (mode == "crash") abort();
+  if (mode == "slowfail") {
+    log_error(process, "process stage: operator failed");
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    return 1;
+  }
+  if (mode.rfind("after=", 0) == 0) {
+    wait_for_pid_file(summary, mode.substr(6));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    log_error(process, "link " + mode.substr(6) + " -> " + process + ": upstream closed mid-stream");
+    return 1;
+  }
   if (mode == "killed") {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     kill(getpid(), SIGKILL);

@@ -44,8 +44,9 @@ int main(int argc, char** argv) {
   CLI::App app{
       "sluice-deploy: run a sluice pipeline described by a deployment file (YAML).\n"
       "Exit status:\n"
-      "  0  check: the file is valid; run: every process succeeded and the sink counted\n"
-      "     no lost, duplicated or corrupt tuple; --help\n"
+      "  0  validate: the file is valid; plan: printed, and run could start here; run:\n"
+      "     every process succeeded and the sink counted no lost, duplicated or\n"
+      "     corrupt tuple; --help\n"
       "  1  run: the run failed (a process failed, did not start or was killed, the run\n"
       "     timed out or was stopped by a signal, or the sink counted lost, duplicated\n"
       "     or corrupt tuples)\n"
@@ -74,10 +75,17 @@ int main(int argc, char** argv) {
   };
 
   CLI::App* check = app.add_subcommand(
-      "check",
+      "validate",
       "Parse and validate FILE.yaml with the overrides; print the graph (links, unions,\n"
-      "splits) and every key resolved");
+      "splits) and every key resolved. `check` is the same");
+  check->alias("check");
   add_common(check);
+
+  CLI::App* plan = app.add_subcommand(
+      "plan",
+      "Print what `run` would do, and do none of it: the commands that make the hosts,\n"
+      "then in start order each process's host, command line, ports, log and summary");
+  add_common(plan);
 
   CLI::App* run = app.add_subcommand(
       "run",
@@ -96,11 +104,15 @@ int main(int argc, char** argv) {
                   "Seconds before the run is stopped and fails (default: duration_s + 60, or\n"
                   "120 when `tuples` is set)")
       ->check(CLI::Validator(check_timeout, "SECONDS"));
-  run->add_option("--launcher", launcher,
-                  "How the processes are started, over the file's `launcher` (default local):\n"
-                  "local (all on this host) or netns (each host of `hosts:` in a network\n"
-                  "namespace of its own, joined by a bridge; needs root)")
-      ->check(CLI::IsMember({"local", "netns"}));
+  for (CLI::App* sub : {run, plan}) {
+    sub->add_option("--launcher", launcher,
+                    "How the processes are started, over the file's `launcher` (default local):\n"
+                    "local (all on this host) or netns (each host of `hosts:` in a network\n"
+                    "namespace of its own, joined by a bridge; needs root)")
+        ->check(CLI::IsMember({"local", "netns"}));
+  }
+  plan->add_option("--run-dir", run_dir, "As for run");
+  plan->add_option("--bin-dir", bin_dir, "As for run");
 
   try {
     app.parse(argc, argv);
@@ -132,6 +144,24 @@ int main(int argc, char** argv) {
   if (!launcher.empty()) d.launcher = launcher;
   std::unique_ptr<Executor> executor;
   st = make_executor(d, stderr, &executor);
+
+  if (plan->parsed()) {
+    Programs programs;
+    if (st) st = find_programs(bin_dir, &programs);
+    if (!st) {
+      fmt::print(stderr, "sluice-deploy: {}\n", st.message());
+      return kBadInput;
+    }
+    fmt::print("{}", plan_text(d, programs, *executor, run_dir));
+    std::fflush(stdout);
+    // A launcher that cannot run here is said after the plan, as run would.
+    if (Status cs = executor->check(); !cs) {
+      fmt::print(stderr, "sluice-deploy: run would stop before it starts: {}\n", cs.message());
+      return kBadInput;
+    }
+    return kOk;
+  }
+
   if (st) st = executor->check();
   if (!st) {
     fmt::print(stderr, "sluice-deploy: {}\n", st.message());

@@ -45,6 +45,13 @@ Status Executor::fetch(size_t, const std::string& path, const std::string& local
 
 std::string Executor::where(size_t) const { return ""; }
 
+std::vector<std::string> Executor::command(size_t, const std::string& program,
+                                           const std::vector<std::string>& args) const {
+  std::vector<std::string> argv = {program};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
 namespace {
 
 // The program's CPUs are set on this thread for the moment of the spawn: the
@@ -127,10 +134,9 @@ class LocalExecutor : public Executor {
 
   Status start(size_t i, const std::string& program, const std::vector<std::string>& args,
                const std::string& log_path, pid_t* pid) override {
-    std::vector<std::string> argv = {program};
-    argv.insert(argv.end(), args.begin(), args.end());
     const HostConfig* h = d_.host_of(i);
-    return spawn_program(argv, log_path, h ? h->cpus : std::vector<unsigned>{}, pid);
+    return spawn_program(command(i, program, args), log_path,
+                         h ? h->cpus : std::vector<unsigned>{}, pid);
   }
 
   std::string where(size_t i) const override {

@@ -46,6 +46,17 @@ class Executor {
   virtual Status start(size_t process, const std::string& program,
                        const std::vector<std::string>& args, const std::string& log_path,
                        pid_t* pid) = 0;
+  // The command line start() runs for process i: `plan` prints it, so
+  // what plan says and what run does come from one place.
+  virtual std::vector<std::string> command(size_t process, const std::string& program,
+                                           const std::vector<std::string>& args) const;
+  // The commands up() runs, in order, each with what it is for (empty: it
+  // makes nothing).
+  struct Step {
+    std::vector<std::string> argv;
+    std::string why;
+  };
+  virtual std::vector<Step> up_steps() const { return {}; }
   virtual void signal(pid_t pid, int sig);
   virtual Status fetch(size_t process, const std::string& path, const std::string& local_path);
   virtual Status down() { return {}; }

@@ -343,9 +343,7 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
     Child c{k};
     Status st = program.empty()
                     ? Status::Error(fmt::format("no program for role {}", role_name(p.role)))
-                    : ex.start(k, program,
-                               {"--deployment", resolved, "--process", p.name, "--summary",
-                                p.summary_path},
+                    : ex.start(k, program, process_args(resolved, p.name, p.summary_path),
                                p.log_path, &c.pid);
     if (!st) {
       p.error = st.message();
@@ -471,6 +469,80 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
 }
 
 }  // namespace
+
+std::vector<std::string> process_args(const std::string& resolved, const std::string& name,
+                                      const std::string& summary) {
+  return {"--deployment", resolved, "--process", name, "--summary", summary};
+}
+
+namespace {
+
+// A command line as a shell would read it back: words with anything but
+// [A-Za-z0-9_./:=@%+,-] in single quotes.
+std::string shell_words(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    const bool plain = !a.empty() && std::all_of(a.begin(), a.end(), [](unsigned char c) {
+      return std::isalnum(c) || std::strchr("_./:=@%+,-", c);
+    });
+    if (plain) {
+      out += a;
+      continue;
+    }
+    out += '\'';
+    for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    out += '\'';
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string plan_text(const Deployment& d, const Programs& programs, const Executor& ex,
+                      const std::string& run_dir) {
+  std::error_code ec;
+  const bool named = !run_dir.empty();
+  const fs::path run = fs::absolute(named ? run_dir : default_run_dir(), ec);
+  std::string out = fmt::format("# sluice-deploy plan: {} ({} processes, preset {}, launcher {})\n",
+                                d.file, d.processes.size(), d.preset, ex.name());
+  out += "# Nothing below has been done. `run` with the same file, options and --set does it";
+  out += named ? ".\n" : fmt::format(";\n# its run directory is new each time ({} is this one's name).\n",
+                                      run.string());
+  if (std::string(ex.name()) == "netns")
+    out += "# Namespace names carry the pid of the sluice-deploy that makes them (here this plan's).\n";
+  const auto steps = ex.up_steps();
+  out += fmt::format("\nhosts ({}):\n", steps.empty() ? "nothing to make" : "made in this order");
+  for (const auto& s : steps)
+    out += fmt::format("  {}{}\n", shell_words(s.argv), s.why.empty() ? "" : "    # " + s.why);
+  out += fmt::format("\nrun directory: {}\n  resolved.yaml  the deployment as resolved, read by every process\n",
+                     run.string());
+  out += "\nprocesses, in start order (sinks first, load generators last):\n";
+  const std::string resolved = (run / "resolved.yaml").string();
+  for (size_t k : d.start_order()) {
+    const ProcessConfig& p = d.processes[k];
+    const std::string summary = (run / (p.name + ".json")).string();
+    out += fmt::format("  {} ({}) on {}\n", p.name, role_name(p.role),
+                       ex.where(k).empty() ? p.host : ex.where(k));
+    out += fmt::format("    command: {}\n",
+                       shell_words(ex.command(k, programs.of(p.role), process_args(resolved, p.name, summary))));
+    std::vector<std::string> listens;
+    for (size_t l = 0; l < d.links.size(); ++l) {
+      if (d.links[l].to != k) continue;
+      for (uint32_t i = 0; i < d.instances; ++i)
+        listens.push_back(fmt::format("{}:{} (from {}{})", p.bind_address(), d.link_port(l, i),
+                                      d.processes[d.links[l].from].name,
+                                      d.instances > 1 ? fmt::format(", instance {}", i) : ""));
+    }
+    if (!listens.empty()) out += fmt::format("    listens: {}\n", fmt::join(listens, ", "));
+    if (d.metrics)
+      out += fmt::format("    metrics: http://{}:{}/metrics\n",
+                         d.metrics_address.empty() ? p.bind_address() : d.metrics_address,
+                         d.metrics_port ? std::to_string(d.metrics_port + k) : "<any free port>");
+    out += fmt::format("    log: {}\n    summary: {}\n", (run / (p.name + ".log")).string(), summary);
+  }
+  return out;
+}
 
 RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
   RunReport r;

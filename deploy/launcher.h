@@ -13,10 +13,12 @@
 //      group with stdout and stderr in <run>/NAME.log.
 //   3. It waits. The first child that exits non-zero or by a signal, a
 //      timeout, or a stop signal ends the run: the others get SIGTERM, then
-//      SIGKILL after a grace period, and nothing is left running. "First" is
-//      the order the processes exited in, not the order they are listed: a
-//      process that dies takes its neighbours down a moment later, and the
-//      run names the one that died, not them.
+//      SIGKILL after a grace period, and nothing is left running. A process
+//      that dies takes its neighbours down a moment later, and the run names
+//      the one that died, not them: the first killed by a signal, else the
+//      one whose log has the earliest error (judged 300 ms after the first
+//      failure, so a node still tearing down after its error is named rather
+//      than the sink that exited on its EOF), else the first to exit.
 //   4. The executor removes what it made (down). It reads
 //      <run>/NAME.json (ProcessSummary) of every process; the sinks'
 //      counts, added up, make the pipeline line. A run is ok only if every process
@@ -101,6 +103,18 @@ struct RunReport {
 };
 
 RunReport run_deployment(const Deployment& d, const LaunchOptions& opts);
+
+// The arguments every program gets: the resolved file, its name, where its
+// summary goes.
+std::vector<std::string> process_args(const std::string& resolved, const std::string& name,
+                                      const std::string& summary);
+
+// `sluice-deploy plan`: what run would do, and nothing of it: the commands
+// the executor runs to make the hosts, then in start order each process's
+// host, the exact command line (from the executor, as run gets it), the
+// addresses and ports it listens on, its log and its summary.
+std::string plan_text(const Deployment& d, const Programs& programs, const Executor& ex,
+                      const std::string& run_dir);
 
 // One JSON object (field names are relied on by experiments/ tools).
 std::string report_json(const RunReport& r);

@@ -460,5 +460,47 @@ TEST_F(DeployProgram, BadOptionsExitTwoWithAShortMessage) {
       << out;
 }
 
+// plan prints what run then does: the same command line for every process,
+// in the same order, and makes nothing (no run directory, no process).
+TEST_F(DeployProgram, PlanPrintsWhatRunDoesAndDoesNothing) {
+  const std::string deploy = SLUICE_DEPLOY;
+  const std::string file = SLUICE_SOURCE_DIR "/deploy/examples/pipeline.yaml";
+  const std::string run = dir_ + "/run";
+  const std::string args = " --bin-dir " + dir_ + "/bin --run-dir " + run +
+                           " --set duration_s=1 --set base_port=27700";
+  std::string plan;
+  ASSERT_EQ(sh(deploy + " plan " + file + args + " 2>&1", &plan), 0) << plan;
+  EXPECT_FALSE(fs::exists(run)) << "plan made the run directory";
+  // Every process: its command, its port, its log; sinks first.
+  const char* order[] = {"sink (sink)", "node-b (node)", "node-a (node)", "loadgen (loadgen)"};
+  size_t at = 0;
+  for (const char* o : order) {
+    size_t next = plan.find(o, at);
+    ASSERT_NE(next, std::string::npos) << o << " missing or out of order in:\n" << plan;
+    at = next;
+  }
+  EXPECT_HAS(plan, "command: " + dir_ + "/bin/sluice-node --deployment " + run +
+                       "/resolved.yaml --process node-a --summary " + run + "/node-a.json");
+  EXPECT_HAS(plan, "listens: 127.0.0.1:27800 (from loadgen)");
+  EXPECT_HAS(plan, "log: " + run + "/sink.log");
+  // run does it: the files the plan named are where it said.
+  std::string out;
+  ASSERT_EQ(sh(deploy + " run " + file + args + " 2>&1", &out), 0) << out;
+  for (const char* n : {"resolved.yaml", "loadgen.json", "node-a.json", "node-b.json", "sink.json",
+                        "node-a.log"})
+    EXPECT_TRUE(fs::exists(run + "/" + n)) << n;
+  // A launcher that cannot run here: the plan still prints, and says so (exit 2).
+  EXPECT_EQ(sh(deploy + " plan " SLUICE_SOURCE_DIR "/deploy/examples/cluster.yaml --launcher local" +
+                   args + " 2>&1",
+               &out),
+            2);
+  EXPECT_HAS(out, "command: ");
+  EXPECT_HAS(out, "run would stop before it starts");
+  EXPECT_HAS(out, "the local launcher runs every process on this machine, which has no address 10.77.0.1");
+  // validate is check's name in the issue; both work.
+  EXPECT_EQ(sh(deploy + " validate " + file + " >/dev/null 2>&1", &out), 0);
+  EXPECT_EQ(sh(deploy + " check " + file + " >/dev/null 2>&1", &out), 0);
+}
+
 }  // namespace
 }  // namespace sluice

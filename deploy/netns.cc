@@ -109,9 +109,45 @@ class NetnsExecutor : public Executor {
     if (!h || made_.empty())
       return Status::Error(fmt::format("process '{}': no namespace for its host",
                                        d_.processes[i].name));
-    std::vector<std::string> argv = {ip_, "netns", "exec", ns_of(*h), program};
+    return spawn_program(command(i, program, args), log_path, h->cpus, pid);
+  }
+
+  std::vector<std::string> command(size_t i, const std::string& program,
+                                   const std::vector<std::string>& args) const override {
+    const HostConfig* h = d_.host_of(i);
+    std::vector<std::string> argv = {ip_path(), "netns", "exec", h ? ns_of(*h) : "?", program};
     argv.insert(argv.end(), args.begin(), args.end());
-    return spawn_program(argv, log_path, h->cpus, pid);
+    return argv;
+  }
+
+  // What make() runs: the bridge's namespace, then per host its namespace,
+  // veth pair, address and (with a rate) the two tbf qdiscs.
+  std::vector<Step> up_steps() const override {
+    std::vector<Step> s;
+    const std::string br = bridge_ns();
+    const std::string ip = ip_path(), tc = tc_path();
+    s.push_back({{ip, "netns", "add", br}, "the LAN's namespace"});
+    s.push_back({{ip, "-n", br, "link", "set", "lo", "up"}, ""});
+    s.push_back({{ip, "-n", br, "link", "add", "br0", "type", "bridge"}, "its bridge"});
+    s.push_back({{ip, "-n", br, "link", "set", "br0", "up"}, ""});
+    for (size_t i = 0; i < d_.hosts.size(); ++i) {
+      const HostConfig& h = d_.hosts[i];
+      const std::string ns = ns_of(h);
+      const std::string port = fmt::format("h{}", i);
+      s.push_back({{ip, "netns", "add", ns}, "host " + h.name});
+      s.push_back({{ip, "-n", ns, "link", "set", "lo", "up"}, ""});
+      s.push_back({{ip, "-n", br, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns},
+                   "its wire to the bridge"});
+      s.push_back({{ip, "-n", br, "link", "set", port, "master", "br0", "up"}, ""});
+      s.push_back({{ip, "-n", ns, "addr", "add", fmt::format("{}/{}", h.address, prefix_len()), "dev", "eth0"},
+                   "its address"});
+      s.push_back({{ip, "-n", ns, "link", "set", "eth0", "up"}, ""});
+      if (h.rate_bps) {
+        s.push_back({limit_argv(tc, ns, "eth0", h.rate_bps), "what it sends, at " + rate_name(h.rate_bps)});
+        s.push_back({limit_argv(tc, br, port, h.rate_bps), "what it receives"});
+      }
+    }
+    return s;
   }
 
   Status down() override {
@@ -147,44 +183,41 @@ class NetnsExecutor : public Executor {
   std::string ns_of(const HostConfig& h) const { return prefix_ + h.name; }
   std::string bridge_ns() const { return prefix_ + "net"; }
 
-  Status add_namespace(const std::string& ns) {
-    if (Status st = run_command({ip_, "netns", "add", ns}); !st) return st;
-    made_.push_back(ns);
-    return run_command({ip_, "-n", ns, "link", "set", "lo", "up"});
-  }
-
   // A tbf qdisc of `bps` on `dev` of `ns`. The bucket holds 1 ms at the rate
   // (at least 128 KiB, so a GSO packet of 64 KiB passes whole); what waits
   // longer than 20 ms is dropped, and TCP slows to the rate.
-  Status limit(const std::string& ns, const std::string& dev, uint64_t bps) {
+  static std::vector<std::string> limit_argv(const std::string& tc, const std::string& ns,
+                                             const std::string& dev, uint64_t bps) {
     const uint64_t burst = std::max<uint64_t>(bps / 8 / 1000, 128 * 1024);
-    return run_command({tc_, "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate",
-                        fmt::format("{}bit", bps), "burst", std::to_string(burst), "latency",
-                        "20ms"});
+    return {tc, "-n", ns, "qdisc", "add", "dev", dev, "root", "tbf", "rate",
+            fmt::format("{}bit", bps), "burst", std::to_string(burst), "latency", "20ms"};
   }
 
+  std::string ip_path() const { return ip_.empty() || ip_ == "ip" ? or_name(find_tool("ip"), "ip") : ip_; }
+  std::string tc_path() const { return tc_.empty() || tc_ == "tc" ? or_name(find_tool("tc"), "tc") : tc_; }
+  static std::string or_name(const std::string& path, const char* name) {
+    return path.empty() ? name : path;
+  }
+  // The prefix length of the hosts' subnet: `subnet`'s, else /24.
+  unsigned prefix_len() const {
+    unsigned len = 24;
+    uint32_t network = 0;
+    if (!d_.subnet.empty()) parse_subnet(d_.subnet, &network, &len);
+    return len;
+  }
+
+  // Runs up_steps(): plan prints the same list. A namespace is recorded as
+  // made as soon as `ip netns add` succeeds, so down() removes it whatever
+  // fails after.
   Status make() {
-    const std::string br = bridge_ns();
-    if (Status st = add_namespace(br); !st) return st;
-    if (Status st = run_command({ip_, "-n", br, "link", "add", "br0", "type", "bridge"}); !st) return st;
-    if (Status st = run_command({ip_, "-n", br, "link", "set", "br0", "up"}); !st) return st;
-    for (size_t i = 0; i < d_.hosts.size(); ++i) {
-      const HostConfig& h = d_.hosts[i];
-      const std::string ns = ns_of(h);
-      const std::string port = fmt::format("h{}", i);
-      if (Status st = add_namespace(ns); !st) return st;
-      for (const std::vector<std::string>& cmd : std::vector<std::vector<std::string>>{
-               {ip_, "-n", br, "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", ns},
-               {ip_, "-n", br, "link", "set", port, "master", "br0", "up"},
-               {ip_, "-n", ns, "addr", "add", fmt::format("{}/{}", h.address, prefix_len_), "dev", "eth0"},
-               {ip_, "-n", ns, "link", "set", "eth0", "up"}})
-        if (Status st = run_command(cmd); !st) return st;
-      if (h.rate_bps) {
-        if (Status st = limit(ns, "eth0", h.rate_bps); !st) return st;
-        if (Status st = limit(br, port, h.rate_bps); !st) return st;
-      }
-      say("host {}: namespace {}, {}/{} on eth0{}", h.name, ns, h.address, prefix_len_,
-          h.rate_bps ? ", rate " + rate_name(h.rate_bps) : "");
+    for (const Step& s : up_steps()) {
+      if (Status st = run_command(s.argv); !st) return st;
+      if (s.argv.size() == 4 && s.argv[1] == "netns" && s.argv[2] == "add") made_.push_back(s.argv[3]);
+      if (s.why == "its address")
+        for (const HostConfig& h : d_.hosts)
+          if (ns_of(h) == s.argv[2])
+            say("host {}: namespace {}, {} on eth0{}", h.name, s.argv[2], s.argv[6],
+                h.rate_bps ? ", rate " + rate_name(h.rate_bps) : "");
     }
     return {};
   }

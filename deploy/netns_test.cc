@@ -48,6 +48,13 @@ std::string shell(const std::string& cmd, int* code = nullptr) {
   return out;
 }
 
+// `ip` as the launcher finds it (PATH, else /usr/sbin, /sbin).
+std::string find_ip() {
+  std::string p = shell("command -v ip || ls /usr/sbin/ip /sbin/ip 2>/dev/null | head -1");
+  while (!p.empty() && (p.back() == '\n' || p.back() == ' ')) p.pop_back();
+  return p;
+}
+
 // Why the tests cannot run here, or "".
 std::string cannot_run() {
   if (geteuid() != 0) return "not root: the netns launcher makes network namespaces";
@@ -221,6 +228,25 @@ TEST_F(Netns, ARateLimitedRunStaysUnderItsRate) {
   EXPECT_EQ(json_["lost"].as<uint64_t>(), 0u);
   EXPECT_HAS(json_["processes"][0]["where"].as<std::string>(), "rate 1gbit");
   EXPECT_EQ(leftovers(deploy_pid_), "");
+}
+
+// plan names every namespace, veth and address run would make, and makes
+// none of them.
+TEST_F(Netns, PlanMakesNothing) {
+  int code = -1;
+  const std::string out = shell(kDeploy + " plan " + kCluster + " --launcher netns --set host_rate=1gbit" +
+                                " --run-dir " + dir_ + "/run", &code);
+  ASSERT_EQ(code, 0) << out;
+  const size_t at = out.find("ip netns add sl");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string prefix = out.substr(at + 13, out.find('-', at + 13) - (at + 13) + 1);
+  for (const char* host : {"h1", "h2", "h3", "h4"})
+    EXPECT_HAS(out, "ip netns add " + prefix + host);
+  EXPECT_HAS(out, "addr add 10.77.0.3/24 dev eth0");
+  EXPECT_HAS(out, "tbf rate 1000000000bit");
+  EXPECT_HAS(out, "command: " + find_ip() + " netns exec " + prefix + "h2 ");
+  EXPECT_EQ(shell("ip netns list | grep -c '^" + prefix + "' || true"), "0\n");
+  EXPECT_FALSE(fs::exists(dir_ + "/run"));
 }
 
 TEST_F(Netns, WithoutTheCapabilitiesTheErrorNamesThem) {

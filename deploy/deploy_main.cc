@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -112,6 +113,16 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"local", "netns"}));
   }
   plan->add_option("--run-dir", run_dir, "As for run");
+  bool prometheus = false;
+  std::string prometheus_rules = SLUICE_SOURCE_DIR "/deploy/prometheus/sluice.rules.yml";
+  std::string prometheus_consoles = SLUICE_SOURCE_DIR "/deploy/prometheus/consoles";
+  run->add_flag("--prometheus", prometheus,
+                "Also start a Prometheus server (Debian's `prometheus`) scraping every process\n"
+                "each second, with sluice's recording rules; its data in RUN/prometheus. The\n"
+                "report adds what it recorded per process (CPE_p, CPE_s, Gb/s). Local launcher\n"
+                "only: netns hosts cannot be reached from this namespace");
+  run->add_option("--prometheus-rules", prometheus_rules, "Recording rules for --prometheus")
+      ->capture_default_str();
   plan->add_option("--bin-dir", bin_dir, "As for run");
 
   try {
@@ -176,6 +187,32 @@ int main(int argc, char** argv) {
   }
 
   LaunchOptions opts;
+  opts.prometheus = prometheus;
+  opts.prometheus_rules = prometheus_rules;
+  if (std::filesystem::is_directory(prometheus_consoles)) opts.prometheus_consoles = prometheus_consoles;
+  if (prometheus && d.launcher != "local") {
+    fmt::print(stderr,
+               "sluice-deploy: --prometheus runs the server in this network namespace, which "
+               "cannot reach the hosts of the {} launcher; use --launcher local, or point a "
+               "Prometheus inside the hosts' network at their metrics_url\n",
+               d.launcher);
+    return kBadInput;
+  }
+  if (prometheus && !d.metrics) {
+    fmt::print(stderr, "sluice-deploy: --prometheus scrapes the processes' metrics, and {} sets "
+                       "metrics: off\n", d.file);
+    return kBadInput;
+  }
+  if (prometheus && d.metrics_port == 0) {
+    // Prometheus must know every target before the processes start (it
+    // takes up to 5 s to apply targets it discovers): the run gets ports.
+    d.metrics_port = free_ports("0.0.0.0", d.processes.size());
+    if (d.metrics_port == 0) {
+      fmt::print(stderr, "sluice-deploy: --prometheus: no {} consecutive free ports for the "
+                         "processes' metrics; set metrics_port\n", d.processes.size());
+      return kBadInput;
+    }
+  }
   opts.executor = executor.get();
   opts.run_dir = run_dir;
   opts.timeout_s = timeout_s;

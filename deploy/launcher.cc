@@ -594,7 +594,34 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
     r.error = fmt::format("the {} launcher could not make the hosts: {}", ex->name(), st.message());
     return r;
   }
+  // --prometheus: the server is up before the first process starts.
+  std::unique_ptr<PrometheusServer> prom;
+  if (o.prometheus) {
+    Status st;
+    std::vector<PrometheusServer::Target> targets;
+    for (size_t i = 0; i < d.processes.size(); ++i) {
+      const ProcessConfig& p = d.processes[i];
+      targets.push_back({p.name, role_name(p.role),
+                         fmt::format("{}:{}", d.metrics_address.empty() ? p.bind_address() : d.metrics_address,
+                                     d.metrics_port + i)});
+    }
+    prom = PrometheusServer::start(r.run_dir, targets, o.prometheus_rules, o.prometheus_consoles, &st);
+    if (!prom) {
+      r.error = st.message();
+      ex->down();
+      return r;
+    }
+    r.prometheus_url = prom->url();
+    if (o.progress)
+      fmt::print(o.progress, "sluice-deploy: prometheus at {} (consoles: {}/consoles/sluice.html)\n",
+                 prom->url(), prom->url());
+  }
   std::string failure = run_processes(d, o, *ex, resolved, &r);
+  if (prom) {
+    if (Status st = prom->figures(&r.prometheus); !st && o.progress)
+      fmt::print(o.progress, "sluice-deploy: --prometheus: {}\n", st.message());
+    prom.reset();  // stopped; its data stay in <run>/prometheus/data
+  }
   // What the launcher made goes before the summaries are read: whatever the
   // run did, nothing of it is left behind.
   if (Status st = ex->down(); !st && failure.empty())
@@ -635,6 +662,19 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
 }
 
 
+// --prometheus: ,"prometheus_url":...,"prometheus":{NAME:{cpe_p, cpe_s, gbps,
+// seconds, samples}}; nothing without it.
+std::string prometheus_json(const RunReport& r) {
+  if (r.prometheus_url.empty()) return "";
+  auto str = [](std::string_view s) { return "\"" + json_escape(s) + "\""; };
+  std::string by;
+  for (const auto& [name, f] : r.prometheus)
+    by += fmt::format("{}{}:{{\"cpe_p\":{},\"cpe_s\":{},\"gbps\":{},\"seconds\":{},\"samples\":{}}}",
+                      by.empty() ? "" : ",", str(name), num(f.cpe_p), num(f.cpe_s), num(f.gbps),
+                      num(f.seconds), f.samples);
+  return fmt::format(",\"prometheus_url\":{},\"prometheus\":{{{}}}", str(r.prometheus_url), by);
+}
+
 std::string report_json(const RunReport& r) {
   auto str = [](std::string_view s) { return "\"" + json_escape(s) + "\""; };
   std::string procs;
@@ -662,10 +702,10 @@ std::string report_json(const RunReport& r) {
       "{{\"deployment\":{},\"preset\":{},\"run_dir\":{},\"ok\":{},\"error\":{},"
       "\"tuples\":{},\"tuples_per_s\":{},\"gbps\":{},\"lost\":{},\"duplicated\":{},"
       "\"corrupt\":{},\"filtered\":{},\"latency_us\":{{\"p50\":{},\"p99\":{},\"max\":{}}},"
-      "\"processes\":[{}]}}",
+      "\"processes\":[{}]{}}}",
       str(r.deployment), str(r.preset), str(r.run_dir), r.ok ? "true" : "false", str(r.error),
       r.tuples, num(r.tuples_per_s), num(r.gbps), r.lost, r.duplicated, r.corrupt, r.filtered,
-      num(r.latency_p50_us), num(r.latency_p99_us), num(r.latency_max_us), procs);
+      num(r.latency_p50_us), num(r.latency_p99_us), num(r.latency_max_us), procs, prometheus_json(r));
 }
 
 std::string report_table(const RunReport& r) {
@@ -695,6 +735,14 @@ std::string report_table(const RunReport& r) {
                      "corrupt {}, filtered {}, latency p50/p99/max {:.1f}/{:.1f}/{:.1f} us\n",
                      r.tuples, r.tuples_per_s, r.gbps, r.lost, r.duplicated, r.corrupt, r.filtered,
                      r.latency_p50_us, r.latency_p99_us, r.latency_max_us);
+  if (!r.prometheus_url.empty()) {
+    out += fmt::format("prometheus ({}, samples in {}/prometheus/data):", r.prometheus_url, r.run_dir);
+    for (const auto& [name, f] : r.prometheus)
+      out += fmt::format(" {} CPE_p {:.0f} CPE_s {:.0f} {:.2f} Gb/s over {:.1f} s;", name, f.cpe_p,
+                         f.cpe_s, f.gbps, f.seconds);
+    if (r.prometheus.empty()) out += " recorded nothing";
+    out += "\n";
+  }
   out += r.ok ? fmt::format("ok; logs and summaries in {}\n", r.run_dir)
               : fmt::format("FAILED: {}\nlogs and summaries in {}\n", r.error, r.run_dir);
   return out;

@@ -30,11 +30,13 @@
 
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "deploy/executor.h"
+#include "deploy/prometheus.h"
 #include "graph/config.h"
 #include "node/metrics.h"
 #include "base/status.h"
@@ -66,6 +68,10 @@ struct LaunchOptions {
   // How the processes are started (executor.h); nullptr: the one the
   // deployment's `launcher` names, made for this run.
   Executor* executor = nullptr;
+  // --prometheus: a Prometheus server scrapes every process (prometheus.h),
+  // with these recording rules and console templates ("" = none).
+  bool prometheus = false;
+  std::string prometheus_rules, prometheus_consoles;
 };
 
 // 120 s when sending a fixed number of tuples, else duration_s + 60.
@@ -100,6 +106,10 @@ struct RunReport {
   double tuples_per_s = 0, gbps = 0;
   uint64_t lost = 0, duplicated = 0, corrupt = 0, filtered = 0;
   double latency_p50_us = 0, latency_p99_us = 0, latency_max_us = 0;
+
+  // --prometheus: the server, and per process what it recorded.
+  std::string prometheus_url;
+  std::map<std::string, PrometheusFigures> prometheus;
 };
 
 RunReport run_deployment(const Deployment& d, const LaunchOptions& opts);

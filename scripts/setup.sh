@@ -16,6 +16,7 @@ PACKAGES=(
   libspdlog-dev libfmt-dev prometheus-cpp-dev libyaml-cpp-dev libcli11-dev
   libbenchmark-dev libgtest-dev libxxhash-dev python3-xxhash
   clang libclang-rt-14-dev   # sanitizer and libFuzzer runtimes for clang builds
+  prometheus                 # sluice-deploy run --prometheus, and its test
 )
 
 build=1

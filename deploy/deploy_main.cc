@@ -108,9 +108,10 @@ int main(int argc, char** argv) {
   for (CLI::App* sub : {run, plan}) {
     sub->add_option("--launcher", launcher,
                     "How the processes are started, over the file's `launcher` (default local):\n"
-                    "local (all on this host) or netns (each host of `hosts:` in a network\n"
-                    "namespace of its own, joined by a bridge; needs root)")
-        ->check(CLI::IsMember({"local", "netns"}));
+                    "local (all on this host), netns (each host of `hosts:` in a network\n"
+                    "namespace of its own, joined by a bridge; needs root) or ssh (each process\n"
+                    "on its host over ssh: ssh_key, ssh_options, remote_dir, copy_binaries)")
+        ->check(CLI::IsMember({"local", "netns", "ssh"}));
   }
   plan->add_option("--run-dir", run_dir, "As for run");
   bool prometheus = false;

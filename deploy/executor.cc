@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "deploy/netns.h"
+#include "deploy/ssh.h"
 
 extern char** environ;
 
@@ -270,7 +271,11 @@ Status make_executor(const Deployment& d, std::FILE* progress, std::unique_ptr<E
     *out = make_netns_executor(d, progress);
     return {};
   }
-  return Status::Error(fmt::format("unknown launcher '{}' (known: local, netns)", d.launcher));
+  if (d.launcher == "ssh") {
+    *out = make_ssh_executor(d, progress);
+    return {};
+  }
+  return Status::Error(fmt::format("unknown launcher '{}' (known: local, netns, ssh)", d.launcher));
 }
 
 }  // namespace sluice

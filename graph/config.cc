@@ -355,7 +355,7 @@ const std::vector<std::string> kWaits = {"block", "spin", "hybrid"};
 const std::vector<std::string> kRoles = {"loadgen", "node", "sink"};
 const std::vector<std::string> kProcessKeys = {"name", "role", "host", "listen", "port", "cores", "split", "operators"};
 const std::vector<std::string> kHostKeys = {"name", "address", "cores", "rate", "ssh_user", "ssh_port"};
-const std::vector<std::string> kLaunchers = {"local", "netns"};
+const std::vector<std::string> kLaunchers = {"local", "netns", "ssh"};
 const std::vector<std::string> kOperatorKinds = {"filter"};
 const std::vector<std::string> kFilterKeys = {"field", "op", "value"};
 const std::vector<std::string> kFilterFields = {"key", "seq"};
@@ -712,6 +712,17 @@ Key enum_key(const char* name, const std::vector<std::string>* allowed,
 
 // In the order dump_deployment writes them, after `preset` and the link keys.
 // `preset`, `host`, `processes` and `links` are read specially (parse_root).
+// A string key that may be left out; written back only when set.
+Key string_key(const char* name, std::string Deployment::*m) {
+  return {name,
+          [name, m](const Reader& r, const YAML::Node& n, Deployment* d) {
+            return r.get_string(n, name, false, &(d->*m));
+          },
+          [name, m](YAML::Emitter& e, const Deployment& d) {
+            if (!(d.*m).empty()) e << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << d.*m;
+          }};
+}
+
 const std::vector<Key>& keys() {
   static const std::vector<Key> k = {
       enum_key("handover", &kHandovers,
@@ -749,6 +760,12 @@ const std::vector<Key>& keys() {
       // Where the processes run (`hosts:` is read specially).
       enum_key("launcher", &kLaunchers, [](Deployment* d, const std::string& v) { d->launcher = v; },
                [](const Deployment& d) { return d.launcher; }),
+      string_key("ssh_key", &Deployment::ssh_key),
+      string_key("ssh_options", &Deployment::ssh_options),
+      string_key("remote_dir", &Deployment::remote_dir),
+      enum_key("copy_binaries", &kOnOff,
+               [](Deployment* d, const std::string& v) { d->copy_binaries = v == "on"; },
+               [](const Deployment& d) { return std::string(d.copy_binaries ? "on" : "off"); }),
       {"host_rate",
        [](const Reader& r, const YAML::Node& n, Deployment* d) {
          return r.get_rate(n, "host_rate", &d->host_rate_bps);

@@ -63,7 +63,7 @@ struct HostConfig {
   std::string address;             // where its processes are reached; unique among hosts
   std::vector<unsigned> cpus;      // `cores`: the CPUs its processes are pinned to; empty: not pinned
   uint64_t rate_bps = 0;           // `rate` (else `host_rate`): its link speed in bit/s; 0: no limit
-  std::string ssh_user;            // for the ssh launcher (not yet)
+  std::string ssh_user;            // for the ssh launcher; "": ssh's own choice
   uint16_t ssh_port = 22;
   std::string source_line;         // "file:line" where it was declared, for errors
 };
@@ -131,7 +131,13 @@ struct Deployment {
   // Where the processes run. Without `hosts:` every process's `host` is an
   // address and the launcher is `local`.
   std::vector<HostConfig> hosts;
-  std::string launcher = "local";  // local | netns: how sluice-deploy run starts them
+  std::string launcher = "local";  // local | netns | ssh: how sluice-deploy run starts them
+  // The ssh launcher: each process started on its host over ssh.
+  std::string ssh_key;             // `ssh_key`: the identity file (-i); "": ssh's own choice
+  std::string ssh_options;         // `ssh_options`: more options for ssh and scp, split at spaces
+  std::string remote_dir;          // `remote_dir`: the programs' and the run's folder on the hosts;
+                                   // "": the same paths as here (a shared or mirrored tree)
+  bool copy_binaries = false;      // `copy_binaries`: scp the programs to remote_dir/bin first
   uint64_t host_rate_bps = 0;      // `host_rate`: every host's `rate` unless it sets one
   std::string subnet;              // `subnet` (a.b.c.d/n) the netns hosts share; "": the /24 of the first
   std::vector<ProcessConfig> processes;

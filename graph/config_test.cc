@@ -1150,8 +1150,21 @@ TEST(ConfigHosts, ErrorsNameFileLineAndKey) {
              "test.yaml:5: key 'hosts.1.rate': expected a rate like 10gbit");
   EXPECT_HAS(parse_err(with("host_rate: 10gbit", "host_rate: fast")),
              "test.yaml:2: key 'host_rate': expected a rate");
-  EXPECT_HAS(parse_err(with("launcher: netns", "launcher: ssh")),
-             "test.yaml:1: key 'launcher': invalid value 'ssh' (allowed: local, netns)");
+  EXPECT_HAS(parse_err(with("launcher: netns", "launcher: sssh")),
+             "test.yaml:1: key 'launcher': invalid value 'sssh' (allowed: local, netns, ssh)");
+  // The ssh launcher's keys, and their round trip.
+  Deployment ssh = parse_ok(with("launcher: netns", "launcher: ssh"),
+                            {"ssh_key=/k/id", "ssh_options=-o Port=2 -q", "remote_dir=/opt/sluice",
+                             "copy_binaries=on"});
+  EXPECT_EQ(ssh.launcher, "ssh");
+  EXPECT_EQ(ssh.ssh_options, "-o Port=2 -q");
+  EXPECT_TRUE(ssh.copy_binaries);
+  Deployment back = parse_ok(dump_deployment(ssh));
+  EXPECT_EQ(back.ssh_key, "/k/id");
+  EXPECT_EQ(back.ssh_options, "-o Port=2 -q");
+  EXPECT_EQ(back.remote_dir, "/opt/sluice");
+  EXPECT_TRUE(back.copy_binaries);
+  EXPECT_HAS(parse_err(kHosts, {"copy_binaries=yes"}), "copy_binaries");
   EXPECT_HAS(parse_err(with("ssh_port: 2222", "ssh_port: 70000")), "key 'hosts.2.ssh_port'");
   EXPECT_HAS(parse_err(with("{name: h1, address: 10.77.0.1, cores: 0-1}", "{name: h1}")),
              "test.yaml:4: hosts.0 ('h1'): missing required key 'address'");

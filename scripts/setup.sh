@@ -17,6 +17,7 @@ PACKAGES=(
   libbenchmark-dev libgtest-dev libxxhash-dev python3-xxhash
   clang libclang-rt-14-dev   # sanitizer and libFuzzer runtimes for clang builds
   prometheus                 # sluice-deploy run --prometheus, and its test
+  openssh-client openssh-server   # the ssh launcher, and its test (sshd in namespaces)
 )
 
 build=1

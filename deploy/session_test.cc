@@ -295,6 +295,11 @@ TEST_F(Session, StatusOfARunAndOfNothing) {
   EXPECT_EQ(deploy("status " + dir_), 2);
   EXPECT_HAS(err_, "state.json");
   EXPECT_EQ(deploy("down " + dir_), 2);
+  // Bad options: 2, as for every verb.
+  EXPECT_EQ(deploy("status"), 2);
+  EXPECT_EQ(deploy("down --wait -1 " + run_), 2);
+  EXPECT_HAS(err_, "must be a positive number of seconds");
+  EXPECT_EQ(deploy("up " + kCluster + " --launcher nowhere"), 2);
 }
 
 // Each process is pinned to its host's cores; pin_stages spreads its stage

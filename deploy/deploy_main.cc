@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "deploy/launcher.h"
+#include "deploy/session.h"
 #include "graph/config.h"
 
 namespace {
@@ -45,15 +46,19 @@ int main(int argc, char** argv) {
   CLI::App app{
       "sluice-deploy: run a sluice pipeline described by a deployment file (YAML).\n"
       "Exit status:\n"
-      "  0  validate: the file is valid; plan: printed, and run could start here; run:\n"
-      "     every process succeeded and the sink counted no lost, duplicated or\n"
-      "     corrupt tuple; --help\n"
-      "  1  run: the run failed (a process failed, did not start or was killed, the run\n"
-      "     timed out or was stopped by a signal, or the sink counted lost, duplicated\n"
-      "     or corrupt tuples)\n"
+      "  0  validate: the file is valid; plan: printed, and run could start here; run,\n"
+      "     down: every process succeeded and the sink counted no lost, duplicated or\n"
+      "     corrupt tuple; up: every process started; status: no process has failed;\n"
+      "     --help\n"
+      "  1  run, down: the run failed (a process failed, did not start or was killed,\n"
+      "     the run timed out or was stopped by a signal, or the sink counted lost,\n"
+      "     duplicated or corrupt tuples; down: also its supervisor was gone); up: it\n"
+      "     did not come up (stopped and removed again); status: a process failed or\n"
+      "     was killed, or the supervisor is gone before down\n"
       "  2  a bad option or value, a deployment file that cannot be read or is invalid,\n"
-      "     sluice-loadgen, -node or -sink not found, or a launcher that cannot run here\n"
-      "     (netns without root's capabilities, a host address the local launcher lacks)"};
+      "     sluice-loadgen, -node or -sink not found, a launcher that cannot run here\n"
+      "     (netns without root's capabilities, a host address the local launcher\n"
+      "     lacks), or (status, down) no state.json in the run directory given"};
   app.require_subcommand(1);
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return fmt::format("sluice-deploy: {}\nRun with --help for more information.\n", e.what());
@@ -114,6 +119,39 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"local", "netns", "ssh"}));
   }
   plan->add_option("--run-dir", run_dir, "As for run");
+
+  // up / status / down: a deployment that outlives this program (session.h).
+  CLI::App* up = app.add_subcommand(
+      "up",
+      "As run, but return once every process has started, leaving them running under a\n"
+      "supervisor (RUN/supervisor.log) that records them in RUN/state.json and keeps\n"
+      "the hosts until `down RUN`");
+  add_common(up);
+  up->add_flag("--json", json, "Print the status as one JSON object");
+  up->add_option("--run-dir", run_dir, "As for run");
+  up->add_option("--bin-dir", bin_dir, "As for run");
+  up->add_option("--timeout", timeout_s, "As for run: past it the supervisor stops the processes")
+      ->check(CLI::Validator(check_timeout, "SECONDS"));
+  up->add_option("--launcher", launcher, "As for run")->check(CLI::IsMember({"local", "netns", "ssh"}));
+  std::string state_dir;
+  bool now = false;
+  double down_wait_s = 60;
+  CLI::App* status = app.add_subcommand(
+      "status", "Each process of a run that `up` (or `run`) started: running, exited with its\n"
+                "code, or killed by a signal, and its host");
+  status->add_option("RUN_DIR", state_dir, "The run directory, or its state.json")->required();
+  status->add_flag("--json", json, "Print it as one JSON object");
+  CLI::App* down = app.add_subcommand(
+      "down", "Stop what `up` started (the stream ends and drains, as a Ctrl-C of run),\n"
+              "remove its hosts, gather the summaries and print the report, as run does");
+  down->add_option("RUN_DIR", state_dir, "The run directory, or its state.json")->required();
+  down->add_flag("--json", json, "Print the report as one JSON object");
+  down->add_flag("--now", now, "Stop the processes at once (SIGTERM) rather than drain the stream");
+  down->add_option("--wait", down_wait_s,
+                   "Seconds to wait for the supervisor before it is killed and down stops\n"
+                   "what is left itself")
+      ->check(CLI::Validator(check_timeout, "SECONDS"))
+      ->capture_default_str();
   bool prometheus = false;
   std::string prometheus_rules = SLUICE_SOURCE_DIR "/deploy/prometheus/sluice.rules.yml";
   std::string prometheus_consoles = SLUICE_SOURCE_DIR "/deploy/prometheus/consoles";
@@ -132,6 +170,15 @@ int main(int argc, char** argv) {
     // --help prints and exits 0; any other parse error exits 2, as --help
     // says (not CLI11's own codes, 105 and up).
     return app.exit(e) == 0 ? kOk : kBadInput;
+  }
+
+  if (status->parsed() || down->parsed()) {
+    SessionResult res = status->parsed() ? deployment_status(state_dir, json)
+                                         : down_deployment(state_dir, now, json, down_wait_s);
+    fmt::print("{}", res.out);
+    std::fflush(stdout);
+    fmt::print(stderr, "{}", res.err);
+    return res.exit_code;
   }
 
   Deployment d;
@@ -231,6 +278,17 @@ int main(int argc, char** argv) {
     return kBadInput;
   }
 
+  if (up->parsed()) {
+    opts.executor = nullptr;  // the supervisor makes its own
+    SessionResult res = up_deployment(d, opts, json);
+    fmt::print("{}", res.out);
+    std::fflush(stdout);
+    fmt::print(stderr, "{}", res.err);
+    return res.exit_code;
+  }
+  // The run keeps RUN/state.json too, so `status` and `down` reach it.
+  opts.on_change = write_state;
+
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
@@ -239,6 +297,7 @@ int main(int argc, char** argv) {
   sigaction(SIGHUP, &sa, nullptr);
 
   RunReport r = run_deployment(d, opts);
+  write_final(r);
   if (json) {
     fmt::print("{}\n", report_json(r));
     if (!r.ok) fmt::print(stderr, "sluice-deploy: {}\n", r.error);

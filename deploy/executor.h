@@ -60,6 +60,9 @@ class Executor {
   virtual void signal(pid_t pid, int sig);
   virtual Status fetch(size_t process, const std::string& path, const std::string& local_path);
   virtual Status down() { return {}; }
+  // What up() made that outlives a crash of sluice-deploy, for the run's
+  // state.json: the netns launcher's namespaces (`ip netns del` each).
+  virtual std::vector<std::string> namespaces() const { return {}; }
   // Where process i runs, in words, for reports: "h1 (10.77.0.1, netns
   // sl123-h1, cpus 0-1)" or "127.0.0.1".
   virtual std::string where(size_t process) const;

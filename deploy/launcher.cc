@@ -181,6 +181,20 @@ void stop_all(std::vector<Child>& children, ExitWatch& watch, Executor& ex, int 
   }
 }
 
+// Each child's exit into its outcome; true if one exited since last time.
+bool sync_exits(const std::vector<Child>& children, RunReport& r) {
+  bool changed = false;
+  for (const auto& c : children) {
+    ProcessOutcome& p = r.processes[c.index];
+    if (c.running || !p.running) continue;
+    p.running = false;
+    p.exit_code = WIFEXITED(c.status) ? WEXITSTATUS(c.status) : -1;
+    p.term_signal = WIFSIGNALED(c.status) ? WTERMSIG(c.status) : 0;
+    changed = true;
+  }
+  return changed;
+}
+
 std::string names_of_running(const std::vector<Child>& children, const Deployment& d) {
   std::vector<const Child*> run;
   for (const auto& c : children)
@@ -264,6 +278,19 @@ Status find_programs(const std::string& bin_dir, Programs* out) {
   return {};
 }
 
+uint64_t process_start_ticks(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string line;
+  if (pid <= 0 || !std::getline(in, line)) return 0;
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(line.substr(close + 1));
+  std::string field;
+  for (int f = 3; rest >> field; ++f)
+    if (f == 22) return std::strtoull(field.c_str(), nullptr, 10);
+  return 0;
+}
+
 double default_timeout_s(const Deployment& d) { return d.tuples > 0 ? 120 : d.duration_s + 60; }
 
 std::string last_error_line(const std::string& log_path) {
@@ -335,6 +362,7 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
     RunReport& r;
     ~MarkStopped() {
       for (const auto& c : children) r.processes[c.index].stopped = c.stopped;
+      sync_exits(children, r);
     }
   } mark{children, r};
   for (size_t k : d.start_order()) {
@@ -354,10 +382,13 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
     }
     c.running = true;
     p.pid = c.pid;
+    p.running = true;
+    p.start_ticks = process_start_ticks(c.pid);
     watch.watch(children.size(), c.pid);
     children.push_back(c);
     r.started.push_back(p.name);
   }
+  if (o.on_change) o.on_change(r, "running");
 
   // Wait for all of them, or the first failure, the timeout or a stop signal.
   const double timeout = o.timeout_s > 0 ? o.timeout_s : default_timeout_s(d);
@@ -370,6 +401,7 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
   double blame_at = -1;  // when a failure seen is judged
   for (;;) {
     size_t alive = watch.reap(children, 50);
+    if (sync_exits(children, r) && o.on_change) o.on_change(r, "running");
     // The child that failed first ends the run and is the one it names: when
     // a process dies, its upstream and downstream fail a moment later for
     // want of it, and are stopped (or, if they were quicker than the
@@ -590,10 +622,13 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
     ex = own.get();
   }
   for (size_t i = 0; i < d.processes.size(); ++i) r.processes[i].where = ex->where(i);
+  r.launcher = ex->name();
   if (Status st = ex->up(); !st) {
     r.error = fmt::format("the {} launcher could not make the hosts: {}", ex->name(), st.message());
     return r;
   }
+  r.namespaces = ex->namespaces();
+  if (o.on_change) o.on_change(r, "starting");
   // --prometheus: the server is up before the first process starts.
   std::unique_ptr<PrometheusServer> prom;
   if (o.prometheus) {
@@ -622,6 +657,8 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
       fmt::print(o.progress, "sluice-deploy: --prometheus: {}\n", st.message());
     prom.reset();  // stopped; its data stay in <run>/prometheus/data
   }
+  if (o.on_change) o.on_change(r, "ended");
+  if (o.hold) o.hold();
   // What the launcher made goes before the summaries are read: whatever the
   // run did, nothing of it is left behind.
   if (Status st = ex->down(); !st && failure.empty())
@@ -682,21 +719,23 @@ std::string report_json(const RunReport& r) {
     const ProcessSummary& s = p.summary;
     std::string stages;
     for (const auto& st : s.stages)
-      stages += fmt::format("{}{{\"name\":{},\"user_s\":{},\"sys_s\":{},\"events\":{}}}",
+      stages += fmt::format("{}{{\"name\":{},\"user_s\":{},\"sys_s\":{},\"events\":{},"
+                            "\"cpus\":{},\"last_cpu\":{}}}",
                             stages.empty() ? "" : ",", str(st.name), num(st.user_s), num(st.sys_s),
-                            st.events);
+                            st.events, str(st.cpus), st.last_cpu);
     procs += fmt::format(
         "{}{{\"name\":{},\"role\":{},\"host\":{},\"where\":{},\"ok\":{},\"error\":{},\"log\":{},"
         "\"events_in\":{},\"events_out\":{},\"tuples_in\":{},\"tuples_out\":{},"
         "\"bytes_in\":{},\"bytes_out\":{},\"wall_s\":{},\"user_s\":{},\"sys_s\":{},\"cores\":{},"
         "\"cpe_p\":{},\"cpe_u\":{},\"cpe_s\":{},\"cpe_i\":{},\"cpb_p\":{},\"epe_joules\":{},"
-        "\"rss_max_bytes\":{},\"credit_waits\":{},\"metrics_url\":{},\"stages\":[{}]}}",
+        "\"rss_max_bytes\":{},\"credit_waits\":{},\"metrics_url\":{},\"cpus\":{},\"last_cpu\":{},"
+        "\"stages\":[{}]}}",
         procs.empty() ? "" : ",", str(p.name), str(role_name(p.role)), str(p.host), str(p.where),
         p.ok ? "true" : "false",
         str(p.error), str(p.log_path), s.events_in, s.events_out, s.tuples_in, s.tuples_out,
         s.bytes_in, s.bytes_out, num(s.wall_s), num(s.user_s), num(s.sys_s), num(s.cores),
         num(s.cpe_p), num(s.cpe_u), num(s.cpe_s), num(s.cpe_i), num(s.cpb_p), num(s.epe_joules),
-        s.rss_max_bytes, s.credit_waits, str(s.metrics_url), stages);
+        s.rss_max_bytes, s.credit_waits, str(s.metrics_url), str(s.cpus), s.last_cpu, stages);
   }
   return fmt::format(
       "{{\"deployment\":{},\"preset\":{},\"run_dir\":{},\"ok\":{},\"error\":{},"
@@ -742,6 +781,16 @@ std::string report_table(const RunReport& r) {
                          f.cpe_s, f.gbps, f.seconds);
     if (r.prometheus.empty()) out += " recorded nothing";
     out += "\n";
+  }
+  // Where each process and stage ran: the CPUs it could use (last one used).
+  for (const auto& p : r.processes) {
+    if (!p.have_summary || p.summary.cpus.empty()) continue;
+    std::string stages;
+    for (const auto& st : p.summary.stages)
+      stages += fmt::format("{}{} cpus {} (last {})", stages.empty() ? "" : ", ", st.name, st.cpus,
+                            st.last_cpu);
+    out += fmt::format("ran: {} on {}: cpus {} (last {}); {}\n", p.name,
+                       p.where.empty() ? p.host : p.where, p.summary.cpus, p.summary.last_cpu, stages);
   }
   out += r.ok ? fmt::format("ok; logs and summaries in {}\n", r.run_dir)
               : fmt::format("FAILED: {}\nlogs and summaries in {}\n", r.error, r.run_dir);

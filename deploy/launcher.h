@@ -30,6 +30,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -55,6 +56,8 @@ struct Programs {
 // this executable's build folder (<self>/../loadgen, ../node, ../sink, <self>).
 Status find_programs(const std::string& bin_dir, Programs* out);
 
+struct RunReport;
+
 struct LaunchOptions {
   std::string run_dir;            // "": ./runs/<YYYYmmdd-HHMMSS>-<pid>
   Programs programs;
@@ -72,6 +75,14 @@ struct LaunchOptions {
   // with these recording rules and console templates ("" = none).
   bool prometheus = false;
   std::string prometheus_rules, prometheus_consoles;
+  // Told of the run as it goes, with its phase: "starting" (the hosts are
+  // made), "running" (every process started, and again as each exits),
+  // "ended" (every process has ended; the hosts are still up). `up` and
+  // `run` keep the run directory's state.json with it (session.h).
+  std::function<void(const RunReport&, const char* phase)> on_change;
+  // Called after "ended", before the launcher removes the hosts and the
+  // summaries are gathered: `up`'s supervisor waits there for `down`.
+  std::function<void()> hold;
 };
 
 // 120 s when sending a fixed number of tuples, else duration_s + 60.
@@ -83,6 +94,10 @@ struct ProcessOutcome {
   std::string host;   // the host it ran on: its name in `hosts:`, else its address
   std::string where;  // the host in words, from the executor: address, namespace, cpus
   pid_t pid = -1;
+  uint64_t start_ticks = 0;  // field 22 of /proc/PID/stat: with pid, names this process alone
+  bool running = false;      // started and not yet seen to exit
+  int exit_code = -1;        // once exited: its code, or -1 when killed by a signal
+  int term_signal = 0;       // the signal that killed it
   bool stopped = false;  // still running when sluice-deploy stopped the run
   bool ok = false;
   std::string error;
@@ -96,6 +111,8 @@ struct RunReport {
   std::string deployment;  // the file as given
   std::string preset;
   std::string run_dir;
+  std::string launcher;                 // the executor's name
+  std::vector<std::string> namespaces;  // what it made that `ip netns del` removes
   bool ok = false;
   std::string error;
   std::vector<ProcessOutcome> processes;  // in the file's order
@@ -130,6 +147,11 @@ std::string plan_text(const Deployment& d, const Programs& programs, const Execu
 std::string report_json(const RunReport& r);
 // A table, one row per process, then the pipeline line and the verdict.
 std::string report_table(const RunReport& r);
+
+// Field 22 of /proc/PID/stat (when the process started, in clock ticks
+// since boot), 0 if there is no such process: a pid with its start time
+// names one process even after the pid is reused.
+uint64_t process_start_ticks(pid_t pid);
 
 // The last line of a log that looks like an error, else its last non-empty line.
 std::string last_error_line(const std::string& log_path);

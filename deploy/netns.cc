@@ -164,6 +164,8 @@ class NetnsExecutor : public Executor {
     return first;
   }
 
+  std::vector<std::string> namespaces() const override { return made_; }
+
   std::string where(size_t i) const override {
     const HostConfig* h = d_.host_of(i);
     if (!h) return d_.processes[i].host;

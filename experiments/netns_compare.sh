@@ -5,6 +5,7 @@
 # three set-ups interleaved so drift on a shared machine hits each alike.
 #
 #   experiments/netns_compare.sh [REPEATS] [DURATION_S]    (default 3 and 5)
+#   OUT=experiments/results/NAME experiments/netns_compare.sh ...   (a folder of your choosing)
 #
 # Needs root (netns). Prints one line per run, then the median and range per
 # set-up; writes experiments/results/<stamp>-netns/results.csv.
@@ -14,7 +15,7 @@ repeats=${1:-3}
 duration=${2:-5}
 deploy=build/deploy/sluice-deploy
 file=deploy/examples/cluster.yaml
-out=experiments/results/$(date +%Y-%m-%d-%H%M%S)-netns
+out=${OUT:-experiments/results/$(date +%Y-%m-%d-%H%M%S)-netns}
 mkdir -p "$out"
 csv=$out/results.csv
 runs=$(mktemp -d "${TMPDIR:-/tmp}/sluice-netns-compare.XXXXXX")  # logs: not results
@@ -46,7 +47,8 @@ for rep in $(seq 1 "$repeats"); do
   run netns-10gbit "$rep" --launcher netns --set host_rate=10gbit
 done
 
-python3 - "$csv" <<'PY' | tee "$out/results.md"
+{ echo "# netns_compare.sh $repeats rounds of ${duration} s, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) CPUs, $(uname -r), commit $(git rev-parse --short HEAD 2>/dev/null)"
+python3 - "$csv" <<'PY'
 import csv, statistics, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 print("\n| set-up | Gb/s median (min-max) | tuples/s median | node-a CPE_p median | lost/dup |")
@@ -59,4 +61,5 @@ for s in dict.fromkeys(r["setup"] for r in rows):
     print(f"| {s} | {statistics.median(g):.2f} ({min(g):.2f}-{max(g):.2f}) | "
           f"{statistics.median(t)/1e6:.2f} M | {statistics.median(c)/1e3:.1f} k | {bad} |")
 PY
+} | tee "$out/results.md"
 echo "results: $csv, $out/results.md"

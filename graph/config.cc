@@ -353,7 +353,7 @@ const std::vector<std::string> kTransports = {"tcp", "fabric", "ucx"};
 const std::vector<std::string> kCongestion = {"default", "reno", "cubic", "bbr"};
 const std::vector<std::string> kWaits = {"block", "spin", "hybrid"};
 const std::vector<std::string> kRoles = {"loadgen", "node", "sink"};
-const std::vector<std::string> kProcessKeys = {"name", "role", "host", "listen", "port", "cores", "split", "operators"};
+const std::vector<std::string> kProcessKeys = {"name", "role", "host", "listen", "port", "cores", "split", "pin_stages", "operators"};
 const std::vector<std::string> kHostKeys = {"name", "address", "cores", "rate", "ssh_user", "ssh_port"};
 const std::vector<std::string> kLaunchers = {"local", "netns", "ssh"};
 const std::vector<std::string> kOperatorKinds = {"filter"};
@@ -1034,6 +1034,28 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
       st = r.get(v, kpath, &p->port);
     } else if (key == "cores") {
       st = r.get_double(v, kpath, &p->cores);
+    } else if (key == "pin_stages") {
+      // off | on | a CPU list like a host's `cores` (0-3, "0,2", [0, 1]).
+      std::string text;
+      if (v.IsSequence()) {
+        for (auto e : v) text += (text.empty() ? "" : ",") + (e.IsScalar() ? e.Scalar() : "?");
+      } else if (v.IsScalar()) {
+        text = v.Scalar();
+      }
+      p->stage_cpus.clear();
+      if (text == "off" || text == "false" || text == "no") {
+        p->pin_stages = false;
+      } else if (text == "on" || text == "true" || text == "yes") {
+        p->pin_stages = true;
+      } else if (parse_cpu_list(text, &p->stage_cpus)) {
+        p->pin_stages = true;
+      } else {
+        st = r.error(v, kpath,
+                     fmt::format("expected off, on (spread the stage threads over the host's "
+                                 "cores) or the CPUs to pin them to in turn (0-3, \"0,2\", [0, 1]); "
+                                 "got {}",
+                                 v.IsScalar() || v.IsSequence() ? "'" + text + "'" : node_kind(v)));
+      }
     } else if (key == "operators") {
       if (v.IsNull()) continue;
       if (!v.IsSequence()) {
@@ -1144,6 +1166,15 @@ Status resolve_hosts(Deployment* d, const Places& at, const std::vector<Places>&
     }
     p.host_name = found->name;
     p.host = found->address;
+    // Stage CPUs must be CPUs the process may run on: its host's cores.
+    if (!found->cpus.empty())
+      for (unsigned c : p.stage_cpus)
+        if (!std::binary_search(found->cpus.begin(), found->cpus.end(), c))
+          return process_at[i].error(
+              fmt::format("processes.{}.pin_stages", i), "pin_stages",
+              fmt::format("process '{}': CPU {} is not one of its host '{}''s cores ({}), to "
+                          "which the process is pinned",
+                          p.name, c, found->name, cpu_list_name(found->cpus)));
   }
   return {};
 }
@@ -1720,6 +1751,10 @@ std::string dump_deployment(const Deployment& d) {
     e << YAML::Key << "port" << YAML::Value << p.port;
     e << YAML::Key << "cores" << YAML::Value << fmt_double(p.cores);
     e << YAML::Key << "split" << YAML::Value << split_name(p.split);
+    if (!p.stage_cpus.empty())
+      e << YAML::Key << "pin_stages" << YAML::Value << YAML::DoubleQuoted << cpu_list_name(p.stage_cpus);
+    else
+      e << YAML::Key << "pin_stages" << YAML::Value << (p.pin_stages ? "on" : "off");
     e << YAML::Key << "operators" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const auto& op : p.operators) {
       e << YAML::BeginMap << YAML::Key << op.kind << YAML::Value << YAML::BeginMap;

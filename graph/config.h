@@ -78,6 +78,12 @@ struct ProcessConfig {
   uint16_t port = 0;               // first port it listens on; 0: base_port + 100 * index
   double cores = 0;                // N in the CPE formulas; 0: host cores / processes on host
   Split split = Split::kStream;    // with several downstream links
+  // `pin_stages`: off (stage threads float over the process's CPUs), on
+  // (spread: stage t = 3 * instance + stage index on CPU t mod n of its
+  // host's cores, else of the CPUs it may use), or a list: stage t on
+  // stage_cpus[t mod size].
+  bool pin_stages = false;
+  std::vector<unsigned> stage_cpus;
   std::vector<OperatorConfig> operators;
   std::string source_line;         // "file:line" where it was declared, for errors
 

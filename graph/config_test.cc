@@ -1060,6 +1060,26 @@ processes:
   - {name: sink, role: sink, host: h3}
 )";
 
+// pin_stages: off by default, on (spread), or CPUs; a CPU its host's cores
+// lack is an error at the key; the dump reads back the same.
+TEST(ConfigHosts, PinStages) {
+  Deployment d = parse_ok(kHosts, {"processes.1.pin_stages=on", "processes.2.pin_stages=[0, 3]"});
+  EXPECT_FALSE(d.processes[0].pin_stages);
+  EXPECT_TRUE(d.processes[1].pin_stages);
+  EXPECT_TRUE(d.processes[1].stage_cpus.empty());
+  EXPECT_TRUE(d.processes[2].pin_stages);
+  EXPECT_EQ(d.processes[2].stage_cpus, (std::vector<unsigned>{0, 3}));
+  Deployment back;
+  ASSERT_TRUE(parse_deployment(dump_deployment(d), "dump", {}, &back).ok());
+  EXPECT_EQ(back.processes[1].pin_stages, true);
+  EXPECT_EQ(back.processes[2].stage_cpus, (std::vector<unsigned>{0, 3}));
+  EXPECT_EQ(back.processes[3].pin_stages, false);
+  EXPECT_HAS(parse_err(kHosts, {"processes.2.pin_stages=1"}),
+             "CPU 1 is not one of its host 'h2''s cores (0,2-3)");
+  EXPECT_HAS(parse_err(kHosts, {"processes.0.pin_stages=sometimes"}),
+             "--set processes.0.pin_stages=sometimes: expected off, on");
+}
+
 TEST(ConfigHosts, ProcessesNameTheirHostAndAreReachedAtItsAddress) {
   Deployment d = parse_ok(kHosts);
   EXPECT_EQ(d.launcher, "netns");

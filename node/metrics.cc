@@ -6,7 +6,14 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 
 namespace sluice {
 namespace {
@@ -43,6 +50,54 @@ std::string json_escape(std::string_view s) {
     }
   }
   return out;
+}
+
+std::vector<unsigned> thread_cpu_list() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<unsigned> out;
+  if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) != 0) return out;
+  for (unsigned c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  return out;
+}
+
+std::string thread_cpus() {
+  const std::vector<unsigned> cpus = thread_cpu_list();
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") +
+           (j == i ? fmt::format("{}", cpus[i]) : fmt::format("{}-{}", cpus[i], cpus[j]));
+    i = j + 1;
+  }
+  return out;
+}
+
+int last_cpu(pid_t tid) {
+  std::ifstream in(fmt::format("/proc/self/task/{}/stat", tid));
+  std::string line;
+  if (!std::getline(in, line)) return -1;
+  // The name (field 2) may hold spaces: fields 3 on follow the last ')'.
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream rest(line.substr(close + 1));
+  std::string field;
+  for (int f = 3; rest >> field; ++f)
+    if (f == 39) return std::atoi(field.c_str());
+  return -1;
+}
+
+Status pin_thread(const std::vector<unsigned>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (unsigned c : cpus) CPU_SET(c, &set);
+  const int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  if (rc == 0) return {};
+  std::string list;
+  for (unsigned c : cpus) list += (list.empty() ? "" : ",") + std::to_string(c);
+  return Status::Error(fmt::format("cannot pin to CPUs {}: {}", list, strerror(rc)));
 }
 
 CpuTimes CpuTimes::process() { return from_rusage(RUSAGE_SELF); }
@@ -126,8 +181,10 @@ std::string ProcessSummary::to_json() const {
   std::string stages_json;
   for (size_t i = 0; i < stages.size(); ++i) {
     const auto& s = stages[i];
-    stages_json += fmt::format(R"({}{{"name":"{}","user_s":{:.6f},"sys_s":{:.6f},"events":{}}})",
-                               i ? "," : "", json_escape(s.name), s.user_s, s.sys_s, s.events);
+    stages_json += fmt::format(
+        R"({}{{"name":"{}","user_s":{:.6f},"sys_s":{:.6f},"events":{},"cpus":"{}","last_cpu":{}}})",
+        i ? "," : "", json_escape(s.name), s.user_s, s.sys_s, s.events, json_escape(s.cpus),
+        s.last_cpu);
   }
   return fmt::format(
       R"({{"name":"{}","role":"{}","ok":{},"error":"{}","instances":{},)"
@@ -136,12 +193,12 @@ std::string ProcessSummary::to_json() const {
       R"("cpe_p":{:.2f},"cpe_u":{:.2f},"cpe_s":{:.2f},"cpe_i":{:.2f},"cpb_p":{:.4f},"epe_joules":{:.4e},)"
       R"("rss_max_bytes":{},"lost":{},"duplicated":{},"corrupt":{},"filtered":{},)"
       R"("latency_us":{{"p50":{:.1f},"p99":{:.1f},"max":{:.1f}}},"credit_waits":{},"metrics_url":"{}",)"
-      R"("stages":[{}]}})",
+      R"("cpus":"{}","last_cpu":{},"stages":[{}]}})",
       json_escape(name), json_escape(role), ok ? "true" : "false", json_escape(error), instances,
       events_in, events_out, tuples_in, tuples_out, bytes_in, bytes_out, wall_s, user_s, sys_s,
       cores, clock_ghz, peak_watts, cpe_p, cpe_u, cpe_s, cpe_i, cpb_p, epe_joules, rss_max_bytes,
       lost, duplicated, corrupt, filtered, latency_p50_us, latency_p99_us, latency_max_us,
-      credit_waits, json_escape(metrics_url), stages_json);
+      credit_waits, json_escape(metrics_url), json_escape(cpus), last_cpu, stages_json);
 }
 
 Status summary_from_json(const std::string& text, ProcessSummary* out) {
@@ -162,6 +219,8 @@ Status summary_from_json(const std::string& text, ProcessSummary* out) {
     str("role", &s.role);
     str("error", &s.error);
     str("metrics_url", &s.metrics_url);
+    str("cpus", &s.cpus);
+    if (n["last_cpu"]) s.last_cpu = n["last_cpu"].as<int>();
     if (n["ok"]) s.ok = n["ok"].as<bool>();
     if (n["instances"]) s.instances = n["instances"].as<uint32_t>();
     u64("events_in", &s.events_in);
@@ -200,6 +259,8 @@ Status summary_from_json(const std::string& text, ProcessSummary* out) {
         ss.user_s = e["user_s"].as<double>();
         ss.sys_s = e["sys_s"].as<double>();
         ss.events = e["events"].as<uint64_t>();
+        if (e["cpus"]) ss.cpus = e["cpus"].as<std::string>();
+        if (e["last_cpu"]) ss.last_cpu = e["last_cpu"].as<int>();
         s.stages.push_back(std::move(ss));
       }
     }

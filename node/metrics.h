@@ -16,6 +16,7 @@
 #pragma once
 
 #include <sys/resource.h>
+#include <sys/types.h>
 
 #include <array>
 #include <atomic>
@@ -44,6 +45,15 @@ struct CpuTimes {
 double now_s();            // monotonic seconds
 uint64_t wall_clock_ns();  // CLOCK_REALTIME ns: the send timestamp, comparable across hosts
 uint64_t rss_max_bytes();
+
+// Where the calling thread runs: the CPUs it may run on ("0-3,6", from its
+// affinity mask), and the CPU thread `tid` of this process last ran on
+// (field 39 of /proc/self/task/TID/stat; -1 if unreadable).
+std::string thread_cpus();
+int last_cpu(pid_t tid);
+// Pins the calling thread to `cpus` (sched_setaffinity); the error names them.
+Status pin_thread(const std::vector<unsigned>& cpus);
+std::vector<unsigned> thread_cpu_list();
 
 // Counters one stage thread owns and bumps; read by the reporter thread.
 struct alignas(64) StageCounters {
@@ -82,6 +92,8 @@ struct StageSummary {
   double user_s = 0;
   double sys_s = 0;
   uint64_t events = 0;
+  std::string cpus;   // the CPUs its thread could run on, as it ended
+  int last_cpu = -1;  // the CPU it last ran on
 };
 
 struct ProcessSummary {
@@ -107,6 +119,10 @@ struct ProcessSummary {
   uint64_t credit_waits = 0;
   std::vector<StageSummary> stages;
   std::string metrics_url;  // its Prometheus endpoint, "" when off
+  // Where it ran: the CPUs its main thread could run on at the end, and the
+  // CPU it last ran on (each stage's are in `stages`).
+  std::string cpus;
+  int last_cpu = -1;
 
   // Fills the cpe_*, cpb_p and epe_joules fields from the raw counts.
   void compute();

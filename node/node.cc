@@ -411,18 +411,24 @@ Instance::Instance(const InstanceConfig& cfg, std::unique_ptr<Source> source,
 Instance::~Instance() { join(); }
 
 void Instance::start() {
-  threads_[0] = std::thread([this] {
-    tid_[0].store(gettid(), std::memory_order_release);
-    receive_loop();
-  });
-  threads_[1] = std::thread([this] {
-    tid_[1].store(gettid(), std::memory_order_release);
-    process_loop();
-  });
-  threads_[2] = std::thread([this] {
-    tid_[2].store(gettid(), std::memory_order_release);
-    send_loop();
-  });
+  threads_[0] = std::thread([this] { run_stage(0, &Instance::receive_loop); });
+  threads_[1] = std::thread([this] { run_stage(1, &Instance::process_loop); });
+  threads_[2] = std::thread([this] { run_stage(2, &Instance::send_loop); });
+}
+
+// Stage i's thread: pinned first when the config says so (a pin that fails
+// fails the instance before the stage does anything), then its loop, then
+// where it ran, for the summary.
+void Instance::run_stage(int i, void (Instance::*loop)()) {
+  const pid_t tid = gettid();
+  tid_[i].store(tid, std::memory_order_release);
+  if (cfg_.stage_cpu[i] >= 0) {
+    if (Status st = pin_thread({static_cast<unsigned>(cfg_.stage_cpu[i])}); !st)
+      fail(Status::Error(fmt::format("{}/{}: {}", stage_name(i), cfg_.index, st.message())));
+  }
+  (this->*loop)();
+  stage_cpus_[i] = thread_cpus();
+  last_cpu_[i] = last_cpu(tid);
 }
 
 const char* Instance::stage_name(int i) {
@@ -588,7 +594,7 @@ void Instance::send_loop() {
 void Instance::report(ProcessSummary& s) const {
   for (int i = 0; i < kStages; ++i)
     s.stages.push_back({fmt::format("{}/{}", stage_name(i), cfg_.index), cpu_[i].user_s,
-                        cpu_[i].sys_s, stage_events(i)});
+                        cpu_[i].sys_s, stage_events(i), stage_cpus_[i], last_cpu_[i]});
   source_->report(s);
   dest_->report(s);
 }

@@ -163,6 +163,9 @@ struct InstanceConfig {
   Wait wait = Wait::kBlock;
   uint32_t ring_slots = 1024;
   std::vector<OperatorConfig> operators;
+  // The CPU each stage thread (receive, process, send) is pinned to; -1:
+  // it runs where the process may.
+  int stage_cpu[3] = {-1, -1, -1};
 };
 
 class Instance {
@@ -213,6 +216,10 @@ class Instance {
   CpuTimes cpu_[3];
   std::atomic<uint64_t> stage_events_[3] = {0, 0, 0};
   std::atomic<pid_t> tid_[3] = {0, 0, 0};
+  // Where each stage ran, read by its thread as it ends.
+  std::string stage_cpus_[3];
+  int last_cpu_[3] = {-1, -1, -1};
+  void run_stage(int i, void (Instance::*loop)());
   void count_stage(int i, uint64_t ev) {
     stage_events_[i].store(stage_events_[i].load(std::memory_order_relaxed) + ev,
                            std::memory_order_relaxed);

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <unistd.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -33,7 +34,7 @@ struct Built {
 // (or a generator), its operators, its send stage over its downstream links
 // (or a verifier).
 Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
-             std::function<void()> on_first) {
+             std::function<void()> on_first, const std::vector<unsigned>& process_cpus) {
   const ProcessConfig& pc = d.processes[index];
   for (uint32_t k = 0; k < d.instances; ++k) {
     Status st;
@@ -70,6 +71,13 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
     if (!st.ok()) return Status::Error(fmt::format("{}: {}", pc.name, st.message()));
     InstanceConfig ic;
     ic.index = k;
+    // pin_stages: stage t = 3k + j on CPU t mod n of the list (its own, else
+    // the CPUs the process runs on: its host's cores, or all it may use).
+    if (pc.pin_stages) {
+      const std::vector<unsigned>& cpus = !pc.stage_cpus.empty() ? pc.stage_cpus : process_cpus;
+      for (int j = 0; j < Instance::kStages && !cpus.empty(); ++j)
+        ic.stage_cpu[j] = static_cast<int>(cpus[(k * Instance::kStages + j) % cpus.size()]);
+    }
     ic.wait = d.wait;
     ic.ring_slots = d.ring_slots;
     ic.operators = pc.operators;
@@ -107,6 +115,18 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
     if (Exporter* e = exporter_seen.load()) e->measure_started();
   };
 
+  // Pinned to its host's cores before any thread starts (every thread it
+  // makes inherits them). The local and netns launchers start it pinned
+  // already; over ssh this is what pins it.
+  if (const HostConfig* h = d.host_of(index); h && !h->cpus.empty()) {
+    if (Status pin = pin_thread(h->cpus); !pin) {
+      s.ok = false;
+      s.error = fmt::format("host '{}' cores {}: {}", h->name, cpu_list_name(h->cpus), pin.message());
+      return Status::Error(s.error);
+    }
+  }
+  const std::vector<unsigned> process_cpus = thread_cpu_list();
+
   TransportContext ctx;
   Built b;
   Status st;
@@ -127,7 +147,7 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
       return st;
     }
   }
-  st = build(d, index, ctx, &b, on_first);
+  st = build(d, index, ctx, &b, on_first, process_cpus);
   if (!st.ok()) {
     s.ok = false;
     s.error = st.message();
@@ -214,6 +234,8 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
   s.latency_p99_us = lat.percentile(99) / 1e3;
   s.latency_max_us = lat.max() / 1e3;
   s.rss_max_bytes = rss_max_bytes();
+  s.cpus = thread_cpus();
+  s.last_cpu = last_cpu(gettid());
   s.compute();
   s.ok = errors.empty();
   s.error = errors;

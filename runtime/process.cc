@@ -243,6 +243,13 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
 }
 
 int process_main(Role role, int argc, char** argv) {
+  // First thing: a Ctrl-C (or sluice-deploy down) that comes while the file
+  // is still being read must end the stream, not kill the load generator
+  // before it has a log line (seen with `down` 100 ms after `up`).
+  if (role == Role::kLoadgen) {
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+  }
   const std::string prog = fmt::format("sluice-{}", role_name(role));
   CLI::App app{fmt::format(
       "{}: the {} of a sluice pipeline.\n"
@@ -337,10 +344,6 @@ int process_main(Role role, int argc, char** argv) {
     spdlog::error("process '{}' in {} has role {}, but this is {}", process, d.file,
                   role_name(d.processes[index].role), prog);
     return 2;
-  }
-  if (role == Role::kLoadgen) {
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
   }
   signal(SIGPIPE, SIG_IGN);
 

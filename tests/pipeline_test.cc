@@ -1004,7 +1004,7 @@ TEST(PipelineMetrics, TheConsoleRendersWithDataInABrowser) {
     GTEST_SKIP() << "no prometheus (Debian's package; scripts/setup.sh installs it)";
   const std::string dir = scratch("browser");
   const std::string cmd = kDeploy + " run " + kExample + " --prometheus --json --run-dir " + dir +
-                          "/run --set base_port=32600 --set progress_s=0 --set duration_s=25 "
+                          "/run --set base_port=32600 --set progress_s=0 --set duration_s=40 "
                           "--set event_bytes=4096 >" + dir + "/out 2>" + dir + "/err &";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   std::string url;
@@ -1023,8 +1023,8 @@ TEST(PipelineMetrics, TheConsoleRendersWithDataInABrowser) {
                             dir + "/chromium --virtual-time-budget=8000 ";
   std::string dom;
   std::vector<std::vector<std::string>> rows;
-  for (int i = 0; i < 6; ++i) {
-    std::this_thread::sleep_for(std::chrono::seconds(2));
+  for (int i = 0; i < 8; ++i) {
+    std::this_thread::sleep_for(std::chrono::seconds(i ? 1 : 6));  // the rules need 5 s of samples
     const std::string get = browser + flags + "--dump-dom '" + page_url + "' >" + dir + "/dom 2>" +
                             dir + "/chromium.log";
     if (std::system(get.c_str()) != 0) continue;

@@ -675,7 +675,10 @@ TEST(PipelineMetrics, EachProcessIsScrapedWhileItRunsAndTheSummaryNamesItsEndpoi
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     text = http_get(30501, "/metrics");
     const std::string in = sample(text, R"(sluice_events_total{direction="in"})");
-    if (!in.empty() && std::stod(in) > 0) break;
+    // Its downstream link is listed once its send stage has connected, which
+    // may be after its first events came in.
+    if (!in.empty() && std::stod(in) > 0 && text.find(R"(link="node-a->node-b")") != std::string::npos)
+      break;
   }
   EXPECT_NE(text.find(R"(sluice_info{process="node-a",role="node"} 1)"), std::string::npos) << text;
   const std::string in = sample(text, R"(sluice_events_total{direction="in"})");

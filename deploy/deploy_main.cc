@@ -261,6 +261,8 @@ int main(int argc, char** argv) {
       return kBadInput;
     }
   }
+  // The live table, on a terminal only: never into a file, a pipe or --json.
+  opts.live_table = !json && d.metrics && isatty(STDOUT_FILENO) && isatty(STDERR_FILENO);
   opts.executor = executor.get();
   opts.run_dir = run_dir;
   opts.timeout_s = timeout_s;

@@ -1,4 +1,5 @@
 #include "deploy/launcher.h"
+#include "deploy/progress.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -396,6 +397,12 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
       o.progress_period_s >= 0 ? o.progress_period_s : (isatty(STDERR_FILENO) ? 1.0 : 5.0);
   const double t0 = mono_s();
   double next_progress = t0 + period;
+  std::unique_ptr<LiveTable> table;
+  if (o.live_table && o.progress && period > 0) {
+    std::vector<LiveTable::Process> ps;
+    for (const auto& p : r.processes) ps.push_back({p.name, role_name(p.role), p.log_path});
+    table = std::make_unique<LiveTable>(std::move(ps));
+  }
   std::string failure;
   double drain_deadline = -1;
   double blame_at = -1;  // when a failure seen is judged
@@ -490,6 +497,12 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
       next_progress += period;
       std::string expect = d.tuples > 0 ? fmt::format("{} tuples to send", d.tuples)
                                         : fmt::format("{} s expected", num(d.duration_s));
+      if (table) {
+        table->update(now);
+        table->draw(o.progress, fmt::format("sluice-deploy: {:.0f} s / {}; alive {}/{}", now - t0,
+                                            expect, alive, children.size()));
+        continue;
+      }
       fmt::print(o.progress, "sluice-deploy: {:.0f} s / {}; alive {}/{}: {}\n", now - t0, expect,
                  alive, children.size(), names_of_running(children, d));
       std::fflush(o.progress);
@@ -715,28 +728,13 @@ std::string prometheus_json(const RunReport& r) {
 std::string report_json(const RunReport& r) {
   auto str = [](std::string_view s) { return "\"" + json_escape(s) + "\""; };
   std::string procs;
-  for (const auto& p : r.processes) {
-    const ProcessSummary& s = p.summary;
-    std::string stages;
-    for (const auto& st : s.stages)
-      stages += fmt::format("{}{{\"name\":{},\"user_s\":{},\"sys_s\":{},\"events\":{},"
-                            "\"cpus\":{},\"last_cpu\":{}}}",
-                            stages.empty() ? "" : ",", str(st.name), num(st.user_s), num(st.sys_s),
-                            st.events, str(st.cpus), st.last_cpu);
+  // Each process: where and how it ran, then its own summary's fields
+  // (ProcessSummary::measured_json, the one list of them).
+  for (const auto& p : r.processes)
     procs += fmt::format(
-        "{}{{\"name\":{},\"role\":{},\"host\":{},\"where\":{},\"ok\":{},\"error\":{},\"log\":{},"
-        "\"events_in\":{},\"events_out\":{},\"tuples_in\":{},\"tuples_out\":{},"
-        "\"bytes_in\":{},\"bytes_out\":{},\"wall_s\":{},\"user_s\":{},\"sys_s\":{},\"cores\":{},"
-        "\"cpe_p\":{},\"cpe_u\":{},\"cpe_s\":{},\"cpe_i\":{},\"cpb_p\":{},\"epe_joules\":{},"
-        "\"rss_max_bytes\":{},\"credit_waits\":{},\"metrics_url\":{},\"cpus\":{},\"last_cpu\":{},"
-        "\"stages\":[{}]}}",
+        "{}{{\"name\":{},\"role\":{},\"host\":{},\"where\":{},\"ok\":{},\"error\":{},\"log\":{},{}}}",
         procs.empty() ? "" : ",", str(p.name), str(role_name(p.role)), str(p.host), str(p.where),
-        p.ok ? "true" : "false",
-        str(p.error), str(p.log_path), s.events_in, s.events_out, s.tuples_in, s.tuples_out,
-        s.bytes_in, s.bytes_out, num(s.wall_s), num(s.user_s), num(s.sys_s), num(s.cores),
-        num(s.cpe_p), num(s.cpe_u), num(s.cpe_s), num(s.cpe_i), num(s.cpb_p), num(s.epe_joules),
-        s.rss_max_bytes, s.credit_waits, str(s.metrics_url), str(s.cpus), s.last_cpu, stages);
-  }
+        p.ok ? "true" : "false", str(p.error), str(p.log_path), p.summary.measured_json());
   return fmt::format(
       "{{\"deployment\":{},\"preset\":{},\"run_dir\":{},\"ok\":{},\"error\":{},"
       "\"tuples\":{},\"tuples_per_s\":{},\"gbps\":{},\"lost\":{},\"duplicated\":{},"
@@ -774,6 +772,14 @@ std::string report_table(const RunReport& r) {
                      "corrupt {}, filtered {}, latency p50/p99/max {:.1f}/{:.1f}/{:.1f} us\n",
                      r.tuples, r.tuples_per_s, r.gbps, r.lost, r.duplicated, r.corrupt, r.filtered,
                      r.latency_p50_us, r.latency_p99_us, r.latency_max_us);
+  for (const auto& p : r.processes) {
+    const BurstSummary& b = p.summary.burst;
+    if (!b.bursts) continue;
+    out += fmt::format("bursts at {}: {}, processing p50/p99/max {:.1f}/{:.1f}/{:.1f} us; latency of "
+                       "the first {} events p50/p99 {:.1f}/{:.1f} us, of the rest {:.1f}/{:.1f} us\n",
+                       p.name, b.bursts, b.processing_p50_us, b.processing_p99_us, b.processing_max_us,
+                       b.head_events, b.head_p50_us, b.head_p99_us, b.tail_p50_us, b.tail_p99_us);
+  }
   if (!r.prometheus_url.empty()) {
     out += fmt::format("prometheus ({}, samples in {}/prometheus/data):", r.prometheus_url, r.run_dir);
     for (const auto& [name, f] : r.prometheus)

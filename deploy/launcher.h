@@ -65,6 +65,9 @@ struct LaunchOptions {
   double grace_s = 3;             // SIGTERM -> SIGKILL
   double progress_period_s = -1;  // progress lines on `progress`: <0: 1 s on a TTY else 5 s; 0: none
   std::FILE* progress = stderr;
+  // On a terminal: instead of progress lines, a table of each process's
+  // tuples/s, Gb/s and CPE redrawn in place each second (progress.h).
+  bool live_table = false;
   // Set (to a signal number) by the caller's signal handler: the launcher
   // forwards that signal to every child and stops the run.
   const volatile std::sig_atomic_t* stop_signal = nullptr;

@@ -15,7 +15,7 @@ repeats=${1:-5}
 duration=${2:-4}
 deploy=build/deploy/sluice-deploy
 file=deploy/examples/pipeline.yaml
-out=experiments/results/$(date +%Y-%m-%d-%H%M%S)-metrics-cost
+out=${OUT:-experiments/results/$(date +%Y-%m-%d-%H%M%S)-metrics-cost}  # OUT=DIR: elsewhere
 mkdir -p "$out"
 csv=$out/results.csv
 runs=$(mktemp -d "${TMPDIR:-/tmp}/sluice-metrics-cost.XXXXXX")

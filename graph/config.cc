@@ -744,6 +744,7 @@ const std::vector<Key>& keys() {
       double_key("rate", &Deployment::rate),
       uint_key("burst_events", &Deployment::burst_events),
       double_key("burst_ms", &Deployment::burst_ms),
+      uint_key("burst_head_events", &Deployment::burst_head_events),
       uint_key("streams", &Deployment::streams),
       uint_key("instances", &Deployment::instances),
       // The node.

@@ -114,6 +114,7 @@ struct Deployment {
   double rate = 0;                 // events/s per instance; 0: as fast as possible
   uint32_t burst_events = 0;       // bursts: burst_events every burst_ms
   double burst_ms = 0;
+  uint32_t burst_head_events = 0;  // the sink's head of a burst: its first k events (0: a tenth, >= 1)
   uint32_t streams = 1;            // streams per load generator and instance, round-robin
   uint32_t instances = 1;          // independent copies of the whole graph
 

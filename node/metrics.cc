@@ -7,6 +7,8 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
+#include <variant>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -177,28 +179,131 @@ void ProcessSummary::compute() {
   epe_joules = finite(peak_watts * (cpe_p + 0.7 * cpe_i) / (cores * f));
 }
 
-std::string ProcessSummary::to_json() const {
-  std::string stages_json;
-  for (size_t i = 0; i < stages.size(); ++i) {
-    const auto& s = stages[i];
-    stages_json += fmt::format(
-        R"({}{{"name":"{}","user_s":{:.6f},"sys_s":{:.6f},"events":{},"cpus":"{}","last_cpu":{}}})",
-        i ? "," : "", json_escape(s.name), s.user_s, s.sys_s, s.events, json_escape(s.cpus),
-        s.last_cpu);
+// The summary's fields, once: to_json() writes them and summary_from_json()
+// reads them back (sluice-deploy's report is the same fields after its own).
+namespace {
+
+using Member = std::variant<uint64_t ProcessSummary::*, uint32_t ProcessSummary::*,
+                            int ProcessSummary::*, double ProcessSummary::*,
+                            std::string ProcessSummary::*>;
+struct Field {
+  const char* key;
+  Member member;
+  const char* fmt = "";  // for doubles
+};
+
+#define SLUICE_F(member, ...) \
+  Field { #member, &ProcessSummary::member, "" __VA_ARGS__ }
+const Field kFields[] = {
+    SLUICE_F(instances),
+    SLUICE_F(events_in), SLUICE_F(events_out),
+    SLUICE_F(tuples_in), SLUICE_F(tuples_out),
+    SLUICE_F(bytes_in),  SLUICE_F(bytes_out),
+    SLUICE_F(wall_s, "{:.6f}"), SLUICE_F(user_s, "{:.6f}"),
+    SLUICE_F(sys_s, "{:.6f}"),  SLUICE_F(cores, "{:.3f}"),
+    SLUICE_F(clock_ghz, "{:.3f}"), SLUICE_F(peak_watts, "{:.1f}"),
+    SLUICE_F(cpe_p, "{:.2f}"), SLUICE_F(cpe_u, "{:.2f}"),
+    SLUICE_F(cpe_s, "{:.2f}"), SLUICE_F(cpe_i, "{:.2f}"),
+    SLUICE_F(cpb_p, "{:.4f}"), SLUICE_F(epe_joules, "{:.4e}"),
+    SLUICE_F(rss_max_bytes),
+    SLUICE_F(lost), SLUICE_F(duplicated), SLUICE_F(corrupt),
+    SLUICE_F(filtered), SLUICE_F(credit_waits),
+    SLUICE_F(metrics_url),
+    SLUICE_F(cpus), SLUICE_F(last_cpu),
+};
+#undef SLUICE_F
+
+std::string pct_json(double p50, double p99, double max) {
+  return fmt::format(R"({{"p50":{:.1f},"p99":{:.1f},"max":{:.1f}}})", finite(p50), finite(p99),
+                     finite(max));
+}
+
+void pct_from(const YAML::Node& n, double* p50, double* p99, double* max) {
+  if (!n) return;
+  if (n["p50"]) *p50 = n["p50"].as<double>();
+  if (n["p99"]) *p99 = n["p99"].as<double>();
+  if (n["max"]) *max = n["max"].as<double>();
+}
+
+}  // namespace
+
+const char* block_reason_name(int r) {
+  static const char* names[kBlockReasons] = {"ring_full", "ring_empty", "no_credit"};
+  return r >= 0 && r < kBlockReasons ? names[r] : "?";
+}
+
+uint64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + ts.tv_nsec;
+}
+
+const double LiveHistogram::kLe[kBounds] = {1e-5, 2e-5, 5e-5, 1e-4, 2e-4, 5e-4, 1e-3,
+                                            2e-3, 5e-3, 1e-2, 2e-2, 5e-2, 0.1,  0.2,
+                                            0.5,  1,    2,    5,    10};
+
+uint64_t LiveHistogram::cumulative(int i) const {
+  uint64_t c = 0;
+  for (int b = 0; b <= i && b <= kBounds; ++b) c += counts_[b].load(std::memory_order_relaxed);
+  return c;
+}
+
+void LiveHistogram::merge_into(uint64_t* cum, double* sum) const {
+  uint64_t c = 0;
+  for (int b = 0; b <= kBounds; ++b) {
+    c += counts_[b].load(std::memory_order_relaxed);
+    cum[b] += c;
   }
-  return fmt::format(
-      R"({{"name":"{}","role":"{}","ok":{},"error":"{}","instances":{},)"
-      R"("events_in":{},"events_out":{},"tuples_in":{},"tuples_out":{},"bytes_in":{},"bytes_out":{},)"
-      R"("wall_s":{:.6f},"user_s":{:.6f},"sys_s":{:.6f},"cores":{:.3f},"clock_ghz":{:.3f},"peak_watts":{:.1f},)"
-      R"("cpe_p":{:.2f},"cpe_u":{:.2f},"cpe_s":{:.2f},"cpe_i":{:.2f},"cpb_p":{:.4f},"epe_joules":{:.4e},)"
-      R"("rss_max_bytes":{},"lost":{},"duplicated":{},"corrupt":{},"filtered":{},)"
-      R"("latency_us":{{"p50":{:.1f},"p99":{:.1f},"max":{:.1f}}},"credit_waits":{},"metrics_url":"{}",)"
-      R"("cpus":"{}","last_cpu":{},"stages":[{}]}})",
-      json_escape(name), json_escape(role), ok ? "true" : "false", json_escape(error), instances,
-      events_in, events_out, tuples_in, tuples_out, bytes_in, bytes_out, wall_s, user_s, sys_s,
-      cores, clock_ghz, peak_watts, cpe_p, cpe_u, cpe_s, cpe_i, cpb_p, epe_joules, rss_max_bytes,
-      lost, duplicated, corrupt, filtered, latency_p50_us, latency_p99_us, latency_max_us,
-      credit_waits, json_escape(metrics_url), json_escape(cpus), last_cpu, stages_json);
+  *sum += sum_s();
+}
+
+std::string ProcessSummary::measured_json() const {
+  std::string out;
+  for (const Field& f : kFields) {
+    out += out.empty() ? "" : ",";
+    out += fmt::format(R"("{}":)", f.key);
+    std::visit(
+        [&](auto m) {
+          using T = std::remove_cvref_t<decltype(this->*m)>;
+          if constexpr (std::is_same_v<T, double>)
+            out += fmt::format(fmt::runtime(f.fmt), finite(this->*m));
+          else if constexpr (std::is_same_v<T, std::string>)
+            out += fmt::format(R"("{}")", json_escape(this->*m));
+          else
+            out += fmt::format("{}", this->*m);
+        },
+        f.member);
+  }
+  out += R"(,"latency_us":)" + pct_json(latency_p50_us, latency_p99_us, latency_max_us);
+  if (burst.bursts)
+    out += fmt::format(R"(,"burst":{{"bursts":{},"head_events":{},"processing_us":{},"head_us":{},"tail_us":{}}})",
+                       burst.bursts, burst.head_events,
+                       pct_json(burst.processing_p50_us, burst.processing_p99_us, burst.processing_max_us),
+                       pct_json(burst.head_p50_us, burst.head_p99_us, burst.head_max_us),
+                       pct_json(burst.tail_p50_us, burst.tail_p99_us, burst.tail_max_us));
+  std::string st;
+  for (const auto& s : stages) {
+    std::string blocked;
+    for (int r = 0; r < kBlockReasons; ++r)
+      blocked += fmt::format(R"({}"{}":{:.6f})", r ? "," : "", block_reason_name(r), finite(s.blocked_s[r]));
+    st += fmt::format(
+        R"({}{{"name":"{}","user_s":{:.6f},"sys_s":{:.6f},"events":{},"cpus":"{}","last_cpu":{},"blocked_s":{{{}}}}})",
+        st.empty() ? "" : ",", json_escape(s.name), s.user_s, s.sys_s, s.events, json_escape(s.cpus),
+        s.last_cpu, blocked);
+  }
+  std::string li;
+  for (const auto& l : links)
+    li += fmt::format(
+        R"({}{{"name":"{}","direction":"{}","frames":{},"bytes":{},"syscalls":{},"credit_waits":{},"credit_wait_s":{:.6f}}})",
+        li.empty() ? "" : ",", json_escape(l.name), l.out ? "out" : "in", l.frames, l.bytes,
+        l.syscalls, l.credit_waits, finite(l.credit_wait_s));
+  out += fmt::format(R"(,"stages":[{}],"links":[{}])", st, li);
+  return out;
+}
+
+std::string ProcessSummary::to_json() const {
+  return fmt::format(R"({{"name":"{}","role":"{}","ok":{},"error":"{}",{}}})", json_escape(name),
+                     json_escape(role), ok ? "true" : "false", json_escape(error), measured_json());
 }
 
 Status summary_from_json(const std::string& text, ProcessSummary* out) {
@@ -206,51 +311,24 @@ Status summary_from_json(const std::string& text, ProcessSummary* out) {
     YAML::Node n = YAML::Load(text);
     if (!n.IsMap()) return Status::Error("summary is not a JSON object");
     ProcessSummary s;
-    auto str = [&](const char* k, std::string* v) {
-      if (n[k]) *v = n[k].as<std::string>();
-    };
-    auto u64 = [&](const char* k, uint64_t* v) {
-      if (n[k]) *v = n[k].as<uint64_t>();
-    };
-    auto dbl = [&](const char* k, double* v) {
-      if (n[k]) *v = n[k].as<double>();
-    };
-    str("name", &s.name);
-    str("role", &s.role);
-    str("error", &s.error);
-    str("metrics_url", &s.metrics_url);
-    str("cpus", &s.cpus);
-    if (n["last_cpu"]) s.last_cpu = n["last_cpu"].as<int>();
+    if (n["name"]) s.name = n["name"].as<std::string>();
+    if (n["role"]) s.role = n["role"].as<std::string>();
+    if (n["error"]) s.error = n["error"].as<std::string>();
     if (n["ok"]) s.ok = n["ok"].as<bool>();
-    if (n["instances"]) s.instances = n["instances"].as<uint32_t>();
-    u64("events_in", &s.events_in);
-    u64("events_out", &s.events_out);
-    u64("tuples_in", &s.tuples_in);
-    u64("tuples_out", &s.tuples_out);
-    u64("bytes_in", &s.bytes_in);
-    u64("bytes_out", &s.bytes_out);
-    dbl("wall_s", &s.wall_s);
-    dbl("user_s", &s.user_s);
-    dbl("sys_s", &s.sys_s);
-    dbl("cores", &s.cores);
-    dbl("clock_ghz", &s.clock_ghz);
-    dbl("peak_watts", &s.peak_watts);
-    dbl("cpe_p", &s.cpe_p);
-    dbl("cpe_u", &s.cpe_u);
-    dbl("cpe_s", &s.cpe_s);
-    dbl("cpe_i", &s.cpe_i);
-    dbl("cpb_p", &s.cpb_p);
-    dbl("epe_joules", &s.epe_joules);
-    u64("rss_max_bytes", &s.rss_max_bytes);
-    u64("lost", &s.lost);
-    u64("duplicated", &s.duplicated);
-    u64("corrupt", &s.corrupt);
-    u64("filtered", &s.filtered);
-    u64("credit_waits", &s.credit_waits);
-    if (auto l = n["latency_us"]) {
-      if (l["p50"]) s.latency_p50_us = l["p50"].as<double>();
-      if (l["p99"]) s.latency_p99_us = l["p99"].as<double>();
-      if (l["max"]) s.latency_max_us = l["max"].as<double>();
+    for (const Field& f : kFields) {
+      const YAML::Node v = n[f.key];
+      if (!v) continue;
+      std::visit(
+          [&](auto m) { s.*m = v.as<std::remove_cvref_t<decltype(s.*m)>>(); }, f.member);
+    }
+    pct_from(n["latency_us"], &s.latency_p50_us, &s.latency_p99_us, &s.latency_max_us);
+    if (auto b = n["burst"]) {
+      if (b["bursts"]) s.burst.bursts = b["bursts"].as<uint64_t>();
+      if (b["head_events"]) s.burst.head_events = b["head_events"].as<uint64_t>();
+      pct_from(b["processing_us"], &s.burst.processing_p50_us, &s.burst.processing_p99_us,
+               &s.burst.processing_max_us);
+      pct_from(b["head_us"], &s.burst.head_p50_us, &s.burst.head_p99_us, &s.burst.head_max_us);
+      pct_from(b["tail_us"], &s.burst.tail_p50_us, &s.burst.tail_p99_us, &s.burst.tail_max_us);
     }
     if (auto st = n["stages"]) {
       for (const auto& e : st) {
@@ -261,7 +339,23 @@ Status summary_from_json(const std::string& text, ProcessSummary* out) {
         ss.events = e["events"].as<uint64_t>();
         if (e["cpus"]) ss.cpus = e["cpus"].as<std::string>();
         if (e["last_cpu"]) ss.last_cpu = e["last_cpu"].as<int>();
+        if (auto b = e["blocked_s"])
+          for (int r = 0; r < kBlockReasons; ++r)
+            if (b[block_reason_name(r)]) ss.blocked_s[r] = b[block_reason_name(r)].as<double>();
         s.stages.push_back(std::move(ss));
+      }
+    }
+    if (auto ls = n["links"]) {
+      for (const auto& e : ls) {
+        LinkSummary l;
+        l.name = e["name"].as<std::string>();
+        l.out = e["direction"].as<std::string>() == "out";
+        l.frames = e["frames"].as<uint64_t>();
+        l.bytes = e["bytes"].as<uint64_t>();
+        l.syscalls = e["syscalls"].as<uint64_t>();
+        l.credit_waits = e["credit_waits"].as<uint64_t>();
+        l.credit_wait_s = e["credit_wait_s"].as<double>();
+        s.links.push_back(std::move(l));
       }
     }
     *out = std::move(s);

@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -67,6 +68,57 @@ struct alignas(64) StageCounters {
   }
 };
 
+// Why a stage waited: its output ring was full, its input ring empty, or a
+// downstream link had no credit. Time blocked is read around the wait alone
+// (two clock reads per wait, none per event).
+enum BlockReason { kRingFull = 0, kRingEmpty = 1, kNoCredit = 2, kBlockReasons = 3 };
+const char* block_reason_name(int r);  // ring_full, ring_empty, no_credit
+
+uint64_t mono_ns();  // steady clock, ns
+
+// A latency histogram a single writer fills and anyone reads while it runs
+// (relaxed atomics): fixed bounds in seconds, the Prometheus histogram of the
+// sink's latency (sluice_latency_seconds).
+class LiveHistogram {
+ public:
+  static constexpr int kBounds = 19;
+  static const double kLe[kBounds];  // upper bounds, seconds; +Inf after them
+  void record(uint64_t ns) {
+    int b = 0;
+    const double s = ns * 1e-9;
+    while (b < kBounds && s > kLe[b]) ++b;
+    bump(counts_[b], 1);
+    bump(sum_ns_, ns);
+  }
+  // Cumulative count of samples <= kLe[i] (i == kBounds: all).
+  uint64_t cumulative(int i) const;
+  uint64_t count() const { return cumulative(kBounds); }
+  double sum_s() const { return sum_ns_.load(std::memory_order_relaxed) * 1e-9; }
+  void merge_into(uint64_t* cum, double* sum) const;  // adds cumulative counts (kBounds + 1)
+
+ private:
+  static void bump(std::atomic<uint64_t>& a, uint64_t n) {
+    a.store(a.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  }
+  std::array<std::atomic<uint64_t>, kBounds + 1> counts_{};
+  std::atomic<uint64_t> sum_ns_{0};
+};
+
+// A plain copy of StageCounters.
+struct StageTotals {
+  uint64_t events = 0, tuples = 0, bytes = 0;
+  static StageTotals of(const StageCounters& c) {
+    return {c.events.load(std::memory_order_relaxed), c.tuples.load(std::memory_order_relaxed),
+            c.bytes.load(std::memory_order_relaxed)};
+  }
+  StageTotals& operator+=(const StageTotals& o) {
+    events += o.events;
+    tuples += o.tuples;
+    bytes += o.bytes;
+    return *this;
+  }
+};
+
 // Latency histogram: log-linear buckets (16 per power of two), fixed size,
 // nothing allocated per sample. Values in nanoseconds.
 class LatencyHistogram {
@@ -76,6 +128,12 @@ class LatencyHistogram {
   uint64_t count() const { return count_; }
   uint64_t max() const { return max_; }
   uint64_t percentile(double p) const;  // p in [0, 100]
+  // Every non-empty bucket, in order: its upper bound (ns) and its count.
+  template <class F>
+  void for_each_bucket(F f) const {
+    for (int b = 0; b < kBuckets; ++b)
+      if (buckets_[b]) f(std::min(bucket_high(b), max_), buckets_[b]);
+  }
 
  private:
   static constexpr int kSub = 16;
@@ -94,6 +152,25 @@ struct StageSummary {
   uint64_t events = 0;
   std::string cpus;   // the CPUs its thread could run on, as it ended
   int last_cpu = -1;  // the CPU it last ran on
+  double blocked_s[kBlockReasons] = {0, 0, 0};  // by BlockReason
+};
+
+// One link of the process at the end of the run (direction out: it sends).
+struct LinkSummary {
+  std::string name;
+  bool out = false;
+  uint64_t frames = 0, bytes = 0, syscalls = 0, credit_waits = 0;
+  double credit_wait_s = 0;
+};
+
+// Bursts at the sink (loadgen burst_events every burst_ms): each burst's
+// processing time, first event sent to last received, and the latency of
+// its first burst_head_events events against the rest.
+struct BurstSummary {
+  uint64_t bursts = 0, head_events = 0;
+  double processing_p50_us = 0, processing_p99_us = 0, processing_max_us = 0;
+  double head_p50_us = 0, head_p99_us = 0, head_max_us = 0;
+  double tail_p50_us = 0, tail_p99_us = 0, tail_max_us = 0;
 };
 
 struct ProcessSummary {
@@ -117,7 +194,9 @@ struct ProcessSummary {
   double latency_p50_us = 0, latency_p99_us = 0, latency_max_us = 0;
 
   uint64_t credit_waits = 0;
+  BurstSummary burst;  // sink with bursts only (burst.bursts > 0)
   std::vector<StageSummary> stages;
+  std::vector<LinkSummary> links;
   std::string metrics_url;  // its Prometheus endpoint, "" when off
   // Where it ran: the CPUs its main thread could run on at the end, and the
   // CPU it last ran on (each stage's are in `stages`).
@@ -127,6 +206,9 @@ struct ProcessSummary {
   // Fills the cpe_*, cpb_p and epe_joules fields from the raw counts.
   void compute();
   std::string to_json() const;
+  // Everything but the identity (name, role, ok, error), as "k":v,... without
+  // braces: what sluice-deploy's report puts after its own fields.
+  std::string measured_json() const;
 };
 
 Status summary_from_json(const std::string& text, ProcessSummary* out);

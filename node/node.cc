@@ -31,6 +31,10 @@ Counts count(const Descriptor* d, size_t n) {
   }
   return c;
 }
+// A link's name as metrics label it: FROM->TO (bounded: the deployment's links).
+std::string link_label(const LinkOptions& o) {
+  return fmt::format("{}->{}", o.from.empty() ? "?" : o.from, o.to.empty() ? "?" : o.to);
+}
 }  // namespace
 
 // ---- NetSource --------------------------------------------------------------
@@ -242,6 +246,12 @@ void NetSource::shutdown() {
 
 void NetSource::report(ProcessSummary& s) const {}
 
+void NetSource::live_links(std::vector<LiveLink>* out) const {
+  std::lock_guard lk(mu_);
+  for (size_t i = 0; i < links_.size(); ++i)
+    out->push_back({link_label(opts_[i]), false, links_[i]->stats()});
+}
+
 // ---- NetDestination ---------------------------------------------------------
 
 namespace {
@@ -258,6 +268,7 @@ Status NetDestination::start() {
   for (const auto& o : opts_) {
     auto s = make_sender(o, pool_, ctx_, &st);
     if (!s) return st;
+    std::lock_guard lk(mu_);
     links_.push_back(std::move(s));
   }
   batch_.assign(links_.size(), std::vector<Descriptor>(kLinkBatch));
@@ -394,6 +405,12 @@ void NetDestination::report(ProcessSummary& s) const {
   for (const auto& l : links_) s.credit_waits += l->stats().credit_waits;
 }
 
+void NetDestination::live_links(std::vector<LiveLink>* out) const {
+  std::lock_guard lk(mu_);
+  for (size_t i = 0; i < links_.size(); ++i)
+    out->push_back({link_label(opts_[i]), true, links_[i]->stats()});
+}
+
 // ---- Instance ---------------------------------------------------------------
 
 Instance::Instance(const InstanceConfig& cfg, std::unique_ptr<Source> source,
@@ -460,13 +477,16 @@ void Instance::fail(const Status& st) {
   if (handover_) handover_->pool.close();
 }
 
-bool Instance::push_all(SpscRing<Descriptor>& ring, const Descriptor* d, size_t n) {
+bool Instance::push_all(int stage, SpscRing<Descriptor>& ring, const Descriptor* d, size_t n) {
   while (n) {
     size_t k = ring.try_push_n(d, n);
     d += k;
     n -= k;
-    if (n && !ring.push(*d, cfg_.wait)) return false;  // waits; false when closed
     if (n) {
+      const uint64_t t = mono_ns();
+      const bool pushed = ring.push(*d, cfg_.wait);  // waits; false when closed
+      add_blocked(stage, kRingFull, t);
+      if (!pushed) return false;
       ++d;
       --n;
     }
@@ -490,7 +510,7 @@ void Instance::receive_loop() {
     }
     in_.add(ev, tu, by);
     count_stage(0, ev);
-    if (!push_all(to_process_, batch, n)) break;
+    if (!push_all(0, to_process_, batch, n)) break;
   }
   if (!st.ok()) fail(st);
   to_process_.close();
@@ -520,7 +540,12 @@ void Instance::process_loop() {
   SlotPool& pool = handover_ ? handover_->pool : source_->pool();
   bool ok = true;
   while (ok) {
-    size_t n = to_process_.pop_n(batch, kProcessBatch, cfg_.wait);
+    size_t n = to_process_.try_pop_n(batch, kProcessBatch);
+    if (n == 0) {
+      const uint64_t t = mono_ns();
+      n = to_process_.pop_n(batch, kProcessBatch, cfg_.wait);
+      add_blocked(1, kRingEmpty, t);
+    }
     if (n == 0) break;
     // With a handover copy, one event at a time: a copy waits for a free
     // handover slot only after every earlier copy is on its way to the send
@@ -535,7 +560,7 @@ void Instance::process_loop() {
           count_stage(1, d.events);
         }
       }
-      ok = ok && push_all(to_send_, batch + i, step);
+      ok = ok && push_all(1, to_send_, batch + i, step);
     }
   }
   to_send_.close();
@@ -552,11 +577,20 @@ size_t Instance::next_to_send(Descriptor* batch, size_t max, Status* st) {
   for (;;) {
     size_t n = to_send_.try_pop_n(batch, max);
     if (n) return n;
-    if (!dest_->busy() || cfg_.wait == Wait::kSpin) return to_send_.pop_n(batch, max, cfg_.wait);
+    const uint64_t t = mono_ns();
+    if (!dest_->busy() || cfg_.wait == Wait::kSpin) {
+      n = to_send_.pop_n(batch, max, cfg_.wait);
+      add_blocked(2, kRingEmpty, t);
+      return n;
+    }
     if (!(*st = dest_->progress()).ok()) return 0;
     if (!dest_->busy()) continue;
     EventCount& ready = to_send_.not_empty();
-    if (!ready.enable_fd()) return to_send_.pop_n(batch, max, cfg_.wait);
+    if (!ready.enable_fd()) {
+      n = to_send_.pop_n(batch, max, cfg_.wait);
+      add_blocked(2, kRingEmpty, t);
+      return n;
+    }
     fds.clear();
     dest_->wait_fds(&fds);
     std::vector<pollfd> p;
@@ -565,6 +599,7 @@ size_t Instance::next_to_send(Descriptor* batch, size_t max, Status* st) {
     ready.prepare_fd_wait();
     if (to_send_.size() == 0 && !to_send_.closed()) ::poll(p.data(), p.size(), -1);
     ready.finish_fd_wait(p.back().revents & POLLIN);
+    add_blocked(2, kRingEmpty, t);
     if (to_send_.closed() && to_send_.size() == 0) return 0;
   }
 }
@@ -591,10 +626,38 @@ void Instance::send_loop() {
   done_.fetch_add(1, std::memory_order_acq_rel);
 }
 
+void Instance::live(LiveInstance* out) const {
+  out->in = StageTotals::of(in_);
+  out->out = StageTotals::of(out_);
+  for (int i = 0; i < kStages; ++i) {
+    out->stages[i].events = stage_events(i);
+    out->stages[i].tid = stage_tid(i);
+    for (int r = 0; r < kBlockReasons; ++r)
+      out->stages[i].blocked_ns[r] = blocked_ns_[i][r].load(std::memory_order_relaxed);
+  }
+  out->ring[0] = ring_size(0);
+  out->ring[1] = ring_size(1);
+  out->ring_capacity = ring_capacity();
+  out->links.clear();
+  source_->live_links(&out->links);
+  dest_->live_links(&out->links);
+  for (const auto& l : out->links)
+    if (l.out) out->stages[2].blocked_ns[kNoCredit] += l.stats.credit_wait_ns;
+}
+
+// After join(): the stages' CPU times, and what live() reads.
 void Instance::report(ProcessSummary& s) const {
-  for (int i = 0; i < kStages; ++i)
-    s.stages.push_back({fmt::format("{}/{}", stage_name(i), cfg_.index), cpu_[i].user_s,
-                        cpu_[i].sys_s, stage_events(i), stage_cpus_[i], last_cpu_[i]});
+  LiveInstance li;
+  live(&li);
+  for (int i = 0; i < kStages; ++i) {
+    StageSummary st{fmt::format("{}/{}", stage_name(i), cfg_.index), cpu_[i].user_s, cpu_[i].sys_s,
+                    li.stages[i].events, stage_cpus_[i], last_cpu_[i]};
+    for (int r = 0; r < kBlockReasons; ++r) st.blocked_s[r] = li.stages[i].blocked_ns[r] / 1e9;
+    s.stages.push_back(std::move(st));
+  }
+  for (const auto& l : li.links)
+    s.links.push_back({l.name, l.out, l.stats.frames, l.stats.bytes, l.stats.syscalls,
+                       l.stats.credit_waits, l.stats.credit_wait_ns / 1e9});
   source_->report(s);
   dest_->report(s);
 }

@@ -40,6 +40,13 @@
 
 namespace sluice {
 
+// One link as its stage sees it now, for the live counters.
+struct LiveLink {
+  std::string name;
+  bool out = false;  // a downstream link (this side sends)
+  LinkStats stats;
+};
+
 // What the receive stage does: hand out descriptors of events that arrived.
 class Source {
  public:
@@ -53,6 +60,8 @@ class Source {
   // From another thread: unblock next()/start().
   virtual void shutdown() = 0;
   virtual void report(ProcessSummary&) const {}
+  // From any thread, while it runs: its links and their counters.
+  virtual void live_links(std::vector<LiveLink>*) const {}
 };
 
 // What the send stage does with descriptors: send them on, or verify them.
@@ -74,6 +83,10 @@ class Destination {
   virtual Status progress() { return {}; }
   virtual void wait_fds(std::vector<int>* fds) const {}
   virtual void report(ProcessSummary&) const {}
+  // From any thread, while it runs: its links and their counters, and (a
+  // sink) the latency histogram it fills.
+  virtual void live_links(std::vector<LiveLink>*) const {}
+  virtual const LiveHistogram* live_latency() const { return nullptr; }
 };
 
 // The upstream links of one instance: frames from all of them flow into the
@@ -93,6 +106,7 @@ class NetSource final : public Source {
   SlotPool& pool() override { return *pool_; }
   void shutdown() override;
   void report(ProcessSummary& s) const override;
+  void live_links(std::vector<LiveLink>* out) const override;
 
  private:
   explicit NetSource(const std::vector<LinkOptions>& links);
@@ -111,7 +125,7 @@ class NetSource final : public Source {
   size_t rr_ = 0, ended_ = 0, wake_threshold_ = 1;
   bool end_out_ = false;
   std::unique_ptr<EndOfStream> merged_;
-  std::mutex mu_;  // guards links_ against shutdown() from another thread
+  mutable std::mutex mu_;  // guards links_ against shutdown() and live_links() from other threads
   bool shut_ = false;
 };
 
@@ -132,6 +146,7 @@ class NetDestination final : public Destination {
   Status progress() override;
   void wait_fds(std::vector<int>* fds) const override;
   void report(ProcessSummary& s) const override;
+  void live_links(std::vector<LiveLink>* out) const override;
 
  private:
   Status split_by_stream(const Descriptor& d);
@@ -148,6 +163,7 @@ class NetDestination final : public Destination {
   std::vector<Descriptor> runs_;                 // one descriptor's runs, sized at start
   std::unique_ptr<EndOfStream> end_;
   std::vector<LinkStats> last_stats_;
+  mutable std::mutex mu_;  // links_ while start() fills it, against live_links()
 };
 
 // The `handover: copy` choice (original Borealis): the process stage copies
@@ -166,6 +182,20 @@ struct InstanceConfig {
   // The CPU each stage thread (receive, process, send) is pinned to; -1:
   // it runs where the process may.
   int stage_cpu[3] = {-1, -1, -1};
+};
+
+// What one instance counts, read while it runs (or after): the one set of
+// live counters the exporter, the progress line and the summary all read.
+struct LiveStage {
+  uint64_t events = 0;
+  uint64_t blocked_ns[kBlockReasons] = {0, 0, 0};
+  pid_t tid = 0;
+};
+struct LiveInstance {
+  StageTotals in, out;  // events, tuples, bytes received / sent
+  LiveStage stages[3];  // receive, process, send
+  size_t ring[2] = {0, 0}, ring_capacity = 0;
+  std::vector<LiveLink> links;
 };
 
 class Instance {
@@ -194,6 +224,10 @@ class Instance {
   // Descriptors waiting in the rings: 0 receive -> process, 1 process -> send.
   size_t ring_size(int r) const { return r == 0 ? to_process_.size() : to_send_.size(); }
   size_t ring_capacity() const { return cfg_.ring_slots; }
+  // Everything above, and the links' counters (the send stage's credit
+  // waits are its no_credit time), from any thread.
+  void live(LiveInstance* out) const;
+  const LiveHistogram* live_latency() const { return dest_->live_latency(); }
 
  private:
   void receive_loop();
@@ -202,7 +236,11 @@ class Instance {
   size_t next_to_send(Descriptor* batch, size_t max, Status* st);
   void fail(const Status& st);
   bool hand_over(Descriptor& d);
-  bool push_all(SpscRing<Descriptor>& ring, const Descriptor* d, size_t n);
+  bool push_all(int stage, SpscRing<Descriptor>& ring, const Descriptor* d, size_t n);
+  void add_blocked(int stage, BlockReason r, uint64_t since_ns) {
+    auto& a = blocked_ns_[stage][r];
+    a.store(a.load(std::memory_order_relaxed) + (mono_ns() - since_ns), std::memory_order_relaxed);
+  }
 
   InstanceConfig cfg_;
   std::unique_ptr<Source> source_;
@@ -220,6 +258,7 @@ class Instance {
   std::string stage_cpus_[3];
   int last_cpu_[3] = {-1, -1, -1};
   void run_stage(int i, void (Instance::*loop)());
+  std::atomic<uint64_t> blocked_ns_[3][kBlockReasons] = {};
   void count_stage(int i, uint64_t ev) {
     stage_events_[i].store(stage_events_[i].load(std::memory_order_relaxed) + ev,
                            std::memory_order_relaxed);

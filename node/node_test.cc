@@ -382,3 +382,95 @@ TEST(Filter, UnknownFieldsAndOpsAreErrors) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// The live counters: what live() reads is what the stages did, and a stage
+// that waits on an empty ring counts the time it waited there (and never
+// more than the run lasted).
+TEST(Node, LiveCountersCountEventsAndTimeBlockedByReason) {
+  Deployment d = small_deployment(64, 2048, 3000);
+  d.rate = 5000;  // events/s: the process and send stages mostly wait for input
+  auto gen = std::make_unique<Generator>(d, 0);
+  auto ver = std::make_unique<Verifier>(gen->pool());
+  InstanceConfig ic;
+  ic.ring_slots = 4;
+  Instance in(ic, std::move(gen), std::move(ver), OperatorChain(), [] {});
+  const uint64_t t0 = mono_ns();
+  in.start();
+  in.join();
+  const double wall = (mono_ns() - t0) / 1e9;
+  ASSERT_TRUE(in.status().ok()) << in.status().message();
+  LiveInstance li;
+  in.live(&li);
+  EXPECT_EQ(li.out.tuples, 3000u);
+  EXPECT_EQ(li.in.events, li.out.events);
+  EXPECT_EQ(li.stages[0].events, li.in.events);
+  EXPECT_EQ(li.stages[2].events, li.out.events);
+  EXPECT_GT(li.stages[1].blocked_ns[kRingEmpty], 0u);
+  EXPECT_GT(li.stages[2].blocked_ns[kRingEmpty], 0u);
+  for (const auto& s : li.stages) {
+    uint64_t sum = 0;
+    for (uint64_t b : s.blocked_ns) sum += b;
+    EXPECT_LE(sum / 1e9, wall);
+  }
+  EXPECT_TRUE(li.links.empty());  // a generator and a verifier have none
+  // The sink's live histogram has every event, as its summary does.
+  ASSERT_NE(in.live_latency(), nullptr);
+  EXPECT_EQ(in.live_latency()->count(), li.out.events);
+  // And the summary reads the same counters.
+  ProcessSummary s;
+  in.report(s);
+  ASSERT_EQ(s.stages.size(), 3u);
+  EXPECT_DOUBLE_EQ(s.stages[1].blocked_s[kRingEmpty], li.stages[1].blocked_ns[kRingEmpty] / 1e9);
+}
+
+TEST(LiveHistogram, CumulativeBucketsAndSum) {
+  LiveHistogram h;
+  h.record(5000);         // 5 us: the first bucket (<= 10 us)
+  h.record(1500000);      // 1.5 ms: <= 2 ms
+  h.record(20000000000);  // 20 s: beyond every bound
+  EXPECT_EQ(h.cumulative(0), 1u);
+  EXPECT_EQ(h.cumulative(6), 1u);  // <= 1 ms
+  EXPECT_EQ(h.cumulative(7), 2u);  // <= 2 ms
+  EXPECT_EQ(h.cumulative(LiveHistogram::kBounds - 1), 2u);
+  EXPECT_EQ(h.count(), 3u);
+  EXPECT_NEAR(h.sum_s(), 20.001505, 1e-9);
+}
+
+// The summary's JSON reads back into the same fields (one list of them).
+TEST(ProcessSummary, JsonRoundTripsEveryField) {
+  ProcessSummary s;
+  s.name = "sink";
+  s.role = "sink";
+  s.instances = 2;
+  s.events_in = 7;
+  s.bytes_in = 9;
+  s.wall_s = 1.5;
+  s.cpe_p = 123.25;
+  s.lost = 3;
+  s.metrics_url = "http://127.0.0.1:1/metrics";
+  s.latency_p99_us = 42.5;
+  s.burst.bursts = 4;
+  s.burst.head_events = 2;
+  s.burst.tail_p99_us = 77.5;
+  s.stages.push_back({"send/0", 0.5, 0.25, 7, "0-1", 1, {0.125, 0.25, 0.5}});
+  s.cpus = "0,1";
+  s.last_cpu = 1;
+  s.links.push_back({"node-b->sink", false, 10, 4096, 12, 0, 0});
+  ProcessSummary r;
+  ASSERT_TRUE(summary_from_json(s.to_json(), &r).ok()) << s.to_json();
+  EXPECT_EQ(r.to_json(), s.to_json());
+  EXPECT_EQ(r.instances, 2u);
+  EXPECT_EQ(r.metrics_url, s.metrics_url);
+  EXPECT_EQ(r.burst.bursts, 4u);
+  EXPECT_DOUBLE_EQ(r.stages[0].blocked_s[kNoCredit], 0.5);
+  EXPECT_EQ(r.links[0].frames, 10u);
+  EXPECT_EQ(r.cpus, "0,1");
+  EXPECT_EQ(r.last_cpu, 1);
+  EXPECT_EQ(r.stages[0].cpus, "0-1");
+}
+
+}  // namespace
+}  // namespace sluice

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <thread>
 
@@ -115,21 +116,36 @@ class Collector final : public prometheus::Collectable {
 
     std::lock_guard lk(mu_);
     uint64_t ev[2] = {0, 0}, tu[2] = {0, 0}, by[2] = {0, 0};
+    uint64_t lat_cum[LiveHistogram::kBounds + 1] = {};
+    double lat_sum = 0;
+    bool have_latency = false;
+    LiveInstance li;
     for (size_t k = 0; k < instances_.size(); ++k) {
       const Instance& in = *instances_[k];
-      const StageCounters* c[2] = {&in.in(), &in.out()};
+      in.live(&li);
+      const StageTotals* c[2] = {&li.in, &li.out};
       for (int d = 0; d < 2; ++d) {
-        ev[d] += c[d]->events.load(std::memory_order_relaxed);
-        tu[d] += c[d]->tuples.load(std::memory_order_relaxed);
-        by[d] += c[d]->bytes.load(std::memory_order_relaxed);
+        ev[d] += c[d]->events;
+        tu[d] += c[d]->tuples;
+        by[d] += c[d]->bytes;
+      }
+      if (const LiveHistogram* h = in.live_latency()) {
+        h->merge_into(lat_cum, &lat_sum);
+        have_latency = true;
       }
       const std::string copy = std::to_string(k);
       for (int s = 0; s < Instance::kStages; ++s) {
         const char* stage = Instance::stage_name(s);
         f.add("sluice_stage_events_total", "Events each stage handled", kCounter,
-              static_cast<double>(in.stage_events(s)), {{"stage", stage}, {"copy", copy}});
+              static_cast<double>(li.stages[s].events), {{"stage", stage}, {"copy", copy}});
+        for (int r = 0; r < kBlockReasons; ++r)
+          f.add("sluice_stage_blocked_seconds_total",
+                "Seconds each stage waited, by reason: its output ring full, its input ring "
+                "empty, a downstream link without credit",
+                kCounter, li.stages[s].blocked_ns[r] / 1e9,
+                {{"stage", stage}, {"copy", copy}, {"reason", block_reason_name(r)}});
         double u = 0, sy = 0;
-        if (pid_t tid = in.stage_tid(s); tid > 0 && thread_cpu(tid, &u, &sy)) {
+        if (pid_t tid = li.stages[s].tid; tid > 0 && thread_cpu(tid, &u, &sy)) {
           const char* help = "CPU seconds of each stage thread, by mode";
           f.add("sluice_stage_cpu_seconds_total", help, kCounter, u,
                 {{"stage", stage}, {"copy", copy}, {"mode", "user"}});
@@ -144,6 +160,43 @@ class Collector final : public prometheus::Collectable {
             {{"ring", "process_send"}, {"copy", copy}});
       f.add("sluice_ring_capacity_descriptors", "Descriptors a stage ring holds", kGauge,
             static_cast<double>(in.ring_capacity()), {{"copy", copy}});
+      for (const LiveLink& l : li.links) {
+        const std::vector<ClientMetric::Label> lab = {
+            {"link", l.name}, {"direction", l.out ? "out" : "in"}, {"copy", copy}};
+        f.add("sluice_link_frames_total", "Frames a link sent (out) or received (in)", kCounter,
+              static_cast<double>(l.stats.frames), lab);
+        f.add("sluice_link_bytes_total", "Wire bytes of a link, frame headers included", kCounter,
+              static_cast<double>(l.stats.bytes), lab);
+        f.add("sluice_link_syscalls_total", "Send/receive calls a link made on the data path",
+              kCounter, static_cast<double>(l.stats.syscalls), lab);
+        if (l.out) {
+          f.add("sluice_link_credit_waits_total", "Times a sending link waited for a credit",
+                kCounter, static_cast<double>(l.stats.credit_waits), lab);
+          f.add("sluice_link_credit_wait_seconds_total", "Seconds a sending link waited for credits",
+                kCounter, l.stats.credit_wait_ns / 1e9, lab);
+          f.add("sluice_link_credits", "Credits a sending link holds now", kGauge,
+                static_cast<double>(l.stats.credits), lab);
+        } else {
+          f.add("sluice_link_slots_free",
+                "A receiving link's slots posted and empty now (credits its sender holds or "
+                "that are on their way back to it)",
+                kGauge, static_cast<double>(l.stats.slots_free), lab);
+        }
+      }
+    }
+    if (have_latency) {
+      MetricFamily& h = f.family("sluice_latency_seconds",
+                                 "Seconds from an event's send timestamp at the load generator to "
+                                 "the sink taking it",
+                                 MetricType::Histogram);
+      ClientMetric m;
+      m.histogram.sample_count = lat_cum[LiveHistogram::kBounds];
+      m.histogram.sample_sum = lat_sum;
+      for (int b = 0; b < LiveHistogram::kBounds; ++b)
+        m.histogram.bucket.push_back({lat_cum[b], LiveHistogram::kLe[b]});
+      m.histogram.bucket.push_back({lat_cum[LiveHistogram::kBounds],
+                                    std::numeric_limits<double>::infinity()});
+      h.metric.push_back(std::move(m));
     }
     // As the summary counts them: what a load generator makes is not "in",
     // what a sink takes is not "out" (its events leave nowhere).

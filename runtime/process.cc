@@ -11,6 +11,7 @@
 #include <chrono>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -59,6 +60,10 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
     std::unique_ptr<Destination> dest;
     if (pc.role == Role::kSink) {
       auto v = std::make_unique<Verifier>(send_pool);
+      if (d.burst_events > 0)
+        v->track_bursts(static_cast<uint64_t>(d.burst_ms * 1e6),
+                        d.burst_head_events ? d.burst_head_events
+                                            : std::max<uint32_t>(1, d.burst_events / 10));
       b->verifiers.push_back(v.get());
       dest = std::move(v);
     } else {
@@ -91,7 +96,7 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
 }  // namespace
 
 Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* stop,
-                   ProcessSummary* out) {
+                   ProcessSummary* out, const std::string& bursts_path) {
   const ProcessConfig& pc = d.processes[index];
   ProcessSummary& s = *out;
   s.name = pc.name;
@@ -180,11 +185,12 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
     double now = now_s();
     if (d.progress_s > 0 && now - last_print >= d.progress_s) {
       uint64_t ev_in = 0, ev_out = 0, bytes = 0;
+      LiveInstance li;
       for (auto& in : b.instances) {
-        ev_in += in->in().events.load(std::memory_order_relaxed);
-        ev_out += in->out().events.load(std::memory_order_relaxed);
-        bytes += in->in().bytes.load(std::memory_order_relaxed) +
-                 in->out().bytes.load(std::memory_order_relaxed);
+        in->live(&li);
+        ev_in += li.in.events;
+        ev_out += li.out.events;
+        bytes += li.in.bytes + li.out.bytes;
       }
       double dt = now - last_print;
       spdlog::info("{:.0f} s: events in {} ({:.0f}/s), out {} ({:.0f}/s), {:.2f} Gb/s",
@@ -203,19 +209,34 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
   LatencyHistogram lat;
   std::string errors;
   for (auto& in : b.instances) {
-    s.events_in += in->in().events;
-    s.tuples_in += in->in().tuples;
-    s.bytes_in += in->in().bytes;
-    s.events_out += in->out().events;
-    s.tuples_out += in->out().tuples;
-    s.bytes_out += in->out().bytes;
+    LiveInstance li;
+    in->live(&li);
+    s.events_in += li.in.events;
+    s.tuples_in += li.in.tuples;
+    s.bytes_in += li.in.bytes;
+    s.events_out += li.out.events;
+    s.tuples_out += li.out.tuples;
+    s.bytes_out += li.out.bytes;
     in->report(s);
     Status ist = in->status();
     if (!ist.ok()) errors += (errors.empty() ? "" : "; ") + ist.message();
   }
+  std::optional<BurstStats> bursts;
   for (auto* v : b.verifiers) {
     lat.merge(v->latency());
     if (!v->counts().end_seen && errors.empty()) errors = "stream ended without END";
+    if (const BurstStats* bs = v->bursts()) {
+      if (!bursts) bursts.emplace(*bs);
+      else bursts->merge(*bs);
+    }
+  }
+  if (bursts) {
+    bursts->report(s);
+    if (!bursts_path.empty()) {
+      std::ofstream f(bursts_path);
+      f << bursts->histogram_tsv();
+      if (!f) spdlog::error("cannot write the burst histograms to {}", bursts_path);
+    }
   }
   // A load generator counts what it makes as events out, not in.
   if (pc.role == Role::kLoadgen) {
@@ -348,7 +369,14 @@ int process_main(Role role, int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
 
   ProcessSummary s;
-  st = run_process(d, static_cast<size_t>(index), &g_stop, &s);
+  // A sink's burst histograms go beside its summary (NAME.json -> NAME.bursts.tsv).
+  std::string bursts_path;
+  if (!summary.empty() && role == Role::kSink) {
+    bursts_path = summary;
+    if (bursts_path.size() > 5 && bursts_path.ends_with(".json")) bursts_path.resize(bursts_path.size() - 5);
+    bursts_path += ".bursts.tsv";
+  }
+  st = run_process(d, static_cast<size_t>(index), &g_stop, &s, bursts_path);
   if (!summary.empty()) {
     std::ofstream f(summary);
     f << s.to_json() << "\n";

@@ -15,8 +15,10 @@ namespace sluice {
 
 // Runs process `index` of the deployment to the end of its stream. `stop`,
 // when set (by a signal), makes a load generator end its stream early.
+// `bursts_path`: where a sink in burst mode writes its burst histograms
+// ("" = nowhere).
 Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* stop,
-                   ProcessSummary* out);
+                   ProcessSummary* out, const std::string& bursts_path = "");
 
 // main() of the three programs: parses the command line (a deployment file,
 // or standalone flags), runs, writes the summary. Returns the exit code.

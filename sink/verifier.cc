@@ -48,7 +48,10 @@ void Verifier::verify_run(const std::byte* run, const Descriptor& d, uint64_t no
       c_.corrupt += !ok;
       prev = s;
     }
-    latency_.record(now_ns > h.send_ts_ns ? now_ns - h.send_ts_ns : 0);
+    const uint64_t lat = now_ns > h.send_ts_ns ? now_ns - h.send_ts_ns : 0;
+    latency_.record(lat);
+    live_latency_.record(lat);
+    if (bursts_) bursts_->record(h.send_ts_ns, now_ns);
   }
 }
 
@@ -82,7 +85,10 @@ Status Verifier::consume(std::span<const Descriptor> descs) {
   return {};
 }
 
-Status Verifier::finish() { return {}; }
+Status Verifier::finish() {
+  if (bursts_) bursts_->finish();
+  return {};
+}
 
 void Verifier::report(ProcessSummary& s) const {
   s.lost += c_.lost;

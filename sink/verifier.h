@@ -14,8 +14,10 @@
 #pragma once
 
 #include <array>
+#include <optional>
 
 #include "node/node.h"
+#include "sink/bursts.h"
 #include "transport/event.h"
 
 namespace sluice {
@@ -36,6 +38,10 @@ class Verifier final : public Destination {
 
   const VerifyCounts& counts() const { return c_; }
   const LatencyHistogram& latency() const { return latency_; }
+  const LiveHistogram* live_latency() const override { return &live_latency_; }
+  // Burst mode: bursts of the generator, one every period_ns (bursts.h).
+  void track_bursts(uint64_t period_ns, uint32_t head) { bursts_.emplace(period_ns, head); }
+  const BurstStats* bursts() const { return bursts_ ? &*bursts_ : nullptr; }
 
   // Checks one run of events (exposed for tests).
   void verify_run(const std::byte* run, const Descriptor& d, uint64_t now_ns);
@@ -47,6 +53,8 @@ class Verifier final : public Destination {
   SlotPool& pool_;
   VerifyCounts c_;
   LatencyHistogram latency_;
+  LiveHistogram live_latency_;  // the same samples, for the exporter while it runs
+  std::optional<BurstStats> bursts_;
   std::array<uint64_t, kMaxStreams> next_seq_{};
   std::array<bool, kMaxStreams> seen_{};
   std::array<uint64_t, kMaxStreams> corrupt_unseen_{};  // corrupt tuples not yet met as a gap

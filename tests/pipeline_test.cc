@@ -16,6 +16,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <regex>
+#include <set>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -672,7 +675,10 @@ TEST(PipelineMetrics, EachProcessIsScrapedWhileItRunsAndTheSummaryNamesItsEndpoi
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     text = http_get(30501, "/metrics");
     const std::string in = sample(text, R"(sluice_events_total{direction="in"})");
-    if (!in.empty() && std::stod(in) > 0) break;
+    // Its downstream link is listed once its send stage has connected, which
+    // may be after its first events came in.
+    if (!in.empty() && std::stod(in) > 0 && text.find(R"(link="node-a->node-b")") != std::string::npos)
+      break;
   }
   EXPECT_NE(text.find(R"(sluice_info{process="node-a",role="node"} 1)"), std::string::npos) << text;
   const std::string in = sample(text, R"(sluice_events_total{direction="in"})");
@@ -681,15 +687,37 @@ TEST(PipelineMetrics, EachProcessIsScrapedWhileItRunsAndTheSummaryNamesItsEndpoi
   EXPECT_FALSE(sample(text, R"(sluice_stage_cpu_seconds_total{stage="send",copy="0",mode="system"})").empty())
       << text;
   EXPECT_FALSE(sample(text, R"(sluice_ring_descriptors{ring="process_send",copy="0"})").empty()) << text;
-  // The sink's endpoint is process 3's.
-  EXPECT_NE(http_get(30503, "/metrics").find(R"(sluice_info{process="sink",role="sink"} 1)"),
-            std::string::npos);
+  // Time blocked, per stage and reason; node-a's links, by name.
+  for (const char* reason : {"ring_full", "ring_empty", "no_credit"})
+    EXPECT_FALSE(sample(text, std::string(R"(sluice_stage_blocked_seconds_total{stage="send",copy="0",reason=")") +
+                                  reason + "\"}")
+                     .empty())
+        << reason << "\n" << text;
+  const std::string frames_in =
+      sample(text, R"(sluice_link_frames_total{link="loadgen->node-a",direction="in",copy="0"})");
+  ASSERT_FALSE(frames_in.empty()) << text;
+  EXPECT_GT(std::stod(frames_in), 0);
+  EXPECT_FALSE(sample(text, R"(sluice_link_syscalls_total{link="node-a->node-b",direction="out",copy="0"})").empty()) << text;
+  EXPECT_FALSE(sample(text, R"(sluice_link_credits{link="node-a->node-b",direction="out",copy="0"})").empty()) << text;
+  EXPECT_FALSE(sample(text, R"(sluice_link_slots_free{link="loadgen->node-a",direction="in",copy="0"})").empty()) << text;
+  // The sink's endpoint is process 3's, with its latency histogram.
+  const std::string sink = http_get(30503, "/metrics");
+  EXPECT_NE(sink.find(R"(sluice_info{process="sink",role="sink"} 1)"), std::string::npos);
+  EXPECT_NE(sink.find("# TYPE sluice_latency_seconds histogram"), std::string::npos) << sink;
+  EXPECT_FALSE(sample(sink, R"(sluice_latency_seconds_bucket{le="+Inf"})").empty()) << sink;
 
   ASSERT_EQ(wait_exit(d, 60), 0) << slurp(dir + "/err");
   YAML::Node j = YAML::Load(slurp(dir + "/out"));
   for (size_t i = 0; i < 4; ++i)
     EXPECT_EQ(j["processes"][i]["metrics_url"].as<std::string>(),
-              "http://127.0.0.1:" + std::to_string(30500 + i) + "/metrics");
+              "http://127.0.0.1:" + std::to_string(30500 + i) + "/metrics");  // The summary reads the same counters: node-a's links and blocked time.
+  const YAML::Node a = j["processes"][1];
+  ASSERT_EQ(a["links"].size(), 2u) << slurp(dir + "/out");
+  EXPECT_EQ(a["links"][0]["name"].as<std::string>(), "loadgen->node-a");
+  EXPECT_EQ(a["links"][0]["direction"].as<std::string>(), "in");
+  EXPECT_EQ(a["links"][1]["name"].as<std::string>(), "node-a->node-b");
+  EXPECT_GT(a["links"][1]["frames"].as<uint64_t>(), 0u);
+  EXPECT_TRUE(a["stages"][0]["blocked_s"]["ring_full"].IsDefined());
 }
 
 TEST(PipelineMetrics, MetricsOffServesNothing) {
@@ -779,6 +807,255 @@ TEST(PipelineMetrics, TheConsoleShowsEveryProcessDuringTheRun) {
   EXPECT_EQ(page.find("<td></td>"), std::string::npos) << page;
   // The run ends on its own.
   for (int i = 0; i < 300 && slurp(dir + "/out").empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_NE(slurp(dir + "/out").find("\"ok\":true"), std::string::npos) << slurp(dir + "/err");
+}
+
+// ---- bursts: the sink's burst statistics ----------------------------------
+
+TEST(PipelineBursts, TheSinkReportsEveryBurstAndWritesItsHistograms) {
+  RunResult r = deploy("bursts", 32000,
+                       {"duration_s=2", "burst_events=8", "burst_ms=50", "burst_head_events=2",
+                        "event_bytes=4096"});
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const YAML::Node sink = r.json["processes"][3];
+  const YAML::Node b = sink["burst"];
+  ASSERT_TRUE(b.IsMap()) << r.out;
+  const uint64_t bursts = b["bursts"].as<uint64_t>();
+  // At most one burst per period of the run (2 s / 50 ms, and the one at 0).
+  EXPECT_GE(bursts, 1u);
+  EXPECT_LE(bursts, 41u);
+  EXPECT_EQ(b["head_events"].as<uint64_t>(), 2u);
+  EXPECT_GT(b["processing_us"]["max"].as<double>(), 0);
+  EXPECT_LE(b["processing_us"]["p50"].as<double>(), b["processing_us"]["max"].as<double>());
+  // The histogram file beside the sink's summary: every burst once in
+  // `processing`, every event once in `head` or `tail`, at most 2 per burst
+  // in the head.
+  const std::string tsv = slurp(r.json["run_dir"].as<std::string>() + "/sink.bursts.tsv");
+  ASSERT_EQ(tsv.rfind("kind\tupper_us\tcount\n", 0), 0u) << tsv;
+  std::map<std::string, uint64_t> n;
+  std::istringstream in(tsv);
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string kind, upper;
+    uint64_t c = 0;
+    f >> kind >> upper >> c;
+    n[kind] += c;
+  }
+  EXPECT_EQ(n["processing"], bursts);
+  EXPECT_LE(n["head"], 2 * bursts);
+  EXPECT_EQ(n["head"] + n["tail"], sink["events_in"].as<uint64_t>());
+}
+
+// ---- the live table on a terminal -----------------------------------------
+
+namespace live_test {
+
+bool have(const char* prog) {
+  return std::system((std::string("command -v ") + prog + " >/dev/null 2>&1").c_str()) == 0;
+}
+
+// Lines of `pane` that contain `what`.
+int count_lines(const std::string& pane, const std::string& what, const std::string& unless = "") {
+  std::istringstream in(pane);
+  int n = 0;
+  for (std::string line; std::getline(in, line);)
+    if (line.find(what) != std::string::npos && (unless.empty() || line.find(unless) == std::string::npos)) ++n;
+  return n;
+}
+
+int line_of(const std::string& pane, const std::string& what) {
+  std::istringstream in(pane);
+  int i = 0;
+  for (std::string line; std::getline(in, line); ++i)
+    if (line.find(what) != std::string::npos) return i;
+  return -1;
+}
+
+// A run of sluice-deploy in a detached tmux session (its own server), as a
+// person at a terminal would start it; the pane captured while it runs.
+struct TmuxRun {
+  std::string server, dir;
+  std::vector<std::string> panes;
+  std::string last;
+  TmuxRun(const std::string& name, const std::string& args) {
+    dir = scratch(name);
+    server = "sluice-" + name + "-" + std::to_string(getpid());
+    const std::string inner = kDeploy + " run " + kExample + " --run-dir " + dir + "/run " + args +
+                              "; echo EXITED $?; sleep 60";
+    const std::string cmd = "tmux -L " + server + " new-session -d -s run -x 150 -y 45 '" + inner + "'";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    for (int i = 0; i < 400; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      const std::string cap = "tmux -L " + server + " capture-pane -p -t run >" + dir + "/pane 2>&1";
+      if (std::system(cap.c_str()) != 0) break;
+      last = slurp(dir + "/pane");
+      if (last.find("EXITED") != std::string::npos) break;
+      panes.push_back(last);
+    }
+  }
+  ~TmuxRun() { (void)!std::system(("tmux -L " + server + " kill-server >/dev/null 2>&1").c_str()); }
+};
+
+// The live table's header; the report's has the same columns after
+// "events in", so a count of live headers leaves lines with that out.
+const char* kLiveHeader = "tuples/s    Gb/s     CPE_p";
+
+}  // namespace live_test
+
+TEST(PipelineLiveTable, OnATerminalEachProcessIsARowRedrawnInPlace) {
+  using namespace live_test;
+  if (!have("tmux")) GTEST_SKIP() << "no tmux (Debian's package; scripts/setup.sh installs it)";
+  TmuxRun t("live", "--set base_port=32200 --set duration_s=5 --set rate=3000");
+  ASSERT_NE(t.last.find("EXITED 0"), std::string::npos) << t.last;
+  // Captures taken while the table was up, with figures in every row.
+  int with_figures = 0, header_row = -1;
+  std::set<std::string> titles;
+  for (const auto& p : t.panes) {
+    if (count_lines(p, kLiveHeader, "events in") == 0) continue;
+    // Redrawn in place: one title, one header, one row per process, always
+    // on the same lines, however many seconds have passed.
+    EXPECT_EQ(count_lines(p, " s expected; alive "), 1) << p;
+    EXPECT_EQ(count_lines(p, kLiveHeader, "events in"), 1) << p;
+    for (const char* name : {"loadgen  loadgen", "node-a   node", "node-b   node", "sink     sink"})
+      EXPECT_EQ(count_lines(p, name, "events in"), 1) << name << "\n" << p;
+    const int at = line_of(p, kLiveHeader);
+    if (header_row < 0) header_row = at;
+    EXPECT_EQ(at, header_row) << p;
+    std::smatch m;
+    const std::regex row(R"(node-a   node +([0-9]+) +([0-9.]+) +([0-9]+))");
+    if (std::regex_search(p, m, row) && std::stod(m[1]) > 0 && std::stod(m[3]) > 0) ++with_figures;
+    titles.insert(p.substr(p.find("sluice-deploy: "), p.find(" s /") - p.find("sluice-deploy: ")));
+  }
+  EXPECT_GE(with_figures, 1) << (t.panes.empty() ? t.last : t.panes.back());
+  EXPECT_GE(titles.size(), 2u) << "the table was not redrawn as seconds passed";
+  // The report follows the table when the run is over.
+  EXPECT_NE(t.last.find("events in"), std::string::npos) << t.last;
+}
+
+TEST(PipelineLiveTable, WithJsonOrWithoutATerminalThereIsNoTable) {
+  using namespace live_test;
+  // --json on a terminal.
+  if (have("tmux")) {
+    TmuxRun t("live-json", "--json --set base_port=32300 --set duration_s=2 --set rate=3000");
+    ASSERT_NE(t.last.find("EXITED 0"), std::string::npos) << t.last;
+    for (const auto& p : t.panes) EXPECT_EQ(count_lines(p, kLiveHeader, "events in"), 0) << p;
+    EXPECT_EQ(count_lines(t.last, kLiveHeader, "events in"), 0) << t.last;
+  }
+  // Not a terminal (a file): no table, no escape sequence, in either stream.
+  RunResult r = deploy("live-file", 32400, {"duration_s=2", "rate=3000"}, kExample, "");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const std::string* s : {&r.out, &r.err}) {
+    EXPECT_EQ(s->find("\x1b["), std::string::npos) << *s;
+    EXPECT_EQ(count_lines(*s, kLiveHeader, "events in"), 0) << *s;
+  }
+  const std::string dir = scratch("live-plain");
+  const std::string cmd = kDeploy + " run " + kExample + " --run-dir " + dir +
+                          "/run --set base_port=32500 --set duration_s=2 --set rate=3000 >" + dir +
+                          "/out 2>" + dir + "/err";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir + "/err");
+  for (const char* f : {"/out", "/err"}) {
+    const std::string s = slurp(dir + f);
+    EXPECT_EQ(s.find("\x1b["), std::string::npos) << s;
+    EXPECT_EQ(count_lines(s, kLiveHeader, "events in"), 0) << s;
+  }
+  EXPECT_NE(slurp(dir + "/out").find("events in"), std::string::npos);  // the report, still
+}
+
+// ---- the console in a real browser ----------------------------------------
+
+namespace browser_test {
+
+std::string chromium() {
+  for (const char* p : {"chromium", "chromium-browser"})
+    if (std::system((std::string("command -v ") + p + " >/dev/null 2>&1").c_str()) == 0) return p;
+  return "";
+}
+
+// The <td> texts of each <tr class="sluice-row"> of a page.
+std::vector<std::vector<std::string>> rows_of(const std::string& page) {
+  std::vector<std::vector<std::string>> rows;
+  for (size_t at = page.find("sluice-row"); at != std::string::npos; at = page.find("sluice-row", at + 1)) {
+    const size_t end = page.find("</tr>", at);
+    std::vector<std::string> cells;
+    for (size_t c = page.find("<td>", at); c != std::string::npos && c < end; c = page.find("<td>", c + 1)) {
+      const size_t e = page.find("</td>", c);
+      std::string v = page.substr(c + 4, e - c - 4);
+      v.erase(0, v.find_first_not_of(" \n\t"));
+      v.erase(v.find_last_not_of(" \n\t") + 1);
+      cells.push_back(v);
+    }
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+}  // namespace browser_test
+
+// The console as a person sees it: Chromium (headless, Debian's package)
+// loads /consoles/sluice.html from the run's Prometheus, runs its scripts,
+// and the page has a row of figures per process and its graphs drawn.
+// With SLUICE_CONSOLE_SCREENSHOT=FILE.png it also saves a screenshot.
+TEST(PipelineMetrics, TheConsoleRendersWithDataInABrowser) {
+  using browser_test::chromium;
+  using browser_test::rows_of;
+  const std::string browser = chromium();
+  if (browser.empty()) GTEST_SKIP() << "no chromium (Debian's package; scripts/setup.sh installs it)";
+  if (std::system("command -v prometheus >/dev/null 2>&1") != 0 && !fs::exists("/usr/bin/prometheus"))
+    GTEST_SKIP() << "no prometheus (Debian's package; scripts/setup.sh installs it)";
+  const std::string dir = scratch("browser");
+  const std::string cmd = kDeploy + " run " + kExample + " --prometheus --json --run-dir " + dir +
+                          "/run --set base_port=32600 --set progress_s=0 --set duration_s=40 "
+                          "--set event_bytes=4096 >" + dir + "/out 2>" + dir + "/err &";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  std::string url;
+  for (int i = 0; i < 200 && url.empty(); ++i) {
+    const std::string err = slurp(dir + "/err");
+    const size_t at = err.find("prometheus at http://");
+    if (at != std::string::npos) url = err.substr(at + 14, err.find(' ', at + 14) - (at + 14));
+    else std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(url.empty()) << slurp(dir + "/err");
+  const std::string page_url = url + "/consoles/sluice.html";
+  // The browser, once the rules have a few seconds of samples: it runs the
+  // page's scripts for up to 8 s of virtual time (the graphs' queries), then
+  // prints the DOM.
+  const std::string flags = " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
+                            dir + "/chromium --virtual-time-budget=8000 ";
+  std::string dom;
+  std::vector<std::vector<std::string>> rows;
+  for (int i = 0; i < 8; ++i) {
+    std::this_thread::sleep_for(std::chrono::seconds(i ? 1 : 6));  // the rules need 5 s of samples
+    const std::string get = browser + flags + "--dump-dom '" + page_url + "' >" + dir + "/dom 2>" +
+                            dir + "/chromium.log";
+    if (std::system(get.c_str()) != 0) continue;
+    dom = slurp(dir + "/dom");
+    rows = rows_of(dom);
+    if (rows.size() == 4 && dom.find("<svg") != std::string::npos) break;
+  }
+  ASSERT_EQ(rows.size(), 4u) << dom << slurp(dir + "/chromium.log");
+  EXPECT_EQ(dom.find("no data yet"), std::string::npos);
+  const std::regex number(R"(^-?[0-9]+(\.[0-9]+)?(e[+-]?[0-9]+)?\s?[kMGTPEmunpfa]?$)");
+  std::set<std::string> names;
+  for (const auto& r : rows) {
+    ASSERT_EQ(r.size(), 9u) << dom;
+    names.insert(r[0]);
+    for (size_t c = 2; c < r.size(); ++c)
+      EXPECT_TRUE(std::regex_match(r[c], number)) << r[0] << " column " << c << ": '" << r[c] << "'";
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"loadgen", "node-a", "node-b", "sink"}));
+  // Every graph was drawn by its script (Rickshaw draws an <svg> in its div).
+  size_t svgs = 0;
+  for (size_t at = dom.find("<svg"); at != std::string::npos; at = dom.find("<svg", at + 1)) ++svgs;
+  EXPECT_GE(svgs, 8u) << dom;
+  if (const char* shot = std::getenv("SLUICE_CONSOLE_SCREENSHOT")) {
+    const std::string s = browser + flags + "--hide-scrollbars --window-size=1280,2600 --screenshot=" +
+                          shot + " '" + page_url + "' >>" + dir + "/chromium.log 2>&1";
+    EXPECT_EQ(std::system(s.c_str()), 0) << slurp(dir + "/chromium.log");
+  }
+  for (int i = 0; i < 400 && slurp(dir + "/out").empty(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_NE(slurp(dir + "/out").find("\"ok\":true"), std::string::npos) << slurp(dir + "/err");
 }

@@ -38,6 +38,10 @@ struct LinkStats {
   uint64_t syscalls = 0;       // send/recv family calls on the data path
   uint64_t granted = 0;        // receiver: credits granted in total (initial included)
   uint64_t max_held = 0;       // receiver: most frames held at once (received - returned)
+  uint64_t credit_wait_ns = 0; // sender: time spent waiting for a credit
+  uint64_t credits = 0;        // sender: credits in hand now
+  uint64_t slots_free = 0;     // receiver: its slots posted and empty now (the sender's credits
+                               // and those on their way back to it)
 };
 
 // A frame that arrived: its payload is in `slot`, in the event wire form

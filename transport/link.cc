@@ -52,6 +52,7 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
       return fail(fmt::format("{}: carrier landed a frame in slot {}, not one of this link's",
                               name_, a.slot));
     if (received_ - returned_ > max_held_.get()) max_held_.set(received_ - returned_);
+    held_.set(received_ - returned_);
     const std::byte* p = pool_.slot(a.slot);
     uint64_t tuples = 0;
     std::string err;
@@ -84,6 +85,7 @@ Status Receiver::give_back(uint32_t slot) {
   if (!owns(slot))
     return Status::Error(fmt::format("{}: slot {} given back is not one of this link's", name_, slot));
   ++returned_;
+  held_.set(received_ - returned_);
   const bool end = slot == end_slot_;
   if (!error_.ok()) return {};  // the link is gone; the slot just stays here
   Status st = carrier_->post(slot);
@@ -116,6 +118,8 @@ LinkStats Receiver::stats() const {
   LinkStats s = carrier_->stats();
   s.granted = granted_.get();
   s.max_held = max_held_.get();
+  const uint64_t held = held_.get();
+  s.slots_free = held < slots_ ? slots_ - held : 0;
   return s;
 }
 
@@ -156,6 +160,7 @@ Status CreditGate::refill(bool block) {
         "{}: receiver returned {} credits, {} more than the {} it granted", name_, got,
         uint64_t{credits_} + got - initial_, initial_));
   credits_ += got;
+  available_.set(credits_);
   return {};
 }
 
@@ -278,6 +283,8 @@ void Sender::abort() { carrier_->abort(); }
 LinkStats Sender::stats() const {
   LinkStats s = carrier_->stats();
   s.credit_waits = gate_.waits();
+  s.credit_wait_ns = gate_.wait_ns();
+  s.credits = gate_.available();
   return s;
 }
 

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <span>
 #include <string>
@@ -83,7 +84,7 @@ class Receiver {
   bool ended_ = false, finished_ = false;
   uint32_t end_slot_ = kNoSlot;
   uint64_t received_ = 0, returned_ = 0;
-  Counter granted_, max_held_;  // read by stats() from any thread
+  Counter granted_, max_held_, held_;  // read by stats() from any thread
   uint32_t pending_ = 0;
   std::atomic<bool> shut_down_{false};
 };
@@ -96,7 +97,9 @@ class Receiver {
 class CreditGate {
  public:
   CreditGate(TxCarrier& carrier, uint32_t initial, const std::string& name)
-      : carrier_(carrier), initial_(initial), credits_(initial), name_(name) {}
+      : carrier_(carrier), initial_(initial), credits_(initial), name_(name) {
+    available_.set(initial);
+  }
   // A new batch of frames: credits that already arrived are taken once per
   // batch when running low, so the common case costs no syscall per frame.
   void new_batch() { refilled_ = false; }
@@ -114,16 +117,27 @@ class CreditGate {
       Status st = before_wait();
       if (!st) return st;
       waits_.add(1);
+      // Time blocked is measured around the wait alone: two clock reads
+      // per wait, none per frame.
+      const auto t0 = std::chrono::steady_clock::now();
       while (credits_ == 0) {
         st = refill(true);
-        if (!st) return st;
+        if (!st) break;
       }
+      wait_ns_.add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             std::chrono::steady_clock::now() - t0)
+                                             .count()));
+      if (!st) return st;
     }
     *got = want < credits_ ? want : credits_;
     credits_ -= *got;
+    available_.set(credits_);
     return {};
   }
   uint64_t waits() const { return waits_.get(); }
+  uint64_t wait_ns() const { return wait_ns_.get(); }
+  // Credits in hand now (a relaxed copy the owner keeps for readers elsewhere).
+  uint64_t available() const { return available_.get(); }
 
  private:
   Status refill(bool block);
@@ -133,7 +147,7 @@ class CreditGate {
   uint32_t credits_;
   const std::string& name_;
   bool refilled_ = false;
-  Counter waits_;
+  Counter waits_, wait_ns_, available_;
 };
 
 // The sending end of one link; owned by one thread (the send stage).

@@ -129,14 +129,14 @@ TEST(Config, OverrideIntoOperatorsAndWholeValues) {
   Deployment d = parse_ok(y, {"processes.1.operators.0.filter.value=7",
                               "processes.1.operators.0.filter.op=lt"});
   ASSERT_EQ(d.processes[1].operators.size(), 1u);
-  EXPECT_EQ(d.processes[1].operators[0].value, 7u);
-  EXPECT_EQ(d.processes[1].operators[0].op, "lt");
+  EXPECT_EQ(d.processes[1].operators[0].get("value"), "7");
+  EXPECT_EQ(d.processes[1].operators[0].get("op"), "lt");
 
   Deployment w = parse_ok(y, {"processes.1.operators=[{filter: {field: seq, op: ne, value: 3}}]"});
-  EXPECT_EQ(w.processes[1].operators[0].field, "seq");
+  EXPECT_EQ(w.processes[1].operators[0].get("field"), "seq");
   std::string e = parse_err(y, {"processes.1.operators=[{filter: {field: seq, op: neq}}]"});
   EXPECT_HAS(e, "--set processes.1.operators=[{filter: {field: seq, op: neq}}]: key "
-                "'processes.1.operators.0.filter.op': invalid value 'neq'");
+                "'processes.1.operators.0.filter.op': invalid value 'neq' (allowed: lt|le|gt|ge|eq|ne)");
 }
 
 TEST(Config, OverrideErrors) {
@@ -210,7 +210,8 @@ TEST(Config, InvalidEnum) {
       - filter: {field: when, op: ge, value: 0}
   - {name: sink, role: sink}
 )"),
-             "test.yaml:7: key 'processes.1.operators.1.filter.field': invalid value 'when'");
+             "test.yaml:7: key 'processes.1.operators.1.filter.field': process 'node-a', operator 1 "
+             "(filter): no field 'when' in schema default (fields: seq, key)");
   EXPECT_HAS(parse_err(R"(processes:
   - {name: loadgen, role: loadgen}
   - {name: node-a, role: node, operators: [{map: {}}]}
@@ -554,9 +555,7 @@ void expect_same(const Deployment& a, const Deployment& b) {
     ASSERT_EQ(p.operators.size(), q.operators.size());
     for (size_t j = 0; j < p.operators.size(); ++j) {
       EXPECT_EQ(p.operators[j].kind, q.operators[j].kind);
-      EXPECT_EQ(p.operators[j].field, q.operators[j].field);
-      EXPECT_EQ(p.operators[j].op, q.operators[j].op);
-      EXPECT_EQ(p.operators[j].value, q.operators[j].value);
+      EXPECT_EQ(p.operators[j].params, q.operators[j].params);
     }
   }
 }
@@ -1029,9 +1028,9 @@ TEST(Config, ExamplePipelineParses) {
   EXPECT_EQ(d.processes[1].name, "node-a");
   ASSERT_EQ(d.processes[1].operators.size(), 1u);
   EXPECT_EQ(d.processes[1].operators[0].kind, "filter");
-  EXPECT_EQ(d.processes[1].operators[0].field, "key");
-  EXPECT_EQ(d.processes[1].operators[0].op, "ge");
-  EXPECT_EQ(d.processes[1].operators[0].value, 0u);
+  EXPECT_EQ(d.processes[1].operators[0].get("field"), "key");
+  EXPECT_EQ(d.processes[1].operators[0].get("op"), "ge");
+  EXPECT_EQ(d.processes[1].operators[0].get("value"), "0");
   EXPECT_EQ(d.processes[2].name, "node-b");
   EXPECT_EQ(d.processes[3].role, Role::kSink);
   // And with the README's variation.

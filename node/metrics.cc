@@ -129,19 +129,27 @@ std::string ProcessSummary::to_json() const {
     stages_json += fmt::format(R"({}{{"name":"{}","user_s":{:.6f},"sys_s":{:.6f},"events":{}}})",
                                i ? "," : "", json_escape(s.name), s.user_s, s.sys_s, s.events);
   }
+  std::string ops_json;
+  for (size_t i = 0; i < operators.size(); ++i) {
+    const auto& o = operators[i];
+    ops_json += fmt::format(
+        R"({}{{"name":"{}","events_in":{},"events_out":{},"tuples_in":{},"tuples_out":{},"cpu_s":{:.6f},"state_bytes":{}}})",
+        i ? "," : "", json_escape(o.name), o.events_in, o.events_out, o.tuples_in, o.tuples_out,
+        o.cpu_s, o.state_bytes);
+  }
   return fmt::format(
       R"({{"name":"{}","role":"{}","ok":{},"error":"{}","instances":{},)"
       R"("events_in":{},"events_out":{},"tuples_in":{},"tuples_out":{},"bytes_in":{},"bytes_out":{},)"
       R"("wall_s":{:.6f},"user_s":{:.6f},"sys_s":{:.6f},"cores":{:.3f},"clock_ghz":{:.3f},"peak_watts":{:.1f},)"
       R"("cpe_p":{:.2f},"cpe_u":{:.2f},"cpe_s":{:.2f},"cpe_i":{:.2f},"cpb_p":{:.4f},"epe_joules":{:.4e},)"
-      R"("rss_max_bytes":{},"lost":{},"duplicated":{},"corrupt":{},"filtered":{},)"
+      R"("rss_max_bytes":{},"lost":{},"duplicated":{},"corrupt":{},"filtered":{},"aggregated":{},"joined":{},)"
       R"("latency_us":{{"p50":{:.1f},"p99":{:.1f},"max":{:.1f}}},"credit_waits":{},"metrics_url":"{}",)"
-      R"("stages":[{}]}})",
+      R"("stages":[{}],"operators":[{}]}})",
       json_escape(name), json_escape(role), ok ? "true" : "false", json_escape(error), instances,
       events_in, events_out, tuples_in, tuples_out, bytes_in, bytes_out, wall_s, user_s, sys_s,
       cores, clock_ghz, peak_watts, cpe_p, cpe_u, cpe_s, cpe_i, cpb_p, epe_joules, rss_max_bytes,
-      lost, duplicated, corrupt, filtered, latency_p50_us, latency_p99_us, latency_max_us,
-      credit_waits, json_escape(metrics_url), stages_json);
+      lost, duplicated, corrupt, filtered, aggregated, joined, latency_p50_us, latency_p99_us, latency_max_us,
+      credit_waits, json_escape(metrics_url), stages_json, ops_json);
 }
 
 Status summary_from_json(const std::string& text, ProcessSummary* out) {
@@ -187,6 +195,8 @@ Status summary_from_json(const std::string& text, ProcessSummary* out) {
     u64("duplicated", &s.duplicated);
     u64("corrupt", &s.corrupt);
     u64("filtered", &s.filtered);
+    u64("aggregated", &s.aggregated);
+    u64("joined", &s.joined);
     u64("credit_waits", &s.credit_waits);
     if (auto l = n["latency_us"]) {
       if (l["p50"]) s.latency_p50_us = l["p50"].as<double>();
@@ -201,6 +211,19 @@ Status summary_from_json(const std::string& text, ProcessSummary* out) {
         ss.sys_s = e["sys_s"].as<double>();
         ss.events = e["events"].as<uint64_t>();
         s.stages.push_back(std::move(ss));
+      }
+    }
+    if (auto ops = n["operators"]) {
+      for (const auto& e : ops) {
+        OperatorSummary o;
+        o.name = e["name"].as<std::string>();
+        o.events_in = e["events_in"].as<uint64_t>();
+        o.events_out = e["events_out"].as<uint64_t>();
+        o.tuples_in = e["tuples_in"].as<uint64_t>();
+        o.tuples_out = e["tuples_out"].as<uint64_t>();
+        o.cpu_s = e["cpu_s"].as<double>();
+        if (e["state_bytes"]) o.state_bytes = e["state_bytes"].as<uint64_t>();
+        s.operators.push_back(std::move(o));
       }
     }
     *out = std::move(s);

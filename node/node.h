@@ -85,8 +85,10 @@ class Destination {
 // sleeps on every link's wait handle and the pool's fd at once.
 class NetSource final : public Source {
  public:
+  // `reserve`: extra slots for the process stage's operators to emit into
+  // (SlotPool's reserve), beside the links' slots.
   static std::unique_ptr<NetSource> make(const std::vector<LinkOptions>& links,
-                                         TransportContext& ctx, Status* st);
+                                         TransportContext& ctx, Status* st, size_t reserve = 0);
   ~NetSource() override;
   Status start() override;
   Status next(std::span<Descriptor> out, size_t* n) override;
@@ -146,7 +148,8 @@ class NetDestination final : public Destination {
   std::vector<std::vector<Descriptor>> batch_;   // per link, sized at start
   std::vector<size_t> nbatch_;
   std::vector<Descriptor> runs_;                 // one descriptor's runs, sized at start
-  std::unique_ptr<EndOfStream> end_;
+  std::unique_ptr<EndOfStream> end_, end_all_;
+  std::unique_ptr<std::byte[]> end_wire_;
   std::vector<LinkStats> last_stats_;
 };
 
@@ -163,6 +166,7 @@ struct InstanceConfig {
   Wait wait = Wait::kBlock;
   uint32_t ring_slots = 1024;
   std::vector<OperatorConfig> operators;
+  uint32_t emit_capacity = 0;  // bytes an emitted slot may fill (the smallest downstream slot)
 };
 
 class Instance {
@@ -179,6 +183,8 @@ class Instance {
   bool done() const { return done_.load(std::memory_order_acquire) == 3; }
   Status status() const;
   void report(ProcessSummary& s) const;
+  // Each operator's tuples and events in and out and time (process stage only; after join()).
+  const OperatorChain& chain() const { return chain_; }
   // Live counters for progress lines and the metrics exporter: written by
   // the stage threads only, read by anyone while they run.
   const StageCounters& in() const { return in_; }
@@ -200,6 +206,17 @@ class Instance {
   void fail(const Status& st);
   bool hand_over(Descriptor& d);
   bool push_all(SpscRing<Descriptor>& ring, const Descriptor* d, size_t n);
+  class ChainEmitter;
+  friend class ChainEmitter;
+  // Runs descriptor d through operators from..end; false: consumed (its
+  // slot freed). Emitted events go through the rest and on to the send stage.
+  bool run_chain(Descriptor& d, size_t from);
+  bool end_chain(Descriptor& d);
+  SlotPool* work_pool_ = nullptr;
+  std::vector<std::unique_ptr<ChainEmitter>> emitters_;
+  std::vector<uint64_t> watermark_;
+  std::vector<double> nested_s_;
+  uint64_t max_ts_ = 0;
 
   InstanceConfig cfg_;
   std::unique_ptr<Source> source_;

@@ -33,7 +33,9 @@ void Verifier::verify_run(const std::byte* run, const Descriptor& d, uint64_t no
     seen_[h.stream] = true;
     uint64_t& next = next_seq_[h.stream];
     if (h.first_seq > next) {
-      c_.lost += gap(h.stream, h.first_seq - next);
+      const uint64_t g = gap(h.stream, h.first_seq - next);
+      c_.lost += g;
+      missing_[h.stream] += g;
     } else if (h.first_seq < next) {
       c_.duplicated += std::min<uint64_t>(h.tuple_count, next - h.first_seq);
     }
@@ -52,10 +54,13 @@ void Verifier::verify_run(const std::byte* run, const Descriptor& d, uint64_t no
   }
 }
 
+// The generator's totals reveal a lost tail; the operators' accounts then
+// explain missing tuples they took out on purpose. A claim beyond what is
+// missing is a miscount, counted corrupt.
 void Verifier::verify_end(const std::byte* p, uint32_t bytes) {
   c_.end_seen = true;
-  EndOfStream eos{};
-  std::memcpy(&eos, p, std::min<size_t>(bytes, sizeof eos));  // checked by the receiver
+  EndOfStream& eos = *end_;
+  read_end(p, bytes, &eos);  // checked by the receiver
   for (uint32_t i = 0; i < eos.n_streams; ++i) {
     const auto& e = eos.streams[i];
     if (e.stream >= kMaxStreams) {
@@ -63,8 +68,23 @@ void Verifier::verify_end(const std::byte* p, uint32_t bytes) {
       continue;
     }
     uint64_t got = next_seq_[e.stream];
-    if (got < e.next_seq) c_.lost += gap(e.stream, e.next_seq - got);
-    else if (got > e.next_seq) c_.corrupt += got - e.next_seq;  // tuples nobody generated
+    if (got < e.next_seq) {
+      const uint64_t g = gap(e.stream, e.next_seq - got);
+      c_.lost += g;
+      missing_[e.stream] += g;
+    } else if (got > e.next_seq) {
+      c_.corrupt += got - e.next_seq;  // tuples nobody generated
+    }
+    const EndOfStreamAccount& a = eos.accounts[i];
+    c_.filtered += a.filtered;
+    c_.aggregated += a.aggregated;
+    c_.joined += a.joined;
+    const uint64_t claimed = a.filtered + a.aggregated + a.joined;
+    const uint64_t explained = std::min(claimed, missing_[e.stream]);
+    missing_[e.stream] -= explained;
+    c_.lost -= explained;
+    c_.miscounted += claimed - explained;
+    c_.corrupt += claimed - explained;
   }
 }
 
@@ -89,6 +109,8 @@ void Verifier::report(ProcessSummary& s) const {
   s.duplicated += c_.duplicated;
   s.corrupt += c_.corrupt;
   s.filtered += c_.filtered;
+  s.aggregated += c_.aggregated;
+  s.joined += c_.joined;
 }
 
 }  // namespace sluice

@@ -9,11 +9,14 @@
 // dropped by operators upstream are counted as filtered), each tuple's
 // sequence number (inside the event's span, increasing), and the latency from
 // the generator's send timestamp. At END, the generator's per-stream totals
-// reveal a lost tail. All state is sized at start; nothing is allocated per
+// reveal a lost tail, and the operators' accounts in END (tuples filtered
+// inside events an operator consumed, aggregated, joined) explain the gaps
+// they made: those are no longer lost. All state is sized at start; nothing is allocated per
 // event.
 #pragma once
 
 #include <array>
+#include <memory>
 
 #include "node/node.h"
 #include "transport/event.h"
@@ -23,13 +26,17 @@ namespace sluice {
 struct VerifyCounts {
   uint64_t events = 0, tuples = 0;
   uint64_t lost = 0, duplicated = 0, corrupt = 0, filtered = 0;
+  // Taken out upstream on purpose, from the operators' own accounts in END.
+  uint64_t aggregated = 0, joined = 0;
+  // Tuples operators claimed to take out that no stream missed (also corrupt).
+  uint64_t miscounted = 0;
   bool end_seen = false;
 };
 
 class Verifier final : public Destination {
  public:
   // Checks events in `pool`'s slots and releases each slot into it.
-  explicit Verifier(SlotPool& pool) : pool_(pool) {}
+  explicit Verifier(SlotPool& pool) : pool_(pool), end_(std::make_unique<EndOfStream>()) {}
   Status consume(std::span<const Descriptor> descs) override;
   Status finish() override;
   void report(ProcessSummary& s) const override;
@@ -50,6 +57,8 @@ class Verifier final : public Destination {
   std::array<uint64_t, kMaxStreams> next_seq_{};
   std::array<bool, kMaxStreams> seen_{};
   std::array<uint64_t, kMaxStreams> corrupt_unseen_{};  // corrupt tuples not yet met as a gap
+  std::array<uint64_t, kMaxStreams> missing_{};  // gaps counted lost, until END's accounts explain them
+  std::unique_ptr<EndOfStream> end_;
 };
 
 }  // namespace sluice

@@ -423,7 +423,7 @@ const std::vector<std::string> kTransports = {"tcp", "fabric", "ucx"};
 const std::vector<std::string> kCongestion = {"default", "reno", "cubic", "bbr"};
 const std::vector<std::string> kWaits = {"block", "spin", "hybrid"};
 const std::vector<std::string> kRoles = {"loadgen", "node", "sink"};
-const std::vector<std::string> kProcessKeys = {"name", "role", "host", "listen", "port", "cores", "split", "operators", "schema"};
+const std::vector<std::string> kProcessKeys = {"name", "role", "host", "listen", "port", "cores", "split", "operators", "schema", "results"};
 const std::vector<std::string> kSchemaKeys = {"fields", "tuple_bytes"};
 const std::vector<std::string> kFieldKeys = {"name", "type", "width", "gen"};
 const std::vector<std::string> kGenKinds = {"sequence", "uniform", "zipf", "constant", "random"};
@@ -1231,6 +1231,9 @@ Status resolve_schemas(Deployment* d, const Places& at) {
                                          "on a loadgen", p.source_line, p.name));
       continue;
     }
+    if (!p.results.empty() && p.role != Role::kSink)
+      return Status::Error(fmt::format("{}: process '{}': only a sink writes `results`",
+                                       p.source_line, p.name));
     if (!p.schema.empty())
       return Status::Error(fmt::format("{}: process '{}': only a loadgen names its schema; a {} "
                                        "takes its upstream's", p.source_line, p.name, role_name(p.role)));
@@ -1328,6 +1331,8 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
       st = r.get_double(v, kpath, &p->cores);
     } else if (key == "schema") {
       st = r.get_string(v, kpath, false, &p->schema);
+    } else if (key == "results") {
+      st = r.get_string(v, kpath, true, &p->results);
     } else if (key == "operators") {
       if (v.IsNull()) continue;
       if (!v.IsSequence()) {
@@ -2060,6 +2065,7 @@ std::string dump_deployment(const Deployment& d) {
     e << YAML::Key << "cores" << YAML::Value << fmt_double(p.cores);
     e << YAML::Key << "split" << YAML::Value << split_name(p.split);
     if (!p.schema.empty()) e << YAML::Key << "schema" << YAML::Value << YAML::DoubleQuoted << p.schema;
+    if (!p.results.empty()) e << YAML::Key << "results" << YAML::Value << YAML::DoubleQuoted << p.results;
     e << YAML::Key << "operators" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const auto& op : p.operators) {
       e << YAML::BeginMap << YAML::Key << op.kind << YAML::Value << YAML::BeginMap;

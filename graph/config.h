@@ -121,6 +121,8 @@ struct ProcessConfig {
   Split split = Split::kStream;    // with several downstream links
   std::vector<OperatorConfig> operators;
   std::string schema;              // a loadgen's stream schema; "": the top-level `schema`
+  std::string results;             // a sink: write every tuple it receives to this CSV file
+                                   // ({instance} is replaced by the instance's number)
   // Resolved: the schema of the stream into it (a loadgen: none) and out of
   // it (after its operators).
   Schema in_schema, out_schema;

@@ -61,6 +61,12 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
     std::unique_ptr<Destination> dest;
     if (pc.role == Role::kSink) {
       auto v = std::make_unique<Verifier>(send_pool);
+      if (!pc.results.empty()) {
+        std::string path = pc.results;
+        if (auto at = path.find("{instance}"); at != std::string::npos)
+          path.replace(at, 10, std::to_string(k));
+        if (st = v->write_results(path, pc.out_schema); !st) return st;
+      }
       b->verifiers.push_back(v.get());
       dest = std::move(v);
     } else {

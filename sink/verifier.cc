@@ -1,7 +1,10 @@
 #include "sink/verifier.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+
+#include <fmt/format.h>
 
 namespace sluice {
 
@@ -51,6 +54,19 @@ void Verifier::verify_run(const std::byte* run, const Descriptor& d, uint64_t no
       prev = s;
     }
     latency_.record(now_ns > h.send_ts_ns ? now_ns - h.send_ts_ns : 0);
+    if (results_) {
+      t = p + kEventHeaderBytes;
+      for (uint32_t i = 0; i < h.tuple_count; ++i, t += h.tuple_bytes) {
+        for (size_t f = 0; f < result_fields_.size(); ++f) {
+          const FieldRef& r = result_fields_[f];
+          if (r.type == FieldType::kF64) fmt::print(results_, "{}{}", f ? "," : "", load_f64(t, r));
+          else if (r.type == FieldType::kU64 || r.type == FieldType::kTimestamp)
+            fmt::print(results_, "{}{}", f ? "," : "", static_cast<uint64_t>(load_i64(t, r)));
+          else fmt::print(results_, "{}{}", f ? "," : "", load_i64(t, r));
+        }
+        std::fputc('\n', results_);
+      }
+    }
   }
 }
 
@@ -102,7 +118,30 @@ Status Verifier::consume(std::span<const Descriptor> descs) {
   return {};
 }
 
-Status Verifier::finish() { return {}; }
+Status Verifier::finish() {
+  if (results_ && std::fflush(results_) != 0)
+    return Status::Error(fmt::format("writing the results file: {}", std::strerror(errno)));
+  return {};
+}
+
+Status Verifier::write_results(const std::string& path, const Schema& schema) {
+  results_ = std::fopen(path.c_str(), "w");
+  if (!results_) return Status::Error(fmt::format("results file {}: {}", path, std::strerror(errno)));
+  std::string header;
+  for (const auto& f : schema.fields()) {
+    if (f.type == FieldType::kBytes) continue;
+    FieldRef r;
+    schema.find(f.name, &r);
+    result_fields_.push_back(r);
+    header += (header.empty() ? "" : ",") + f.name;
+  }
+  fmt::print(results_, "{}\n", header);
+  return {};
+}
+
+Verifier::~Verifier() {
+  if (results_) std::fclose(results_);
+}
 
 void Verifier::report(ProcessSummary& s) const {
   s.lost += c_.lost;

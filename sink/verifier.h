@@ -16,6 +16,11 @@
 #pragma once
 
 #include <array>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "graph/schema.h"
 #include <memory>
 
 #include "node/node.h"
@@ -37,6 +42,12 @@ class Verifier final : public Destination {
  public:
   // Checks events in `pool`'s slots and releases each slot into it.
   explicit Verifier(SlotPool& pool) : pool_(pool), end_(std::make_unique<EndOfStream>()) {}
+  // Also writes every intact tuple to `path` as CSV (a header of the
+  // schema's field names, then one line per tuple; bytes fields left out):
+  // the results of a query, for whoever checks them. Buffered writes, off
+  // the data path's allocation rule only in that stdio buffers once.
+  Status write_results(const std::string& path, const Schema& schema);
+  ~Verifier() override;
   Status consume(std::span<const Descriptor> descs) override;
   Status finish() override;
   void report(ProcessSummary& s) const override;
@@ -59,6 +70,8 @@ class Verifier final : public Destination {
   std::array<uint64_t, kMaxStreams> corrupt_unseen_{};  // corrupt tuples not yet met as a gap
   std::array<uint64_t, kMaxStreams> missing_{};  // gaps counted lost, until END's accounts explain them
   std::unique_ptr<EndOfStream> end_;
+  FILE* results_ = nullptr;
+  std::vector<FieldRef> result_fields_;
 };
 
 }  // namespace sluice

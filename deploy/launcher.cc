@@ -214,6 +214,18 @@ std::string on_host(const Deployment& d, const ProcessOutcome& p) {
 
 std::string num(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "0"; }
 
+std::string operators_json(const ProcessSummary& s) {
+  std::string out;
+  for (size_t i = 0; i < s.operators.size(); ++i) {
+    const auto& o = s.operators[i];
+    out += fmt::format("{}{{\"name\":\"{}\",\"events_in\":{},\"events_out\":{},\"tuples_in\":{},"
+                       "\"tuples_out\":{},\"cpu_s\":{},\"state_bytes\":{}}}",
+                       i ? "," : "", json_escape(o.name), o.events_in, o.events_out, o.tuples_in,
+                       o.tuples_out, num(o.cpu_s), o.state_bytes);
+  }
+  return out;
+}
+
 // The pipeline, as its sinks saw it: every sink's tuples and counts added up,
 // over the longest of their measured intervals.
 void fill_pipeline(RunReport* r) {
@@ -229,6 +241,8 @@ void fill_pipeline(RunReport* r) {
     r->duplicated += s.duplicated;
     r->corrupt += s.corrupt;
     r->filtered += s.filtered;
+    r->aggregated += s.aggregated;
+    r->joined += s.joined;
     // Percentiles do not add up: report the worst sink's.
     r->latency_p50_us = std::max(r->latency_p50_us, s.latency_p50_us);
     r->latency_p99_us = std::max(r->latency_p99_us, s.latency_p99_us);
@@ -738,11 +752,11 @@ std::string report_json(const RunReport& r) {
   return fmt::format(
       "{{\"deployment\":{},\"preset\":{},\"run_dir\":{},\"ok\":{},\"error\":{},"
       "\"tuples\":{},\"tuples_per_s\":{},\"gbps\":{},\"lost\":{},\"duplicated\":{},"
-      "\"corrupt\":{},\"filtered\":{},\"latency_us\":{{\"p50\":{},\"p99\":{},\"max\":{}}},"
+      "\"corrupt\":{},\"filtered\":{},\"aggregated\":{},\"joined\":{},\"latency_us\":{{\"p50\":{},\"p99\":{},\"max\":{}}},"
       "\"processes\":[{}]{}}}",
       str(r.deployment), str(r.preset), str(r.run_dir), r.ok ? "true" : "false", str(r.error),
       r.tuples, num(r.tuples_per_s), num(r.gbps), r.lost, r.duplicated, r.corrupt, r.filtered,
-      num(r.latency_p50_us), num(r.latency_p99_us), num(r.latency_max_us), procs, prometheus_json(r));
+      r.aggregated, r.joined, num(r.latency_p50_us), num(r.latency_p99_us), num(r.latency_max_us), procs, prometheus_json(r));
 }
 
 std::string report_table(const RunReport& r) {
@@ -769,8 +783,11 @@ std::string report_table(const RunReport& r) {
                        s.rss_max_bytes / 1048576.0);
   }
   out += fmt::format("pipeline: {} tuples, {:.0f} tuples/s, {:.2f} Gb/s, lost {}, duplicated {}, "
-                     "corrupt {}, filtered {}, latency p50/p99/max {:.1f}/{:.1f}/{:.1f} us\n",
+                     "corrupt {}, filtered {}{}, latency p50/p99/max {:.1f}/{:.1f}/{:.1f} us\n",
                      r.tuples, r.tuples_per_s, r.gbps, r.lost, r.duplicated, r.corrupt, r.filtered,
+                     r.aggregated || r.joined
+                         ? fmt::format(", aggregated {}, joined {}", r.aggregated, r.joined)
+                         : "",
                      r.latency_p50_us, r.latency_p99_us, r.latency_max_us);
   for (const auto& p : r.processes) {
     const BurstSummary& b = p.summary.burst;
@@ -780,6 +797,11 @@ std::string report_table(const RunReport& r) {
                        p.name, b.bursts, b.processing_p50_us, b.processing_p99_us, b.processing_max_us,
                        b.head_events, b.head_p50_us, b.head_p99_us, b.tail_p50_us, b.tail_p99_us);
   }
+  for (const auto& p : r.processes)
+    for (const auto& o : p.summary.operators)
+      out += fmt::format("operator {}/{}: tuples in {}, out {}, cpu {:.3f} s ({:.1f} ns/tuple)\n",
+                         p.name, o.name, o.tuples_in, o.tuples_out, o.cpu_s,
+                         o.tuples_in ? o.cpu_s * 1e9 / o.tuples_in : 0.0);
   if (!r.prometheus_url.empty()) {
     out += fmt::format("prometheus ({}, samples in {}/prometheus/data):", r.prometheus_url, r.run_dir);
     for (const auto& [name, f] : r.prometheus)

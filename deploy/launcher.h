@@ -125,6 +125,7 @@ struct RunReport {
   uint64_t tuples = 0;
   double tuples_per_s = 0, gbps = 0;
   uint64_t lost = 0, duplicated = 0, corrupt = 0, filtered = 0;
+  uint64_t aggregated = 0, joined = 0;  // taken out upstream by operators (END accounts)
   double latency_p50_us = 0, latency_p99_us = 0, latency_max_us = 0;
 
   // --prometheus: the server, and per process what it recorded.

@@ -32,6 +32,7 @@
 #include <thread>
 #include <tuple>
 
+#include "graph/operator.h"
 #include "transport/event.h"
 #include "transport/handshake.h"
 
@@ -128,10 +129,79 @@ LinkOptions Deployment::link_options(size_t l, uint32_t instance) const {
   o.link_id = standalone ? 0 : static_cast<uint32_t>(l);
   o.name_receiver = !standalone;
   o.instance = instance;
-  o.tuple_bytes = tuple_bytes;
-  o.schema = link.schema;
+  // The stream on the link is its sender's output: the default schema goes
+  // by the top-level `schema` name (as it always has); any other by its
+  // whole description, which the handshake compares.
+  const Schema& sch = processes[links[l].from].out_schema;
+  if (sch.fields().empty() || sch.name() == "default") {
+    o.tuple_bytes = sch.fields().empty() ? tuple_bytes : sch.tuple_bytes();
+    o.schema = link.schema;
+  } else {
+    o.tuple_bytes = sch.tuple_bytes();
+    o.schema = sch.describe();
+  }
   o.wait = wait;
   return o;
+}
+
+const SchemaConfig* Deployment::find_schema(const std::string& name) const {
+  for (const auto& sc : schemas)
+    if (sc.schema.name() == name) return &sc;
+  return nullptr;
+}
+
+const SchemaConfig* Deployment::loadgen_schema(size_t i) const {
+  const std::string& n = processes[i].schema.empty() ? link.schema : processes[i].schema;
+  return find_schema(n);
+}
+
+const char* field_gen_name(FieldGen::Kind k) {
+  switch (k) {
+    case FieldGen::Kind::kSequence: return "sequence";
+    case FieldGen::Kind::kUniform: return "uniform";
+    case FieldGen::Kind::kZipf: return "zipf";
+    case FieldGen::Kind::kConstant: return "constant";
+    case FieldGen::Kind::kRandom: return "random";
+  }
+  return "?";
+}
+
+const std::string& OperatorConfig::get(std::string_view key) const {
+  static const std::string none;
+  for (const auto& [k, v] : params)
+    if (k == key) return v;
+  return none;
+}
+void OperatorConfig::set(const std::string& key, const std::string& value) {
+  for (auto& [k, v] : params)
+    if (k == key) {
+      v = value;
+      return;
+    }
+  params.emplace_back(key, value);
+}
+uint64_t OperatorConfig::u64(std::string_view key) const { return std::strtoull(get(key).c_str(), nullptr, 0); }
+int64_t OperatorConfig::i64(std::string_view key) const { return std::strtoll(get(key).c_str(), nullptr, 0); }
+double OperatorConfig::f64(std::string_view key) const { return std::strtod(get(key).c_str(), nullptr); }
+std::vector<std::string> OperatorConfig::list(std::string_view key) const {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : get(key)) {
+    if (c == ',' || c == '[' || c == ']' || c == ' ') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+OperatorConfig OperatorConfig::filter(const std::string& field, const std::string& op, int64_t value) {
+  OperatorConfig c;
+  c.kind = "filter";
+  c.params = {{"field", field}, {"op", op}, {"value", std::to_string(value)}};
+  return c;
 }
 
 uint32_t Deployment::first_stream(size_t i) const {
@@ -353,13 +423,13 @@ const std::vector<std::string> kTransports = {"tcp", "fabric", "ucx"};
 const std::vector<std::string> kCongestion = {"default", "reno", "cubic", "bbr"};
 const std::vector<std::string> kWaits = {"block", "spin", "hybrid"};
 const std::vector<std::string> kRoles = {"loadgen", "node", "sink"};
-const std::vector<std::string> kProcessKeys = {"name", "role", "host", "listen", "port", "cores", "split", "pin_stages", "operators"};
+const std::vector<std::string> kProcessKeys = {"name", "role", "host", "listen", "port", "cores", "split", "pin_stages", "operators", "schema", "results"};
+const std::vector<std::string> kSchemaKeys = {"fields", "tuple_bytes"};
+const std::vector<std::string> kFieldKeys = {"name", "type", "width", "gen"};
+const std::vector<std::string> kGenKinds = {"sequence", "uniform", "zipf", "constant", "random"};
 const std::vector<std::string> kHostKeys = {"name", "address", "cores", "rate", "ssh_user", "ssh_port"};
 const std::vector<std::string> kLaunchers = {"local", "netns", "ssh"};
-const std::vector<std::string> kOperatorKinds = {"filter"};
-const std::vector<std::string> kFilterKeys = {"field", "op", "value"};
-const std::vector<std::string> kFilterFields = {"key", "seq"};
-const std::vector<std::string> kFilterOps = {"lt", "le", "gt", "ge", "eq", "ne"};
+const std::vector<std::string>& kOperatorKinds = *new std::vector<std::string>(operator_kinds());
 
 
 // ---------------------------------------------------------------- Reader
@@ -804,7 +874,7 @@ const std::vector<Key>& keys() {
 
 const std::vector<std::string>& key_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> v = {"preset", "host", "hosts", "processes", "links"};
+    std::vector<std::string> v = {"preset", "host", "hosts", "schemas", "processes", "links"};
     for (const auto& k : link_keys()) v.push_back(k.name);
     for (const auto& k : keys()) v.push_back(k.name);
     return v;
@@ -853,7 +923,6 @@ const std::vector<std::string>* known_keys(Shape s) {
     case Shape::kProcess: return &kProcessKeys;
     case Shape::kHost: return &kHostKeys;
     case Shape::kOperator: return &kOperatorKinds;
-    case Shape::kFilter: return &kFilterKeys;
     case Shape::kLink: return &link_entry_keys();
     default: return nullptr;
   }
@@ -963,8 +1032,10 @@ struct Places {
 
 // ---------------------------------------------------------------- processes
 
-// One operator: a map with one key naming its kind. A new kind goes into
-// kOperatorKinds, and its own keys are read here by kind.
+// One operator: a map with one key naming its kind, whose keys are the
+// parameters its OperatorSpec declares (graph/operator.h): checked here for
+// names and types, defaults filled in; fields are checked against the
+// schema once the graph's schemas are resolved.
 Status parse_operator(const Reader& r, const YAML::Node& n, const std::string& path,
                       OperatorConfig* op) {
   if (!n.IsMap() || n.size() != 1)
@@ -974,21 +1045,245 @@ Status parse_operator(const Reader& r, const YAML::Node& n, const std::string& p
   std::vector<std::pair<YAML::Node, YAML::Node>> kv;
   if (Status st = r.keys_of(n, path, kOperatorKinds, &kv); !st) return st;
   op->kind = kv[0].first.Scalar();
+  op->source_line = r.where(kv[0].first);
+  op->path = path + "." + op->kind;
+  const OperatorSpec* spec = find_operator_spec(op->kind);
   const YAML::Node& body = kv[0].second;
   const std::string bpath = path + "." + op->kind;
-  if (body.IsNull()) return {};  // all defaults
-  if (!body.IsMap()) return r.error(body, bpath, fmt::format("expected a map, got {}", node_kind(body)));
+  std::vector<std::string> known;
+  for (const auto& p : spec->params) known.push_back(p.key);
   std::vector<std::pair<YAML::Node, YAML::Node>> fields;
-  if (Status st = r.keys_of(body, bpath, kFilterKeys, &fields); !st) return st;
-  for (auto& [k, v] : fields) {
+  if (!body.IsNull()) {
+    if (!body.IsMap())
+      return r.error(body, bpath, fmt::format("expected a map, got {}", node_kind(body)));
+    if (Status st = r.keys_of(body, bpath, known, &fields); !st) return st;
+  }
+  op->params.clear();
+  for (const auto& p : spec->params) {
+    const YAML::Node* given = nullptr;
+    for (auto& [k, v] : fields)
+      if (k.Scalar() == p.key) given = &v;
+    const std::string kpath = bpath + "." + p.key;
+    std::string text;
+    if (!given) {
+      if (!p.def)
+        return r.error(n, "", fmt::format("{}: operator '{}' needs '{}' ({}: {})", path, op->kind,
+                                          p.key, param_type_name(p.type), p.doc));
+      text = p.def;
+    } else if (given->IsSequence() && p.type == ParamType::kFieldList) {
+      for (auto e : *given) text += (text.empty() ? "" : ",") + (e.IsScalar() ? e.Scalar() : "?");
+    } else if (given->IsScalar()) {
+      text = given->Scalar();
+    } else {
+      return r.error(*given, kpath,
+                     fmt::format("expected {}, got {}", param_type_name(p.type), node_kind(*given)));
+    }
+    if (given)
+      if (std::string e = check_param(p, text, nullptr); !e.empty())
+        return r.error(*given, kpath, e);
+    op->params.emplace_back(p.key, text);
+    op->param_lines.push_back(given ? r.where(*given) : std::string());
+  }
+  return {};
+}
+
+// One field of a schema: name, type, width (bytes), gen.
+Status parse_field(const Reader& r, const YAML::Node& n, const std::string& path, FieldSpec* f,
+                   FieldGen* g) {
+  if (!n.IsMap()) return r.error(n, path, fmt::format("expected a map, got {}", node_kind(n)));
+  std::vector<std::pair<YAML::Node, YAML::Node>> kv;
+  if (Status st = r.keys_of(n, path, kFieldKeys, &kv); !st) return st;
+  bool have_name = false, have_type = false, have_gen = false;
+  for (auto& [k, v] : kv) {
     const std::string& key = k.Scalar();
-    const std::string kpath = bpath + "." + key;
+    const std::string kpath = path + "." + key;
     Status st;
-    if (key == "field") st = r.get_enum(v, kpath, kFilterFields, &op->field);
-    else if (key == "op") st = r.get_enum(v, kpath, kFilterOps, &op->op);
-    else if (key == "value") st = r.get(v, kpath, &op->value);
+    if (key == "name") {
+      have_name = true;
+      st = r.get_string(v, kpath, false, &f->name);
+    } else if (key == "type") {
+      have_type = true;
+      std::string t;
+      st = r.get_enum(v, kpath, {"i32", "i64", "u32", "u64", "f64", "timestamp", "bytes"}, &t);
+      if (st) parse_field_type(t, &f->type);
+    } else if (key == "width") {
+      st = r.get(v, kpath, &f->width);
+    } else if (key == "gen") {
+      have_gen = true;
+      // `gen: sequence` | `gen: random` | `gen: {uniform: N}` | `gen: {zipf: N, s: 1.2}` |
+      // `gen: {constant: V}` | `gen: {sequence: OFFSET}`
+      std::string kind;
+      YAML::Node arg;
+      if (v.IsScalar()) {
+        kind = v.Scalar();
+      } else if (v.IsMap()) {
+        for (auto e : v) {
+          const std::string ek = e.first.IsScalar() ? e.first.Scalar() : "";
+          if (ek == "s") {
+            st = r.get_double(e.second, kpath + ".s", &g->s);
+          } else if (kind.empty()) {
+            kind = ek;
+            arg = e.second;
+          } else {
+            st = r.error(e.first, kpath, "a generator is one of its kinds (and `s` for zipf)");
+          }
+          if (!st) return st;
+        }
+      }
+      if (std::find(kGenKinds.begin(), kGenKinds.end(), kind) == kGenKinds.end())
+        return r.error(v, kpath, fmt::format("expected a generator ({}), got '{}'{}", join(kGenKinds),
+                                             kind, did_you_mean(kind, kGenKinds)));
+      g->kind = kind == "sequence"  ? FieldGen::Kind::kSequence
+                : kind == "uniform" ? FieldGen::Kind::kUniform
+                : kind == "zipf"    ? FieldGen::Kind::kZipf
+                : kind == "constant" ? FieldGen::Kind::kConstant
+                                     : FieldGen::Kind::kRandom;
+      const bool needs_card = g->kind == FieldGen::Kind::kUniform || g->kind == FieldGen::Kind::kZipf;
+      if (needs_card) {
+        if (!arg.IsDefined() || arg.IsNull())
+          return r.error(v, kpath, fmt::format("{} needs a cardinality: {{{}: N}}", kind, kind));
+        st = r.get(arg, kpath + "." + kind, &g->cardinality);
+        if (st && g->cardinality == 0) st = r.error(arg, kpath + "." + kind, "must be at least 1");
+        if (st && g->kind == FieldGen::Kind::kZipf && g->cardinality > (1u << 24))
+          st = r.error(arg, kpath + ".zipf", "at most 16777216 (its table is made once)");
+      } else if (arg.IsDefined() && !arg.IsNull()) {
+        if (!arg.IsScalar()) return r.error(arg, kpath, "expected a number");
+        char* end = nullptr;
+        g->value = std::strtoll(arg.Scalar().c_str(), &end, 0);
+        if (arg.Scalar().empty() || *end) st = r.error(arg, kpath, fmt::format("expected an integer, got '{}'", arg.Scalar()));
+      }
+    }
     if (!st) return st;
   }
+  if (!have_name || !have_type)
+    return r.error(n, "", fmt::format("{}: missing required key '{}'", path, have_name ? "type" : "name"));
+  if (!have_gen) g->kind = f->type == FieldType::kBytes ? FieldGen::Kind::kRandom : FieldGen::Kind::kSequence;
+  return {};
+}
+
+Status parse_schemas(const Reader& r, const YAML::Node& n, Deployment* d) {
+  if (n.IsNull()) return {};
+  if (!n.IsMap())
+    return r.error(n, "schemas", fmt::format("expected a map of name -> {{fields: [...]}}, got {}",
+                                             node_kind(n)));
+  for (auto kv : n) {
+    const std::string name = kv.first.IsScalar() ? kv.first.Scalar() : "";
+    const std::string path = "schemas." + name;
+    const YAML::Node& body = kv.second;
+    if (!body.IsMap()) return r.error(body, path, fmt::format("expected a map, got {}", node_kind(body)));
+    std::vector<std::pair<YAML::Node, YAML::Node>> keys;
+    if (Status st = r.keys_of(body, path, kSchemaKeys, &keys); !st) return st;
+    SchemaConfig sc;
+    sc.source_line = r.where(kv.first);
+    std::vector<FieldSpec> fields;
+    uint32_t tuple_bytes = 0;
+    bool have_fields = false;
+    for (auto& [k, v] : keys) {
+      const std::string kpath = path + "." + k.Scalar();
+      if (k.Scalar() == "tuple_bytes") {
+        if (Status st = r.get(v, kpath, &tuple_bytes); !st) return st;
+      } else {
+        have_fields = true;
+        if (!v.IsSequence() || v.size() == 0)
+          return r.error(v, kpath, "expected a list of fields ({name, type, width, gen})");
+        for (size_t i = 0; i < v.size(); ++i) {
+          FieldSpec f;
+          FieldGen g;
+          if (Status st = parse_field(r, v[i], fmt::format("{}.{}", kpath, i), &f, &g); !st) return st;
+          fields.push_back(f);
+          sc.gens.push_back(g);
+        }
+      }
+    }
+    if (!have_fields) return r.error(kv.first, "", fmt::format("{}: missing required key 'fields'", path));
+    if (name == "default" || name == "sluice.tuple")
+      return r.error(kv.first, "", fmt::format("{}: '{}' is the default schema's name", path, name));
+    if (Status st = Schema::make(name, std::move(fields), tuple_bytes, &sc.schema); !st)
+      return r.error(kv.first, path, st.message());
+    if (d->find_schema(name))
+      return r.error(kv.first, path, fmt::format("schema '{}' declared twice", name));
+    d->schemas.push_back(std::move(sc));
+  }
+  return {};
+}
+
+// Every process's schemas in and out, from the loadgens down: a node's
+// upstreams must send one schema (a union of one schema); each operator
+// checks its fields against what flows into it and says what flows out.
+// Emitting operators get their derived stream's id, after every loadgen's.
+Status resolve_schemas(Deployment* d, const Places& at) {
+  auto& ps = d->processes;
+  uint32_t next_stream = 0;
+  for (const auto& p : ps)
+    if (p.role == Role::kLoadgen) next_stream += d->streams;
+  const uint32_t tpe_bytes = d->event_bytes;
+  std::vector<size_t> order = d->start_order();
+  std::reverse(order.begin(), order.end());  // loadgens first
+  for (size_t i : order) {
+    ProcessConfig& p = ps[i];
+    if (p.role == Role::kLoadgen) {
+      if (!p.schema.empty() && !d->find_schema(p.schema))
+        return Status::Error(fmt::format("{}: process '{}': no schema '{}' in schemas:", p.source_line,
+                                         p.name, p.schema));
+      const SchemaConfig* sc = d->loadgen_schema(i);
+      p.out_schema = sc ? sc->schema : Schema::default_for(d->tuple_bytes);
+      if (!p.operators.empty())
+        return Status::Error(fmt::format("{}: process '{}': operators run on nodes and sinks, not "
+                                         "on a loadgen", p.source_line, p.name));
+      continue;
+    }
+    if (!p.results.empty() && p.role != Role::kSink)
+      return Status::Error(fmt::format("{}: process '{}': only a sink writes `results`",
+                                       p.source_line, p.name));
+    if (!p.schema.empty())
+      return Status::Error(fmt::format("{}: process '{}': only a loadgen names its schema; a {} "
+                                       "takes its upstream's", p.source_line, p.name, role_name(p.role)));
+    size_t first_in = SIZE_MAX;
+    for (size_t l : d->inputs_of(i)) {
+      const ProcessConfig& up = ps[d->links[l].from];
+      if (first_in == SIZE_MAX) {
+        first_in = d->links[l].from;
+        p.in_schema = up.out_schema;
+      } else if (!up.out_schema.same_layout(p.in_schema)) {
+        return Status::Error(fmt::format(
+            "{}: process '{}': a union of one schema only: '{}' sends {}, '{}' sends {}",
+            p.source_line, p.name, ps[first_in].name, p.in_schema.describe(), up.name,
+            up.out_schema.describe()));
+      }
+    }
+    Schema cur = p.in_schema;
+    for (size_t j = 0; j < p.operators.size(); ++j) {
+      OperatorConfig& op = p.operators[j];
+      const OperatorSpec* spec = find_operator_spec(op.kind);
+      auto fail = [&](const std::string& msg) {
+        return Status::Error(fmt::format("{}: process '{}', operator {} ({}): {}",
+                                         op.source_line.empty() ? p.source_line : op.source_line,
+                                         p.name, j, op.kind, msg));
+      };
+      for (size_t k = 0; k < spec->params.size(); ++k) {
+        const auto& prm = spec->params[k];
+        const std::string e = check_param(prm, op.get(prm.key), &cur);
+        if (e.empty()) continue;
+        const std::string line = k < op.param_lines.size() ? op.param_lines[k] : "";
+        if (line.rfind("--set ", 0) == 0) return Status::Error(fmt::format("{}: {}", line, e));
+        return Status::Error(fmt::format("{}: key '{}.{}': process '{}', operator {} ({}): {}",
+                                         line.empty() ? op.source_line : line, op.path, prm.key,
+                                         p.name, j, op.kind, e));
+      }
+      if (spec->emits) {
+        if (next_stream >= kMaxStreams)
+          return fail(fmt::format("its derived stream would be stream {}, beyond the {} a pipeline "
+                                  "carries", next_stream, kMaxStreams));
+        op.derived_stream = next_stream++;
+      }
+      Schema out;
+      if (Status st = spec->output(op, cur, &out); !st) return fail(st.message());
+      op.max_event_tuples = tuples_per_event(out.tuple_bytes(), tpe_bytes);
+      cur = std::move(out);
+    }
+    p.out_schema = std::move(cur);
+  }
+  (void)at;
   return {};
 }
 
@@ -1057,6 +1352,10 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
                                  "got {}",
                                  v.IsScalar() || v.IsSequence() ? "'" + text + "'" : node_kind(v)));
       }
+    } else if (key == "schema") {
+      st = r.get_string(v, kpath, false, &p->schema);
+    } else if (key == "results") {
+      st = r.get_string(v, kpath, true, &p->results);
     } else if (key == "operators") {
       if (v.IsNull()) continue;
       if (!v.IsSequence()) {
@@ -1580,6 +1879,18 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
     if (it == given.end()) continue;
     if (Status st = key.read(r, it->second, d); !st) return st;
   }
+  if (auto it = given.find("schemas"); it != given.end())
+    if (Status st = parse_schemas(r, it->second, d); !st) return st;
+  // A named schema sets the tuple size of the loadgens' stream.
+  if (const SchemaConfig* sc = d->find_schema(d->link.schema)) {
+    if (given.count("tuple_bytes") && d->tuple_bytes != sc->schema.tuple_bytes())
+      return places.error("tuple_bytes",
+                          fmt::format("{} bytes, but schema '{}' ({}) has tuples of {} bytes; leave "
+                                      "tuple_bytes out or give the schema its tuple_bytes",
+                                      d->tuple_bytes, sc->schema.name(), sc->source_line,
+                                      sc->schema.tuple_bytes()));
+    d->tuple_bytes = sc->schema.tuple_bytes();
+  }
   d->link.tuple_bytes = d->tuple_bytes;
   d->link.wait = d->wait;
 
@@ -1666,7 +1977,13 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
   // and is unused by the others, so `--set preset=fabric-opt` runs a file
   // written for tcp. On a link of `links:`, a key its carrier does not have
   // is an error (parse_link).
-  return validate(*d, places, link_places, process_places);
+  if (Status st = validate(*d, places, link_places, process_places); !st) return st;
+  if (Status st = resolve_schemas(d, places); !st) return st;
+  for (size_t l = 0; l < d->links.size(); ++l) {
+    const LinkOptions o = d->link_options(l, 0);
+    d->links[l].options.tuple_bytes = o.tuple_bytes;
+  }
+  return {};
 }
 
 }  // namespace
@@ -1726,6 +2043,33 @@ std::string dump_deployment(const Deployment& d) {
   for (const auto& key : link_keys())
     if (key_applies(key.only, d.link.transport)) key.write(e, d.link);
   for (const auto& key : keys()) key.write(e, d);
+  if (!d.schemas.empty()) {
+    e << YAML::Key << "schemas" << YAML::Value << YAML::BeginMap;
+    for (const auto& sc : d.schemas) {
+      e << YAML::Key << sc.schema.name() << YAML::Value << YAML::BeginMap;
+      e << YAML::Key << "tuple_bytes" << YAML::Value << sc.schema.tuple_bytes();
+      e << YAML::Key << "fields" << YAML::Value << YAML::BeginSeq;
+      for (size_t i = 1; i < sc.schema.fields().size(); ++i) {
+        const FieldSpec& f = sc.schema.fields()[i];
+        const FieldGen& g = sc.gens[i - 1];
+        e << YAML::Flow << YAML::BeginMap;
+        e << YAML::Key << "name" << YAML::Value << f.name;
+        e << YAML::Key << "type" << YAML::Value << field_type_name(f.type);
+        if (f.type == FieldType::kBytes) e << YAML::Key << "width" << YAML::Value << f.width;
+        e << YAML::Key << "gen" << YAML::Value << YAML::BeginMap;
+        if (g.kind == FieldGen::Kind::kUniform || g.kind == FieldGen::Kind::kZipf)
+          e << YAML::Key << field_gen_name(g.kind) << YAML::Value << g.cardinality;
+        else if (g.kind == FieldGen::Kind::kRandom)
+          e << YAML::Key << "random" << YAML::Value << YAML::Null;
+        else
+          e << YAML::Key << field_gen_name(g.kind) << YAML::Value << g.value;
+        if (g.kind == FieldGen::Kind::kZipf) e << YAML::Key << "s" << YAML::Value << fmt_double(g.s);
+        e << YAML::EndMap << YAML::EndMap;
+      }
+      e << YAML::EndSeq << YAML::EndMap;
+    }
+    e << YAML::EndMap;
+  }
   if (!d.hosts.empty()) {
     e << YAML::Key << "hosts" << YAML::Value << YAML::BeginSeq;
     for (const auto& h : d.hosts) {
@@ -1756,12 +2100,12 @@ std::string dump_deployment(const Deployment& d) {
       e << YAML::Key << "pin_stages" << YAML::Value << YAML::DoubleQuoted << cpu_list_name(p.stage_cpus);
     else
       e << YAML::Key << "pin_stages" << YAML::Value << (p.pin_stages ? "on" : "off");
+    if (!p.schema.empty()) e << YAML::Key << "schema" << YAML::Value << YAML::DoubleQuoted << p.schema;
+    if (!p.results.empty()) e << YAML::Key << "results" << YAML::Value << YAML::DoubleQuoted << p.results;
     e << YAML::Key << "operators" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const auto& op : p.operators) {
       e << YAML::BeginMap << YAML::Key << op.kind << YAML::Value << YAML::BeginMap;
-      e << YAML::Key << "field" << YAML::Value << op.field;
-      e << YAML::Key << "op" << YAML::Value << op.op;
-      e << YAML::Key << "value" << YAML::Value << op.value;
+      for (const auto& [k, v] : op.params) e << YAML::Key << k << YAML::Value << v;
       e << YAML::EndMap << YAML::EndMap;
     }
     e << YAML::EndSeq << YAML::EndMap;

@@ -30,11 +30,13 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "base/ring.h"
 #include "base/status.h"
+#include "graph/schema.h"
 #include "transport/transport.h"
 
 namespace sluice {
@@ -49,11 +51,50 @@ enum class Split {
 };
 const char* split_name(Split s);
 
+// An operator as the deployment gives it: its kind and every declared
+// parameter as text, defaults filled in by the parser, in declaration order.
 struct OperatorConfig {
-  std::string kind = "filter";  // the operators issue adds more
-  std::string field = "key";    // key | seq
-  std::string op = "ge";        // lt le gt ge eq ne
-  uint64_t value = 0;
+  std::string kind = "filter";
+  std::vector<std::pair<std::string, std::string>> params;
+  std::string source_line;  // "file:line", for errors
+  std::string path;         // "processes.1.operators.0.filter", for errors
+  std::vector<std::string> param_lines;  // where each param was given ("" = default)
+  uint32_t derived_stream = 0;  // the stream id of what it emits (Deployment assigns)
+  uint32_t max_event_tuples = 0;  // rows per emitted event at most (Deployment assigns)
+
+  const std::string& get(std::string_view key) const;  // "" when absent
+  uint64_t u64(std::string_view key) const;
+  int64_t i64(std::string_view key) const;
+  double f64(std::string_view key) const;
+  std::vector<std::string> list(std::string_view key) const;  // "a,b" or "[a, b]"
+  // A filter (tests, and the shorthand of older files).
+  static OperatorConfig filter(const std::string& field, const std::string& op, int64_t value);
+  void set(const std::string& key, const std::string& value);
+};
+
+// How the load generator fills one field of a named schema
+// (schemas.NAME.fields.I.gen). Every value is a function of the tuple's
+// sequence number, so a test computes what a pipeline must deliver.
+struct FieldGen {
+  enum class Kind {
+    kSequence,  // the sequence number (+ `value`); the default for numbers
+    kUniform,   // a hash of seq and the field, uniform in [0, cardinality)
+    kZipf,      // Zipf(s) over [0, cardinality): rank 0 the most frequent
+    kConstant,  // `value`
+    kRandom,    // bytes (or numbers) from a hash of seq and the field; the default for bytes
+  };
+  Kind kind = Kind::kSequence;
+  uint64_t cardinality = 0;
+  double s = 1.0;
+  int64_t value = 0;
+};
+const char* field_gen_name(FieldGen::Kind k);
+
+// One schema of `schemas:`, with its fields' generators.
+struct SchemaConfig {
+  Schema schema;
+  std::vector<FieldGen> gens;  // one per declared field (schema.fields()[1..])
+  std::string source_line;
 };
 
 // A machine of `hosts:`: where processes run. A process names its host
@@ -85,6 +126,12 @@ struct ProcessConfig {
   bool pin_stages = false;
   std::vector<unsigned> stage_cpus;
   std::vector<OperatorConfig> operators;
+  std::string schema;              // a loadgen's stream schema; "": the top-level `schema`
+  std::string results;             // a sink: write every tuple it receives to this CSV file
+                                   // ({instance} is replaced by the instance's number)
+  // Resolved: the schema of the stream into it (a loadgen: none) and out of
+  // it (after its operators).
+  Schema in_schema, out_schema;
   std::string source_line;         // "file:line" where it was declared, for errors
 
   const std::string& bind_address() const { return listen.empty() ? host : listen; }
@@ -147,6 +194,9 @@ struct Deployment {
   bool copy_binaries = false;      // `copy_binaries`: scp the programs to remote_dir/bin first
   uint64_t host_rate_bps = 0;      // `host_rate`: every host's `rate` unless it sets one
   std::string subnet;              // `subnet` (a.b.c.d/n) the netns hosts share; "": the /24 of the first
+  // `schemas:` (name -> fields); `schema` (link.schema) names the loadgens'
+  // one, else the default schema (seq, key, payload) goes by that name.
+  std::vector<SchemaConfig> schemas;
   std::vector<ProcessConfig> processes;
   std::vector<LinkConfig> links;   // explicit, or the chain of processes in order
   bool chain = false;              // true when `links:` was left out
@@ -157,6 +207,10 @@ struct Deployment {
   // receiver. Not a key of the file.
   bool standalone = false;
 
+  const SchemaConfig* find_schema(const std::string& name) const;
+  // The schema the loadgen process i generates (its own `schema`, else the
+  // top-level one), with its generators; nullptr: the default schema.
+  const SchemaConfig* loadgen_schema(size_t i) const;
   // Index of a process by name, or -1.
   int process_index(const std::string& name) const;
   // Links into / out of process i, as indices into `links`, in file order.

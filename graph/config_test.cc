@@ -129,14 +129,14 @@ TEST(Config, OverrideIntoOperatorsAndWholeValues) {
   Deployment d = parse_ok(y, {"processes.1.operators.0.filter.value=7",
                               "processes.1.operators.0.filter.op=lt"});
   ASSERT_EQ(d.processes[1].operators.size(), 1u);
-  EXPECT_EQ(d.processes[1].operators[0].value, 7u);
-  EXPECT_EQ(d.processes[1].operators[0].op, "lt");
+  EXPECT_EQ(d.processes[1].operators[0].get("value"), "7");
+  EXPECT_EQ(d.processes[1].operators[0].get("op"), "lt");
 
   Deployment w = parse_ok(y, {"processes.1.operators=[{filter: {field: seq, op: ne, value: 3}}]"});
-  EXPECT_EQ(w.processes[1].operators[0].field, "seq");
+  EXPECT_EQ(w.processes[1].operators[0].get("field"), "seq");
   std::string e = parse_err(y, {"processes.1.operators=[{filter: {field: seq, op: neq}}]"});
   EXPECT_HAS(e, "--set processes.1.operators=[{filter: {field: seq, op: neq}}]: key "
-                "'processes.1.operators.0.filter.op': invalid value 'neq'");
+                "'processes.1.operators.0.filter.op': invalid value 'neq' (allowed: lt|le|gt|ge|eq|ne)");
 }
 
 TEST(Config, OverrideErrors) {
@@ -210,7 +210,8 @@ TEST(Config, InvalidEnum) {
       - filter: {field: when, op: ge, value: 0}
   - {name: sink, role: sink}
 )"),
-             "test.yaml:7: key 'processes.1.operators.1.filter.field': invalid value 'when'");
+             "test.yaml:7: key 'processes.1.operators.1.filter.field': process 'node-a', operator 1 "
+             "(filter): no field 'when' in schema default (fields: seq, key)");
   EXPECT_HAS(parse_err(R"(processes:
   - {name: loadgen, role: loadgen}
   - {name: node-a, role: node, operators: [{map: {}}]}
@@ -554,9 +555,7 @@ void expect_same(const Deployment& a, const Deployment& b) {
     ASSERT_EQ(p.operators.size(), q.operators.size());
     for (size_t j = 0; j < p.operators.size(); ++j) {
       EXPECT_EQ(p.operators[j].kind, q.operators[j].kind);
-      EXPECT_EQ(p.operators[j].field, q.operators[j].field);
-      EXPECT_EQ(p.operators[j].op, q.operators[j].op);
-      EXPECT_EQ(p.operators[j].value, q.operators[j].value);
+      EXPECT_EQ(p.operators[j].params, q.operators[j].params);
     }
   }
 }
@@ -1029,9 +1028,9 @@ TEST(Config, ExamplePipelineParses) {
   EXPECT_EQ(d.processes[1].name, "node-a");
   ASSERT_EQ(d.processes[1].operators.size(), 1u);
   EXPECT_EQ(d.processes[1].operators[0].kind, "filter");
-  EXPECT_EQ(d.processes[1].operators[0].field, "key");
-  EXPECT_EQ(d.processes[1].operators[0].op, "ge");
-  EXPECT_EQ(d.processes[1].operators[0].value, 0u);
+  EXPECT_EQ(d.processes[1].operators[0].get("field"), "key");
+  EXPECT_EQ(d.processes[1].operators[0].get("op"), "ge");
+  EXPECT_EQ(d.processes[1].operators[0].get("value"), "0");
   EXPECT_EQ(d.processes[2].name, "node-b");
   EXPECT_EQ(d.processes[3].role, Role::kSink);
   // And with the README's variation.
@@ -1218,6 +1217,72 @@ TEST(ConfigHosts, RatesAndCpuLists) {
   EXPECT_EQ(cpu_list_name(c), "0-2,4");
   for (const char* bad : {"", "a", "1-", "3-1", "1,1", "1024", "0,,1"})
     EXPECT_FALSE(parse_cpu_list(bad, &c)) << bad;
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+const char* kSchemaFile = R"(schema: trades
+schemas:
+  trades:
+    fields:
+      - {name: sym, type: u32, gen: {uniform: 16}}
+      - {name: price, type: i64, gen: {zipf: 100, s: 1.1}}
+      - {name: tag, type: bytes, width: 6}
+processes:
+  - {name: gen, role: loadgen}
+  - name: mid
+    role: node
+    operators:
+      - filter: {field: price, op: ge, value: 10}
+      - aggregate: {group_by: sym, sum: price, window: 100}
+  - {name: end, role: sink}
+)";
+
+TEST(ConfigSchemas, NamedSchemaFlowsThroughOperatorsAndIntoTheHandshake) {
+  Deployment d;
+  ASSERT_TRUE(parse_deployment(kSchemaFile, "s.yaml", {}, &d).ok());
+  ASSERT_EQ(d.schemas.size(), 1u);
+  EXPECT_EQ(d.tuple_bytes, 8u + 4 + 8 + 6);
+  EXPECT_EQ(d.schemas[0].gens[1].kind, FieldGen::Kind::kZipf);
+  EXPECT_EQ(d.schemas[0].gens[2].kind, FieldGen::Kind::kRandom);
+  // Link 0 carries trades, link 1 the aggregate's rows.
+  EXPECT_EQ(d.link_options(0, 0).schema, "trades{seq:u64,sym:u32,price:i64,tag:bytes[6];tuple_bytes=26}");
+  EXPECT_EQ(d.link_options(1, 0).schema, d.processes[1].out_schema.describe());
+  EXPECT_EQ(d.link_options(1, 0).tuple_bytes, 40u);
+  EXPECT_EQ(d.processes[1].operators[1].derived_stream, 1u);  // after the loadgen's stream 0
+  // Dumped and parsed again: the same schema.
+  Deployment e;
+  ASSERT_TRUE(parse_deployment(dump_deployment(d), "dump", {}, &e).ok()) << dump_deployment(d);
+  EXPECT_EQ(e.link_options(0, 0).schema, d.link_options(0, 0).schema);
+  EXPECT_EQ(e.schemas[0].gens[1].cardinality, 100u);
+}
+
+TEST(ConfigSchemas, ErrorsNameFileLineKeyAndOperator) {
+  Deployment d;
+  std::string y = kSchemaFile;
+  auto err = [&](const std::string& from, const std::string& to) {
+    std::string t = y;
+    t.replace(t.find(from), from.size(), to);
+    Status st = parse_deployment(t, "s.yaml", {}, &d);
+    EXPECT_FALSE(st.ok()) << t;
+    return st.message();
+  };
+  EXPECT_HAS(err("type: u32", "type: u31"), "s.yaml:5: key 'schemas.trades.fields.0.type': invalid value 'u31'");
+  EXPECT_HAS(err("{uniform: 16}", "{uniformm: 16}"), "did you mean 'uniform'");
+  EXPECT_HAS(err("field: price", "field: prise"),
+             "s.yaml:13: key 'processes.1.operators.0.filter.field': process 'mid', operator 0 "
+             "(filter): no field 'prise' in schema trades");
+  EXPECT_HAS(err("window: 100", "windw: 100"),
+             "unknown key 'processes.1.operators.1.aggregate.windw' (did you mean 'window'?)");
+  EXPECT_HAS(err("window: 100", "window: many"),
+             "key 'processes.1.operators.1.aggregate.window': expected an unsigned integer, got 'many'");
+  // After the aggregate, the stream is its rows: a filter on price no longer fits.
+  EXPECT_HAS(err("window: 100}", "window: 100}\n      - filter: {field: price}"),
+             "operator 2 (filter): no field 'price' in schema aggregate");
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
-// filter: keeps the tuples whose field (key or seq) compares true with a
-// constant. When every tuple of a run passes, it writes nothing at all.
+// filter: keeps the tuples whose field compares true with a constant. When
+// every tuple of a run passes, it writes nothing at all.
 #include <fmt/format.h>
 
 #include <cstring>
@@ -12,8 +12,8 @@ namespace {
 
 enum class Cmp { kLt, kLe, kGt, kGe, kEq, kNe };
 
-template <Cmp C>
-inline bool compare(uint64_t a, uint64_t b) {
+template <Cmp C, class T>
+inline bool compare(T a, T b) {
   if constexpr (C == Cmp::kLt) return a < b;
   if constexpr (C == Cmp::kLe) return a <= b;
   if constexpr (C == Cmp::kGt) return a > b;
@@ -22,14 +22,14 @@ inline bool compare(uint64_t a, uint64_t b) {
   return a != b;
 }
 
-template <Cmp C, bool kOnSeq>
+// T: the field's type as stored (uint32_t, uint64_t, int32_t, int64_t, double).
+template <Cmp C, class T>
 class Filter final : public Operator {
  public:
-  explicit Filter(uint64_t value) : value_(value) {}
+  Filter(uint32_t offset, T value) : offset_(offset), value_(value) {}
   const char* name() const override { return "filter"; }
 
-  void process(std::byte* run, Descriptor& d) override {
-    if (d.flags & kDescEnd) return;
+  Result process(std::byte* run, Descriptor& d, Emitter&) override {
     size_t in = 0, out = 0;  // read and write offsets within the run
     uint32_t tuples = 0;
     for (uint32_t e = 0; e < d.events; ++e) {
@@ -75,54 +75,75 @@ class Filter final : public Operator {
     }
     d.bytes = static_cast<uint32_t>(out);
     d.tuples = tuples;
+    return kKeep;
   }
 
  private:
   bool keep(const std::byte* t) const {
-    uint64_t v = kOnSeq ? tuple_seq(t) : tuple_key(t);
+    T v;
+    std::memcpy(&v, t + offset_, sizeof v);
     return compare<C>(v, value_);
   }
-  uint64_t value_;
+  uint32_t offset_;
+  T value_;
 };
 
-template <bool kOnSeq>
-std::unique_ptr<Operator> make_filter(const std::string& op, uint64_t v) {
-  if (op == "lt") return std::make_unique<Filter<Cmp::kLt, kOnSeq>>(v);
-  if (op == "le") return std::make_unique<Filter<Cmp::kLe, kOnSeq>>(v);
-  if (op == "gt") return std::make_unique<Filter<Cmp::kGt, kOnSeq>>(v);
-  if (op == "ge") return std::make_unique<Filter<Cmp::kGe, kOnSeq>>(v);
-  if (op == "eq") return std::make_unique<Filter<Cmp::kEq, kOnSeq>>(v);
-  if (op == "ne") return std::make_unique<Filter<Cmp::kNe, kOnSeq>>(v);
+template <class T>
+std::unique_ptr<Operator> make_typed(const std::string& op, uint32_t offset, T v) {
+  if (op == "lt") return std::make_unique<Filter<Cmp::kLt, T>>(offset, v);
+  if (op == "le") return std::make_unique<Filter<Cmp::kLe, T>>(offset, v);
+  if (op == "gt") return std::make_unique<Filter<Cmp::kGt, T>>(offset, v);
+  if (op == "ge") return std::make_unique<Filter<Cmp::kGe, T>>(offset, v);
+  if (op == "eq") return std::make_unique<Filter<Cmp::kEq, T>>(offset, v);
+  if (op == "ne") return std::make_unique<Filter<Cmp::kNe, T>>(offset, v);
   return nullptr;
+}
+
+std::unique_ptr<Operator> make_filter(const OperatorConfig& cfg, const Schema& in, Status* st) {
+  FieldRef f;
+  if (!in.find(cfg.get("field"), &f)) {
+    *st = Status::Error(fmt::format("filter field '{}' is not in schema {}", cfg.get("field"), in.describe()));
+    return nullptr;
+  }
+  const std::string& op = cfg.get("op");
+  const std::string& v = cfg.get("value");
+  std::unique_ptr<Operator> r;
+  switch (f.type) {
+    case FieldType::kU32: r = make_typed<uint32_t>(op, f.offset, static_cast<uint32_t>(std::strtoull(v.c_str(), nullptr, 0))); break;
+    case FieldType::kU64:
+    case FieldType::kTimestamp: r = make_typed<uint64_t>(op, f.offset, std::strtoull(v.c_str(), nullptr, 0)); break;
+    case FieldType::kI32: r = make_typed<int32_t>(op, f.offset, static_cast<int32_t>(std::strtoll(v.c_str(), nullptr, 0))); break;
+    case FieldType::kI64: r = make_typed<int64_t>(op, f.offset, std::strtoll(v.c_str(), nullptr, 0)); break;
+    case FieldType::kF64: r = make_typed<double>(op, f.offset, std::strtod(v.c_str(), nullptr)); break;
+    case FieldType::kBytes:
+      *st = Status::Error(fmt::format("filter field '{}' is bytes; a filter compares numbers", cfg.get("field")));
+      return nullptr;
+  }
+  if (!r) *st = Status::Error(fmt::format("filter op '{}' unknown (known: lt le gt ge eq ne)", op));
+  return r;
+}
+
+Status filter_output(const OperatorConfig& cfg, const Schema& in, Schema* out) {
+  FieldRef f;
+  if (in.find(cfg.get("field"), &f) && f.type == FieldType::kBytes)
+    return Status::Error(fmt::format("field '{}' is bytes; a filter compares numbers", cfg.get("field")));
+  *out = in;
+  return {};
 }
 
 }  // namespace
 
-std::unique_ptr<Operator> make_operator(const OperatorConfig& cfg, Status* st) {
-  if (cfg.kind != "filter") {
-    *st = Status::Error(fmt::format("unknown operator '{}' (known: filter)", cfg.kind));
-    return nullptr;
-  }
-  std::unique_ptr<Operator> op;
-  if (cfg.field == "key") op = make_filter<false>(cfg.op, cfg.value);
-  else if (cfg.field == "seq") op = make_filter<true>(cfg.op, cfg.value);
-  else {
-    *st = Status::Error(fmt::format("filter field '{}' unknown (known: key, seq)", cfg.field));
-    return nullptr;
-  }
-  if (!op) *st = Status::Error(fmt::format("filter op '{}' unknown (known: lt le gt ge eq ne)", cfg.op));
-  return op;
-}
-
-Status OperatorChain::make(const std::vector<OperatorConfig>& cfgs, OperatorChain* out) {
-  out->ops_.clear();
-  for (const auto& c : cfgs) {
-    Status st;
-    auto op = make_operator(c, &st);
-    if (!op) return st;
-    out->ops_.push_back(std::move(op));
-  }
-  return {};
+const OperatorSpec& filter_spec() {
+  static const OperatorSpec s{
+      "filter",
+      "keeps the tuples whose `field` compares true (`op`) with `value`; drops the rest in place",
+      {
+          {"field", ParamType::kField, "key", "the numeric field compared", nullptr},
+          {"op", ParamType::kEnum, "ge", "the comparison", "lt|le|gt|ge|eq|ne"},
+          {"value", ParamType::kI64, "0", "the constant compared with", nullptr},
+      },
+      false, 0, 0, filter_output, make_filter};
+  return s;
 }
 
 }  // namespace sluice

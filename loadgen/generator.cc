@@ -21,7 +21,83 @@ size_t generator_slots(const Deployment& d) {
 
 }  // namespace
 
-Generator::Generator(const Deployment& d, uint32_t instance, uint32_t first_stream)
+namespace {
+uint64_t mix(uint64_t x) {  // splitmix64's finalizer
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+FieldFiller::FieldFiller(const SchemaConfig& sc) {
+  for (size_t i = 1; i < sc.schema.fields().size(); ++i) {
+    Field f;
+    sc.schema.find(sc.schema.fields()[i].name, &f.ref);
+    f.gen = sc.gens[i - 1];
+    f.salt = mix(i * 0x5851F42D4C957F2Dull);
+    if (f.gen.kind == FieldGen::Kind::kZipf) {
+      f.cdf.resize(f.gen.cardinality);
+      double sum = 0;
+      for (uint64_t r = 0; r < f.gen.cardinality; ++r) sum += 1.0 / std::pow(double(r + 1), f.gen.s);
+      double acc = 0;
+      for (uint64_t r = 0; r < f.gen.cardinality; ++r) {
+        acc += 1.0 / std::pow(double(r + 1), f.gen.s) / sum;
+        f.cdf[r] = acc;
+      }
+      f.cdf.back() = 1.0;
+    }
+    fields_.push_back(std::move(f));
+  }
+}
+
+int64_t FieldFiller::value(size_t i, uint64_t seq) const {
+  const Field& f = fields_[i];
+  switch (f.gen.kind) {
+    case FieldGen::Kind::kSequence: return static_cast<int64_t>(seq) + f.gen.value;
+    case FieldGen::Kind::kConstant: return f.gen.value;
+    case FieldGen::Kind::kUniform: return static_cast<int64_t>(mix(seq ^ f.salt) % f.gen.cardinality);
+    case FieldGen::Kind::kZipf: {
+      const double u = double(mix(seq ^ f.salt) >> 11) * 0x1.0p-53;
+      return std::lower_bound(f.cdf.begin(), f.cdf.end(), u) - f.cdf.begin();
+    }
+    case FieldGen::Kind::kRandom: return static_cast<int64_t>(mix(seq ^ f.salt));
+  }
+  return 0;
+}
+
+void FieldFiller::fill(std::byte* t, uint64_t seq) const {
+  for (size_t i = 0; i < fields_.size(); ++i) {
+    const Field& f = fields_[i];
+    std::byte* p = t + f.ref.offset;
+    if (f.ref.type == FieldType::kBytes) {
+      for (uint32_t b = 0; b < f.ref.width; b += 8) {
+        const uint64_t v = f.gen.kind == FieldGen::Kind::kConstant ? uint64_t(f.gen.value)
+                                                                    : mix(seq ^ f.salt ^ (uint64_t{b} << 40));
+        std::memcpy(p + b, &v, std::min<uint32_t>(8, f.ref.width - b));
+      }
+      continue;
+    }
+    const int64_t v = value(i, seq);
+    switch (f.ref.type) {
+      case FieldType::kI32:
+      case FieldType::kU32: {
+        const uint32_t w = static_cast<uint32_t>(v);
+        std::memcpy(p, &w, 4);
+        break;
+      }
+      case FieldType::kF64: {
+        const double w = static_cast<double>(v);
+        std::memcpy(p, &w, 8);
+        break;
+      }
+      default: std::memcpy(p, &v, 8);
+    }
+  }
+}
+
+Generator::Generator(const Deployment& d, uint32_t instance, uint32_t first_stream,
+                     const SchemaConfig* schema)
     : tuple_bytes_(d.tuple_bytes),
       tuples_per_event_(tuples_per_event(d.tuple_bytes, d.event_bytes)),
       data_bytes_(d.data_bytes),
@@ -39,6 +115,7 @@ Generator::Generator(const Deployment& d, uint32_t instance, uint32_t first_stre
                      8 + size_t{d.streams} * sizeof(EndOfStreamEntry))),
       next_seq_(d.streams, 0),
       events_(d.streams, 0) {
+  if (schema) filler_ = std::make_unique<FieldFiller>(*schema);
   // Payload bytes depend only on their offset inside a tuple (or the data
   // block), so they stay right when an operator moves tuples around.
   for (uint32_t s = 0; s < pool_.slots(); ++s) {
@@ -99,6 +176,13 @@ Descriptor Generator::make_event(uint32_t slot, uint64_t ts) {
   h.event_seq = events_[s];
   std::memcpy(p, &h, sizeof h);
   std::byte* t = p + kEventHeaderBytes;
+  if (filler_) {
+    for (uint32_t i = 0; i < count; ++i, t += tuple_bytes_) {
+      const uint64_t seq = h.first_seq + i;
+      std::memcpy(t + kTupleSeqOffset, &seq, 8);
+      filler_->fill(t, seq);
+    }
+  } else
   for (uint32_t i = 0; i < count; ++i, t += tuple_bytes_) {
     const uint64_t seq = h.first_seq + i;
     const uint32_t key = tuple_key_for(seq);
@@ -124,7 +208,7 @@ Descriptor Generator::make_end(uint32_t slot) {
   eos.n_streams = streams_;
   for (uint32_t s = 0; s < streams_; ++s)
     eos.streams[s] = {first_stream_ + s, 0, next_seq_[s], events_[s]};
-  std::memcpy(p, &eos, eos.wire_bytes());
+  write_end(eos, p);
   return {slot, 0, static_cast<uint32_t>(eos.wire_bytes()), 0, 0, kDescEnd};
 }
 

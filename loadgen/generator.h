@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <vector>
 
 #include "graph/config.h"
@@ -27,10 +28,34 @@ inline uint32_t tuple_key_for(uint64_t seq) {
   return static_cast<uint32_t>((seq * 0x9E3779B97F4A7C15ull) >> 54);
 }
 
+// The values a named schema's field generators give (FieldGen), as a
+// function of the tuple's sequence number: what the load generator writes and
+// what a test expects. Tables (zipf) are made once, in the constructor.
+class FieldFiller {
+ public:
+  explicit FieldFiller(const SchemaConfig& sc);
+  // Writes every declared field of the tuple with sequence number `seq`.
+  void fill(std::byte* tuple, uint64_t seq) const;
+  // Field i's (0: the first declared) numeric value for `seq`.
+  int64_t value(size_t i, uint64_t seq) const;
+
+ private:
+  struct Field {
+    FieldRef ref;
+    FieldGen gen;
+    uint64_t salt;
+    std::vector<double> cdf;  // zipf
+  };
+  std::vector<Field> fields_;
+};
+
 class Generator final : public Source {
  public:
   // Streams first_stream .. first_stream + d.streams - 1 (Deployment::first_stream).
-  Generator(const Deployment& d, uint32_t instance, uint32_t first_stream = 0);
+  // `schema`: a named schema's fields and their generators; nullptr: the
+  // default schema (seq, key, payload), the fast path.
+  Generator(const Deployment& d, uint32_t instance, uint32_t first_stream = 0,
+            const SchemaConfig* schema = nullptr);
   Status next(std::span<Descriptor> out, size_t* n) override;
   SlotPool& pool() override { return pool_; }
   void shutdown() override;
@@ -55,6 +80,7 @@ class Generator final : public Source {
   double t0_ = -1;
   bool ended_ = false;
   std::atomic<bool> stop_{false};
+  std::unique_ptr<FieldFiller> filler_;
 };
 
 }  // namespace sluice

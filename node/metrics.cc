@@ -207,7 +207,7 @@ const Field kFields[] = {
     SLUICE_F(cpb_p, "{:.4f}"), SLUICE_F(epe_joules, "{:.4e}"),
     SLUICE_F(rss_max_bytes),
     SLUICE_F(lost), SLUICE_F(duplicated), SLUICE_F(corrupt),
-    SLUICE_F(filtered), SLUICE_F(credit_waits),
+    SLUICE_F(filtered), SLUICE_F(aggregated), SLUICE_F(joined), SLUICE_F(credit_waits),
     SLUICE_F(metrics_url),
     SLUICE_F(cpus), SLUICE_F(last_cpu),
 };
@@ -297,7 +297,13 @@ std::string ProcessSummary::measured_json() const {
         R"({}{{"name":"{}","direction":"{}","frames":{},"bytes":{},"syscalls":{},"credit_waits":{},"credit_wait_s":{:.6f}}})",
         li.empty() ? "" : ",", json_escape(l.name), l.out ? "out" : "in", l.frames, l.bytes,
         l.syscalls, l.credit_waits, finite(l.credit_wait_s));
-  out += fmt::format(R"(,"stages":[{}],"links":[{}])", st, li);
+  std::string ops;
+  for (const auto& o : operators)
+    ops += fmt::format(
+        R"({}{{"name":"{}","events_in":{},"events_out":{},"tuples_in":{},"tuples_out":{},"cpu_s":{:.6f},"state_bytes":{}}})",
+        ops.empty() ? "" : ",", json_escape(o.name), o.events_in, o.events_out, o.tuples_in,
+        o.tuples_out, finite(o.cpu_s), o.state_bytes);
+  out += fmt::format(R"(,"stages":[{}],"links":[{}],"operators":[{}])", st, li, ops);
   return out;
 }
 
@@ -356,6 +362,19 @@ Status summary_from_json(const std::string& text, ProcessSummary* out) {
         l.credit_waits = e["credit_waits"].as<uint64_t>();
         l.credit_wait_s = e["credit_wait_s"].as<double>();
         s.links.push_back(std::move(l));
+      }
+    }
+    if (auto ops = n["operators"]) {
+      for (const auto& e : ops) {
+        OperatorSummary o;
+        o.name = e["name"].as<std::string>();
+        o.events_in = e["events_in"].as<uint64_t>();
+        o.events_out = e["events_out"].as<uint64_t>();
+        o.tuples_in = e["tuples_in"].as<uint64_t>();
+        o.tuples_out = e["tuples_out"].as<uint64_t>();
+        o.cpu_s = e["cpu_s"].as<double>();
+        if (e["state_bytes"]) o.state_bytes = e["state_bytes"].as<uint64_t>();
+        s.operators.push_back(std::move(o));
       }
     }
     *out = std::move(s);

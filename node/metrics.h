@@ -173,6 +173,17 @@ struct BurstSummary {
   double tail_p50_us = 0, tail_p99_us = 0, tail_max_us = 0;
 };
 
+// One operator's work over the run (all instances of it added up): tuples
+// and events in and out, and the process stage's CPU time inside it, read
+// with a thread clock once per batch, not per tuple.
+struct OperatorSummary {
+  std::string name;  // "1:aggregate" (its place in the chain and its kind)
+  uint64_t events_in = 0, events_out = 0;
+  uint64_t tuples_in = 0, tuples_out = 0;
+  double cpu_s = 0;
+  uint64_t state_bytes = 0;  // declared when made
+};
+
 struct ProcessSummary {
   std::string name;
   std::string role;
@@ -191,12 +202,14 @@ struct ProcessSummary {
 
   // Sink only.
   uint64_t lost = 0, duplicated = 0, corrupt = 0, filtered = 0;
+  uint64_t aggregated = 0, joined = 0;  // taken out upstream by operators, from END's accounts
   double latency_p50_us = 0, latency_p99_us = 0, latency_max_us = 0;
 
   uint64_t credit_waits = 0;
   BurstSummary burst;  // sink with bursts only (burst.bursts > 0)
   std::vector<StageSummary> stages;
   std::vector<LinkSummary> links;
+  std::vector<OperatorSummary> operators;
   std::string metrics_url;  // its Prometheus endpoint, "" when off
   // Where it ran: the CPUs its main thread could run on at the end, and the
   // CPU it last ran on (each stage's are in `stages`).

@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <thread>
 
@@ -46,7 +48,7 @@ NetSource::~NetSource() {
 }
 
 std::unique_ptr<NetSource> NetSource::make(const std::vector<LinkOptions>& links,
-                                           TransportContext& ctx, Status* st) {
+                                           TransportContext& ctx, Status* st, size_t reserve) {
   if (links.empty() || links.size() > UINT16_MAX) {
     *st = Status::Error(fmt::format("a receive stage needs 1..{} upstream links, got {}",
                                     UINT16_MAX, links.size()));
@@ -58,11 +60,11 @@ std::unique_ptr<NetSource> NetSource::make(const std::vector<LinkOptions>& links
     slots += l.slots;
     slot_bytes = std::max<size_t>(slot_bytes, l.slot_bytes);
   }
-  s->pool_ = std::make_unique<SlotPool>(slots, slot_bytes);
+  s->pool_ = std::make_unique<SlotPool>(slots, slot_bytes, reserve);
   *st = ctx.register_pool(*s->pool_);
   if (!st->ok()) return nullptr;
   // Every slot starts with its link: posted, and granted by the handshake.
-  std::vector<uint32_t> all(slots);
+  std::vector<uint32_t> all(slots);  // the links' slots; the reserve is the process stage's
   if (s->pool_->try_acquire_n(all.data(), slots) != slots) {
     *st = Status::Error("a fresh pool did not hand out every slot");
     return nullptr;
@@ -136,10 +138,13 @@ Status NetSource::give_back_freed() {
 // A link's END: merged into one END for the instance. Every END but the last
 // frees its slot at once; the last carries the merged totals. False: drop it.
 bool NetSource::merge_end(const Descriptor& d) {
-  EndOfStream eos{};
-  std::memcpy(&eos, pool_->slot(d.slot), std::min<size_t>(d.bytes, sizeof eos));  // checked
-  for (uint32_t i = 0; i < eos.n_streams && merged_->n_streams < kMaxStreams; ++i)
-    merged_->streams[merged_->n_streams++] = eos.streams[i];
+  auto eos = std::make_unique<EndOfStream>();  // once per link, at its end
+  read_end(pool_->slot(d.slot), d.bytes, eos.get());  // checked
+  merged_->flags |= eos->flags & kEndAccounts;
+  for (uint32_t i = 0; i < eos->n_streams && merged_->n_streams < kMaxStreams; ++i) {
+    merged_->accounts[merged_->n_streams] = eos->accounts[i];
+    merged_->streams[merged_->n_streams++] = eos->streams[i];
+  }
   ++ended_;
   if (ended_ < links_.size()) {
     (void)pool_->release(d.slot);
@@ -155,7 +160,7 @@ bool NetSource::merge_end(const Descriptor& d) {
 // their own unless an upstream would otherwise wait.
 Status NetSource::sleep() {
   int timeout = -1;
-  size_t threshold = end_out_ ? 1 : pool_->slots();
+  size_t threshold = end_out_ ? 1 : pool_->reserve_first();
   for (size_t i = 0; i < links_.size(); ++i) {
     if (!watching_[i]) continue;
     const int p = links_[i]->poll_period_ms();
@@ -215,7 +220,7 @@ Status NetSource::next(std::span<Descriptor> out, size_t* n) {
           continue;
         }
         if (merge_end(out[e])) {
-          std::memcpy(pool_->slot(out[e].slot), merged_.get(), merged_->wire_bytes());
+          write_end(*merged_, pool_->slot(out[e].slot));
           out[e].bytes = static_cast<uint32_t>(merged_->wire_bytes());
           end_out_ = true;
         } else {
@@ -275,6 +280,8 @@ Status NetDestination::start() {
   nbatch_.assign(links_.size(), 0);
   runs_.resize(pool_.slot_bytes() / kEventHeaderBytes + 1);
   end_ = std::make_unique<EndOfStream>();
+  end_all_ = std::make_unique<EndOfStream>();
+  end_wire_ = std::make_unique<std::byte[]>(kMaxEndBytes);
   last_stats_.resize(links_.size());
   return {};
 }
@@ -333,14 +340,18 @@ Status NetDestination::end(const Descriptor& d) {
     for (auto& l : links_)
       if (st) st = l->end(p, d.bytes);
   } else {
-    EndOfStream all{};
-    std::memcpy(&all, p, std::min<size_t>(d.bytes, sizeof all));  // checked when it arrived
+    EndOfStream& all = *end_all_;
+    read_end(p, d.bytes, &all);  // checked when it arrived
     for (size_t i = 0; i < links_.size() && st; ++i) {
       end_->n_streams = 0;
+      end_->flags = all.flags;
       for (uint32_t e = 0; e < all.n_streams; ++e)
-        if (all.streams[e].stream % links_.size() == i) end_->streams[end_->n_streams++] = all.streams[e];
-      st = links_[i]->end(reinterpret_cast<const std::byte*>(end_.get()),
-                          static_cast<uint32_t>(end_->wire_bytes()));
+        if (all.streams[e].stream % links_.size() == i) {
+          end_->accounts[end_->n_streams] = all.accounts[e];
+          end_->streams[end_->n_streams++] = all.streams[e];
+        }
+      write_end(*end_, end_wire_.get());
+      st = links_[i]->end(end_wire_.get(), static_cast<uint32_t>(end_->wire_bytes()));
     }
   }
   if (d.slot != kNoSlot) {
@@ -534,10 +545,104 @@ bool Instance::hand_over(Descriptor& d) {
   return true;
 }
 
+// The process stage's Emitter for operator i: slots from the reserve (or,
+// with a handover copy, the handover pool, which this stage owns); what is
+// committed runs through operators i+1.. and goes to the send stage.
+class Instance::ChainEmitter final : public Emitter {
+ public:
+  ChainEmitter(Instance* in, size_t op) : in_(in), op_(op) {}
+  std::byte* acquire(uint32_t* capacity) override {
+    SlotPool& pool = *in_->work_pool_;
+    slot_ = in_->handover_ ? pool.acquire(in_->cfg_.wait) : pool.acquire_reserved(in_->cfg_.wait);
+    if (slot_ == kNoSlot) return nullptr;
+    *capacity = in_->cfg_.emit_capacity ? std::min<uint32_t>(in_->cfg_.emit_capacity, pool.slot_bytes())
+                                        : static_cast<uint32_t>(pool.slot_bytes());
+    return pool.slot(slot_);
+  }
+  void commit(uint32_t bytes, uint32_t events, uint32_t tuples) override {
+    Descriptor d{slot_, 0, bytes, events, tuples, 0};
+    slot_ = kNoSlot;
+    if (events == 0) {
+      (void)in_->work_pool_->release(d.slot);
+      return;
+    }
+    auto& c = in_->chain_.cost(op_);
+    c.events_out += events;
+    c.tuples_out += tuples;
+    const auto t0 = std::chrono::steady_clock::now();
+    if (in_->run_chain(d, op_ + 1)) in_->push_all(1, in_->to_send_, &d, 1);
+    in_->nested_s_[op_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+ private:
+  Instance* in_;
+  size_t op_;
+  uint32_t slot_ = kNoSlot;
+};
+
+bool Instance::run_chain(Descriptor& d, size_t from) {
+  for (size_t i = from; i < chain_.size(); ++i) {
+    auto& c = chain_.cost(i);
+    c.events_in += d.events;
+    c.tuples_in += d.tuples;
+    Operator& op = chain_.op(i);
+    // A clock read per operator per descriptor (a batch of events), not per
+    // tuple; what it emits is timed again by the operators after it, and
+    // taken out of its own time.
+    const double nested0 = nested_s_[i];
+    const auto t0 = std::chrono::steady_clock::now();
+    const Operator::Result r = op.process(work_pool_->slot(d.slot) + d.offset, d, *emitters_[i]);
+    c.cpu_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
+               (nested_s_[i] - nested0);
+    if (Status st = op.status(); !st) {
+      fail(Status::Error(fmt::format("operator {} ({}): {}", i, op.name(), st.message())));
+      return false;
+    }
+    if (r == Operator::kConsumed) {
+      if (Status st = work_pool_->release(d.slot); !st) fail(st);
+      return false;
+    }
+    c.events_out += d.events;
+    c.tuples_out += d.tuples;
+  }
+  return true;
+}
+
+// END: every operator, in order, sees time run out and flushes (what it
+// emits still passes the operators after it), then adds its accounts and
+// derived streams to END's payload, rewritten in its slot.
+bool Instance::end_chain(Descriptor& d) {
+  for (size_t i = 0; i < chain_.size(); ++i) {
+    const double nested0 = nested_s_[i];
+    const auto t0 = std::chrono::steady_clock::now();
+    chain_.op(i).on_time(UINT64_MAX, *emitters_[i]);
+    chain_.op(i).flush(*emitters_[i]);
+    chain_.cost(i).cpu_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
+                            (nested_s_[i] - nested0);
+  }
+  auto eos = std::make_unique<EndOfStream>();  // once, at the end
+  std::byte* p = work_pool_->slot(d.slot) + d.offset;
+  read_end(p, d.bytes, eos.get());
+  for (size_t i = 0; i < chain_.size(); ++i) chain_.op(i).end(eos.get());
+  if (d.offset + eos->wire_bytes() > work_pool_->slot_bytes()) {
+    fail(Status::Error(fmt::format("the end of the stream with the operators' accounts is {} "
+                                   "bytes, more than a slot ({}); raise slot_bytes",
+                                   eos->wire_bytes(), work_pool_->slot_bytes())));
+    return false;
+  }
+  write_end(*eos, p);
+  d.bytes = static_cast<uint32_t>(eos->wire_bytes());
+  return true;
+}
+
 void Instance::process_loop() {
   const CpuTimes c0 = CpuTimes::thread();
   Descriptor batch[kProcessBatch];
   SlotPool& pool = handover_ ? handover_->pool : source_->pool();
+  work_pool_ = &pool;
+  for (size_t i = 0; i < chain_.size(); ++i) emitters_.push_back(std::make_unique<ChainEmitter>(this, i));
+  watermark_.assign(chain_.size(), 0);
+  nested_s_.assign(chain_.size(), 0);
   bool ok = true;
   while (ok) {
     size_t n = to_process_.try_pop_n(batch, kProcessBatch);
@@ -552,15 +657,37 @@ void Instance::process_loop() {
     // stage, which frees them. Waiting with copies held back would deadlock.
     const size_t step = handover_ ? 1 : n;
     for (size_t i = 0; ok && i < n; i += step) {
+      size_t kept = i;
       for (size_t j = i; j < i + step; ++j) {
-        Descriptor& d = batch[j];
+        Descriptor d = batch[j];
         if (handover_ && !(ok = hand_over(d))) break;
-        if (!(d.flags & kDescEnd) && !chain_.empty()) {
-          chain_.process(pool.slot(d.slot) + d.offset, d);
-          count_stage(1, d.events);
+        if (chain_.empty()) {
+          batch[kept++] = d;
+          continue;
+        }
+        if (d.flags & kDescEnd) {
+          ok = end_chain(d);
+          batch[kept++] = d;
+          continue;
+        }
+        count_stage(1, d.events);
+        // The watermark: the newest event time seen (one header read per
+        // descriptor), less each operator's lateness.
+        uint64_t ts;
+        std::memcpy(&ts, pool.slot(d.slot) + d.offset + offsetof(EventHeader, send_ts_ns), 8);
+        if (ts > max_ts_) max_ts_ = ts;
+        const bool keep = run_chain(d, 0);
+        if (keep) batch[kept++] = d;
+        for (size_t o = 0; o < chain_.size(); ++o) {
+          const uint64_t late = chain_.spec(o).lateness_ns;
+          const uint64_t wm = max_ts_ > late ? max_ts_ - late : 0;
+          if (wm > watermark_[o]) {
+            watermark_[o] = wm;
+            chain_.op(o).on_time(wm, *emitters_[o]);
+          }
         }
       }
-      ok = ok && push_all(1, to_send_, batch + i, step);
+      ok = ok && push_all(1, to_send_, batch + i, kept - i);
     }
   }
   to_send_.close();
@@ -660,6 +787,25 @@ void Instance::report(ProcessSummary& s) const {
                        l.stats.credit_waits, l.stats.credit_wait_ns / 1e9});
   source_->report(s);
   dest_->report(s);
+  // Operators: one entry per place in the chain, instances added up.
+  for (size_t i = 0; i < chain_.size(); ++i) {
+    const std::string name = fmt::format("{}:{}", i, chain_.op(i).name());
+    OperatorSummary* o = nullptr;
+    for (auto& e : s.operators)
+      if (e.name == name) o = &e;
+    if (!o) {
+      s.operators.push_back({});
+      o = &s.operators.back();
+      o->name = name;
+    }
+    const auto& c = chain_.cost(i);
+    o->events_in += c.events_in;
+    o->events_out += c.events_out;
+    o->tuples_in += c.tuples_in;
+    o->tuples_out += c.tuples_out;
+    o->cpu_s += c.cpu_s;
+    o->state_bytes += chain_.op(i).state_bytes();
+  }
 }
 
 }  // namespace sluice

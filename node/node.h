@@ -98,8 +98,10 @@ class Destination {
 // sleeps on every link's wait handle and the pool's fd at once.
 class NetSource final : public Source {
  public:
+  // `reserve`: extra slots for the process stage's operators to emit into
+  // (SlotPool's reserve), beside the links' slots.
   static std::unique_ptr<NetSource> make(const std::vector<LinkOptions>& links,
-                                         TransportContext& ctx, Status* st);
+                                         TransportContext& ctx, Status* st, size_t reserve = 0);
   ~NetSource() override;
   Status start() override;
   Status next(std::span<Descriptor> out, size_t* n) override;
@@ -161,7 +163,8 @@ class NetDestination final : public Destination {
   std::vector<std::vector<Descriptor>> batch_;   // per link, sized at start
   std::vector<size_t> nbatch_;
   std::vector<Descriptor> runs_;                 // one descriptor's runs, sized at start
-  std::unique_ptr<EndOfStream> end_;
+  std::unique_ptr<EndOfStream> end_, end_all_;
+  std::unique_ptr<std::byte[]> end_wire_;
   std::vector<LinkStats> last_stats_;
   mutable std::mutex mu_;  // links_ while start() fills it, against live_links()
 };
@@ -182,6 +185,7 @@ struct InstanceConfig {
   // The CPU each stage thread (receive, process, send) is pinned to; -1:
   // it runs where the process may.
   int stage_cpu[3] = {-1, -1, -1};
+  uint32_t emit_capacity = 0;  // bytes an emitted slot may fill (the smallest downstream slot)
 };
 
 // What one instance counts, read while it runs (or after): the one set of
@@ -212,6 +216,8 @@ class Instance {
   bool done() const { return done_.load(std::memory_order_acquire) == 3; }
   Status status() const;
   void report(ProcessSummary& s) const;
+  // Each operator's tuples and events in and out and time (process stage only; after join()).
+  const OperatorChain& chain() const { return chain_; }
   // Live counters for progress lines and the metrics exporter: written by
   // the stage threads only, read by anyone while they run.
   const StageCounters& in() const { return in_; }
@@ -241,6 +247,17 @@ class Instance {
     auto& a = blocked_ns_[stage][r];
     a.store(a.load(std::memory_order_relaxed) + (mono_ns() - since_ns), std::memory_order_relaxed);
   }
+  class ChainEmitter;
+  friend class ChainEmitter;
+  // Runs descriptor d through operators from..end; false: consumed (its
+  // slot freed). Emitted events go through the rest and on to the send stage.
+  bool run_chain(Descriptor& d, size_t from);
+  bool end_chain(Descriptor& d);
+  SlotPool* work_pool_ = nullptr;
+  std::vector<std::unique_ptr<ChainEmitter>> emitters_;
+  std::vector<uint64_t> watermark_;
+  std::vector<double> nested_s_;
+  uint64_t max_ts_ = 0;
 
   InstanceConfig cfg_;
   std::unique_ptr<Source> source_;

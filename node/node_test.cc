@@ -39,6 +39,11 @@ struct Result {
   uint64_t events_out;
 };
 
+struct NoEmit final : Emitter {
+  std::byte* acquire(uint32_t*) override { return nullptr; }
+  void commit(uint32_t, uint32_t, uint32_t) override {}
+} no_emit;
+
 Result run_local(const Deployment& d, std::vector<OperatorConfig> ops, Wait wait,
                  bool handover_copy = false) {
   auto gen = std::make_unique<Generator>(d, 0);
@@ -49,7 +54,7 @@ Result run_local(const Deployment& d, std::vector<OperatorConfig> ops, Wait wait
                       : std::make_unique<Verifier>(gen->pool());
   Verifier* v = ver.get();
   OperatorChain chain;
-  EXPECT_TRUE(OperatorChain::make(ops, &chain).ok());
+  EXPECT_TRUE(OperatorChain::make(ops, Schema::default_for(d.tuple_bytes), &chain).ok());
   InstanceConfig ic;
   ic.wait = wait;
   ic.ring_slots = d.ring_slots;
@@ -80,10 +85,8 @@ TEST(Node, EveryTupleArrivesOnceAndIntact) {
 // stages, the received slot freed at once; nothing may be lost or mangled.
 TEST(Node, HandoverByCopyDeliversTheSameTuples) {
   Deployment d = small_deployment(128, 4096, 30000);
-  OperatorConfig f;
-  f.field = "key";
-  f.op = "lt";
-  f.value = 512;
+  OperatorConfig f = OperatorConfig::filter("key", "lt", 0);
+  f.set("value", std::to_string(512));
   Result r = run_local(d, {f}, Wait::kBlock, /*handover_copy=*/true);
   ASSERT_TRUE(r.status.ok()) << r.status.message();
   EXPECT_TRUE(r.counts.end_seen);
@@ -107,10 +110,8 @@ TEST(Node, ALastShortEventCarriesTheRemainder) {
 TEST(Node, AFilterDropsTuplesWhichAreFilteredNotLost) {
   Deployment d = small_deployment(64, 2048, 50000);
   d.data_bytes = 24;
-  OperatorConfig f;
-  f.field = "key";
-  f.op = "lt";
-  f.value = 256;  // keys are uniform in [0, 1024): about a quarter pass
+  OperatorConfig f = OperatorConfig::filter("key", "lt", 0);
+  f.set("value", std::to_string(256));  // keys are uniform in [0, 1024): about a quarter pass
   Result r = run_local(d, {f}, Wait::kBlock);
   ASSERT_TRUE(r.status.ok()) << r.status.message();
   EXPECT_EQ(r.counts.tuples + r.counts.filtered, 50000u);
@@ -122,10 +123,8 @@ TEST(Node, AFilterDropsTuplesWhichAreFilteredNotLost) {
 
 TEST(Node, AFilterThatDropsEverythingKeepsTheEventsForAccounting) {
   Deployment d = small_deployment(12, 1024, 5000);
-  OperatorConfig f;
-  f.field = "seq";
-  f.op = "gt";
-  f.value = UINT64_MAX - 1;
+  OperatorConfig f = OperatorConfig::filter("seq", "gt", 0);
+  f.set("value", std::to_string(UINT64_MAX - 1));
   Result r = run_local(d, {f}, Wait::kBlock);
   ASSERT_TRUE(r.status.ok());
   EXPECT_EQ(r.counts.tuples, 0u);
@@ -316,13 +315,13 @@ TEST(Filter, PassAllWritesNothing) {
   ev.add(0, 0, 50, 50);
   ev.add(0, 50, 50, 50);
   std::vector<std::byte> before = ev.buf;
-  OperatorConfig f;  // key >= 0: everything passes
+  OperatorConfig f = OperatorConfig::filter("key", "ge", 0);  // everything passes
   Status st;
-  auto op = make_operator(f, &st);
+  auto op = make_operator(f, Schema::default_for(16), &st);
   ASSERT_TRUE(op);
   Descriptor d = ev.desc();
   d.tuples = 100;
-  op->process(ev.buf.data(), d);
+  op->process(ev.buf.data(), d, no_emit);
   EXPECT_EQ(ev.buf, before);
   EXPECT_EQ(d.bytes, before.size());
   EXPECT_EQ(d.tuples, 100u);
@@ -345,14 +344,12 @@ TEST(Filter, CompactsEventsAndTheirDataInPlace) {
     seal_event(&run[off]);
     ++events;
   }
-  OperatorConfig f;
-  f.field = "seq";
-  f.op = "lt";
-  f.value = 4;  // event 0 keeps 4 of 6, events 1 and 2 keep 0
+  OperatorConfig f = OperatorConfig::filter("seq", "lt", 0);
+  f.set("value", std::to_string(4));  // event 0 keeps 4 of 6, events 1 and 2 keep 0
   Status st;
-  auto op = make_operator(f, &st);
+  auto op = make_operator(f, Schema::default_for(16), &st);
   Descriptor d{0, 0, uint32_t(run.size()), events, 18, 0};
-  op->process(run.data(), d);
+  op->process(run.data(), d, no_emit);
   EXPECT_EQ(d.tuples, 4u);
   EXPECT_EQ(d.bytes, event_wire_bytes(16, 4, 8) + 2 * event_wire_bytes(16, 0, 8));
   uint64_t tuples = 0;
@@ -370,13 +367,11 @@ TEST(Filter, CompactsEventsAndTheirDataInPlace) {
 
 TEST(Filter, UnknownFieldsAndOpsAreErrors) {
   Status st;
-  OperatorConfig f;
-  f.field = "price";
-  EXPECT_EQ(make_operator(f, &st), nullptr);
+  OperatorConfig f = OperatorConfig::filter("price", "ge", 0);
+  EXPECT_EQ(make_operator(f, Schema::default_for(16), &st), nullptr);
   EXPECT_NE(st.message().find("price"), std::string::npos);
-  f.field = "key";
-  f.op = "like";
-  EXPECT_EQ(make_operator(f, &st), nullptr);
+  f = OperatorConfig::filter("key", "like", 0);
+  EXPECT_EQ(make_operator(f, Schema::default_for(16), &st), nullptr);
   EXPECT_NE(st.message().find("like"), std::string::npos);
 }
 

@@ -39,15 +39,18 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
   const ProcessConfig& pc = d.processes[index];
   for (uint32_t k = 0; k < d.instances; ++k) {
     Status st;
+    OperatorChain chain;
+    st = OperatorChain::make(pc.operators, pc.in_schema, &chain);
+    if (!st.ok()) return Status::Error(fmt::format("{}: {}", pc.name, st.message()));
     std::unique_ptr<Source> source;
     if (pc.role == Role::kLoadgen) {
-      auto g = std::make_unique<Generator>(d, k, d.first_stream(index));
+      auto g = std::make_unique<Generator>(d, k, d.first_stream(index), d.loadgen_schema(index));
       b->generators.push_back(g.get());
       source = std::move(g);
     } else {
       std::vector<LinkOptions> in;
       for (size_t l : d.inputs_of(index)) in.push_back(d.link_options(l, k));
-      auto ns = NetSource::make(in, ctx, &st);
+      auto ns = NetSource::make(in, ctx, &st, d.handover_copy ? 0 : chain.emit_slots());
       if (!ns) return st;
       source = std::move(ns);
     }
@@ -64,6 +67,12 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         v->track_bursts(static_cast<uint64_t>(d.burst_ms * 1e6),
                         d.burst_head_events ? d.burst_head_events
                                             : std::max<uint32_t>(1, d.burst_events / 10));
+      if (!pc.results.empty()) {
+        std::string path = pc.results;
+        if (auto at = path.find("{instance}"); at != std::string::npos)
+          path.replace(at, 10, std::to_string(k));
+        if (st = v->write_results(path, pc.out_schema); !st) return st;
+      }
       b->verifiers.push_back(v.get());
       dest = std::move(v);
     } else {
@@ -71,10 +80,11 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
       for (size_t l : d.outputs_of(index)) out.push_back(d.link_options(l, k));
       dest = std::make_unique<NetDestination>(std::move(out), pc.split, send_pool, ctx);
     }
-    OperatorChain chain;
-    st = OperatorChain::make(pc.operators, &chain);
-    if (!st.ok()) return Status::Error(fmt::format("{}: {}", pc.name, st.message()));
     InstanceConfig ic;
+    for (size_t l : d.outputs_of(index)) {
+      const uint32_t sb = d.link_options(l, k).slot_bytes;
+      ic.emit_capacity = ic.emit_capacity ? std::min(ic.emit_capacity, sb) : sb;
+    }
     ic.index = k;
     // pin_stages: stage t = 3k + j on CPU t mod n of the list (its own, else
     // the CPUs the process runs on: its host's cores, or all it may use).

@@ -9,12 +9,20 @@
 // dropped by operators upstream are counted as filtered), each tuple's
 // sequence number (inside the event's span, increasing), and the latency from
 // the generator's send timestamp. At END, the generator's per-stream totals
-// reveal a lost tail. All state is sized at start; nothing is allocated per
+// reveal a lost tail, and the operators' accounts in END (tuples filtered
+// inside events an operator consumed, aggregated, joined) explain the gaps
+// they made: those are no longer lost. All state is sized at start; nothing is allocated per
 // event.
 #pragma once
 
 #include <array>
 #include <optional>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "graph/schema.h"
+#include <memory>
 
 #include "node/node.h"
 #include "sink/bursts.h"
@@ -25,13 +33,23 @@ namespace sluice {
 struct VerifyCounts {
   uint64_t events = 0, tuples = 0;
   uint64_t lost = 0, duplicated = 0, corrupt = 0, filtered = 0;
+  // Taken out upstream on purpose, from the operators' own accounts in END.
+  uint64_t aggregated = 0, joined = 0;
+  // Tuples operators claimed to take out that no stream missed (also corrupt).
+  uint64_t miscounted = 0;
   bool end_seen = false;
 };
 
 class Verifier final : public Destination {
  public:
   // Checks events in `pool`'s slots and releases each slot into it.
-  explicit Verifier(SlotPool& pool) : pool_(pool) {}
+  explicit Verifier(SlotPool& pool) : pool_(pool), end_(std::make_unique<EndOfStream>()) {}
+  // Also writes every intact tuple to `path` as CSV (a header of the
+  // schema's field names, then one line per tuple; bytes fields left out):
+  // the results of a query, for whoever checks them. Buffered writes, off
+  // the data path's allocation rule only in that stdio buffers once.
+  Status write_results(const std::string& path, const Schema& schema);
+  ~Verifier() override;
   Status consume(std::span<const Descriptor> descs) override;
   Status finish() override;
   void report(ProcessSummary& s) const override;
@@ -58,6 +76,10 @@ class Verifier final : public Destination {
   std::array<uint64_t, kMaxStreams> next_seq_{};
   std::array<bool, kMaxStreams> seen_{};
   std::array<uint64_t, kMaxStreams> corrupt_unseen_{};  // corrupt tuples not yet met as a gap
+  std::array<uint64_t, kMaxStreams> missing_{};  // gaps counted lost, until END's accounts explain them
+  std::unique_ptr<EndOfStream> end_;
+  FILE* results_ = nullptr;
+  std::vector<FieldRef> result_fields_;
 };
 
 }  // namespace sluice

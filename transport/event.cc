@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "transport/event.h"
 
 #include "transport/transport.h"  // Encoding
@@ -67,13 +68,37 @@ std::string check_event_run(const std::byte* p, size_t bytes, uint32_t events,
 
 std::string check_end_of_stream(const std::byte* p, size_t bytes) {
   if (bytes < 8) return fmt::format("end-of-stream cut off: {} bytes", bytes);
-  uint32_t n;
+  uint32_t n, flags;
   std::memcpy(&n, p, 4);
+  std::memcpy(&flags, p + 4, 4);
   if (n > kMaxStreams) return fmt::format("end-of-stream names {} streams (max {})", n, kMaxStreams);
-  size_t want = 8 + size_t{n} * sizeof(EndOfStreamEntry);
+  if (flags & ~kEndAccounts) return fmt::format("end-of-stream flags {:#x} unknown", flags);
+  size_t want = 8 + size_t{n} * (sizeof(EndOfStreamEntry) +
+                                 ((flags & kEndAccounts) ? sizeof(EndOfStreamAccount) : 0));
   if (bytes != want)
     return fmt::format("end-of-stream of {} streams is {} bytes, frame says {}", n, want, bytes);
   return {};
+}
+
+void read_end(const std::byte* p, size_t bytes, EndOfStream* out) {
+  std::memcpy(&out->n_streams, p, 4);
+  std::memcpy(&out->flags, p + 4, 4);
+  if (out->n_streams > kMaxStreams) out->n_streams = kMaxStreams;
+  const size_t n = out->n_streams;
+  std::memcpy(out->streams, p + 8, std::min(bytes - 8, n * sizeof(EndOfStreamEntry)));
+  if ((out->flags & kEndAccounts) && bytes >= 8 + n * 48)
+    std::memcpy(out->accounts, p + 8 + n * sizeof(EndOfStreamEntry), n * sizeof(EndOfStreamAccount));
+  else
+    std::memset(out->accounts, 0, n * sizeof(EndOfStreamAccount));
+}
+
+void write_end(const EndOfStream& eos, std::byte* p) {
+  std::memcpy(p, &eos.n_streams, 4);
+  std::memcpy(p + 4, &eos.flags, 4);
+  const size_t n = eos.n_streams;
+  std::memcpy(p + 8, eos.streams, n * sizeof(EndOfStreamEntry));
+  if (eos.flags & kEndAccounts)
+    std::memcpy(p + 8 + n * sizeof(EndOfStreamEntry), eos.accounts, n * sizeof(EndOfStreamAccount));
 }
 
 // The encodings' names live here, with the wire format, so every user (the

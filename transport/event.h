@@ -127,23 +127,47 @@ static_assert(sizeof(CreditFrame) == 8);
 
 // End of stream, the payload of a kEnd frame. Per stream: the sequence number
 // one past the last tuple generated and the number of events generated, so the
-// sink sees a lost tail.
+// sink sees a lost tail. With flag kEndAccounts, one account per stream follows
+// the entries, in their order: the tuples of that stream that operators
+// upstream took out on purpose (filtered inside events they consumed,
+// aggregated, joined), so the sink tells them from lost ones.
 //
 //  byte 0            4           8
-//       | n_streams  | reserved  | n x { stream u32, reserved u32, next_seq u64, events u64 }
+//       | n_streams  | flags     | n x { stream u32, reserved u32, next_seq u64, events u64 }
+//       [ n x { filtered u64, aggregated u64, joined u64 } ]   (flags & kEndAccounts)
+inline constexpr uint32_t kEndAccounts = 1;
 struct EndOfStreamEntry {
   uint32_t stream;
   uint32_t reserved;
   uint64_t next_seq;
   uint64_t events;
 };
+struct EndOfStreamAccount {
+  uint64_t filtered;
+  uint64_t aggregated;
+  uint64_t joined;
+};
+// In memory the accounts sit in their own array; read_end/write_end convert
+// to and from the packed wire form.
 struct EndOfStream {
   uint32_t n_streams;
-  uint32_t reserved;
+  uint32_t flags;
   EndOfStreamEntry streams[kMaxStreams];
+  EndOfStreamAccount accounts[kMaxStreams];
 
-  size_t wire_bytes() const { return 8 + size_t{n_streams} * sizeof(EndOfStreamEntry); }
+  size_t wire_bytes() const {
+    return 8 + size_t{n_streams} * (sizeof(EndOfStreamEntry) +
+                                    ((flags & kEndAccounts) ? sizeof(EndOfStreamAccount) : 0));
+  }
 };
+static_assert(sizeof(EndOfStreamAccount) == 24);
+// The largest END payload.
+inline constexpr size_t kMaxEndBytes = 8 + kMaxStreams * 48;
+// Reads a checked END payload (check_end_of_stream) into *out; accounts are
+// zero when it has none.
+void read_end(const std::byte* p, size_t bytes, EndOfStream* out);
+// Writes `eos` in its wire form to `p` (wire_bytes() bytes).
+void write_end(const EndOfStream& eos, std::byte* p);
 static_assert(sizeof(EndOfStreamEntry) == 24);
 
 // Checksum of one event as laid out in memory: XXH3-64 (xxHash 0.8) of the

@@ -17,10 +17,11 @@ size_t pow2_at_least(size_t n) {
 }
 }  // namespace
 
-SlotPool::SlotPool(size_t slots, size_t slot_bytes)
-    : slots_(slots), slot_bytes_((slot_bytes + kCacheLine - 1) / kCacheLine * kCacheLine) {
+SlotPool::SlotPool(size_t slots, size_t slot_bytes, size_t reserved)
+    : slots_(slots + reserved), slot_bytes_((slot_bytes + kCacheLine - 1) / kCacheLine * kCacheLine) {
   if (slots == 0 || slot_bytes == 0) throw std::invalid_argument("pool needs slots and slot bytes");
-  if (slots >= kNoSlot) throw std::invalid_argument("too many slots");
+  reserve_first_ = slots;
+  if (slots_ >= kNoSlot) throw std::invalid_argument("too many slots");
   map_bytes_ = slots_ * slot_bytes_;
   void* p = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED)
@@ -30,13 +31,19 @@ SlotPool::SlotPool(size_t slots, size_t slot_bytes)
   std::memset(p, 0, map_bytes_);  // fault every page in now, not on the data path
   base_ = static_cast<std::byte*>(p);
   holders_.reset(new std::atomic<uint32_t>[slots_]);
-  const size_t cap = pow2_at_least(slots_);
+  const size_t cap = pow2_at_least(reserve_first_);
   mask_ = cap - 1;
   cells_.reset(new Cell[cap]);
   for (size_t i = 0; i < cap; ++i) cells_[i].seq.store(i, std::memory_order_relaxed);
-  for (uint32_t i = 0; i < slots_; ++i) {
-    holders_[i].store(0, std::memory_order_relaxed);
-    push_free(i);
+  for (uint32_t i = 0; i < slots_; ++i) holders_[i].store(0, std::memory_order_relaxed);
+  for (uint32_t i = 0; i < reserve_first_; ++i) push_free(i);
+  if (reserved) {
+    reserve_ = std::make_unique<Reserve>();
+    const size_t rcap = pow2_at_least(reserved);
+    reserve_->mask = rcap - 1;
+    reserve_->cells.reset(new Cell[rcap]);
+    for (size_t i = 0; i < rcap; ++i) reserve_->cells[i].seq.store(i, std::memory_order_relaxed);
+    for (size_t i = reserve_first_; i < slots_; ++i) push_reserved(static_cast<uint32_t>(i));
   }
 }
 
@@ -53,6 +60,45 @@ void SlotPool::push_free(uint32_t slot) {
   while (c.seq.load(std::memory_order_acquire) != pos) SLUICE_CPU_RELAX();  // owner mid-pop
   c.slot = slot;
   c.seq.store(pos + 1, std::memory_order_release);
+}
+
+void SlotPool::push_reserved(uint32_t slot) {
+  Reserve& r = *reserve_;
+  const uint64_t pos = r.tail.fetch_add(1, std::memory_order_relaxed);
+  Cell& c = r.cells[pos & r.mask];
+  while (c.seq.load(std::memory_order_acquire) != pos) SLUICE_CPU_RELAX();
+  c.slot = slot;
+  c.seq.store(pos + 1, std::memory_order_release);
+}
+
+uint32_t SlotPool::try_acquire_reserved() {
+  if (!reserve_) return kNoSlot;
+  Reserve& r = *reserve_;
+  const uint64_t head = r.head.load(std::memory_order_relaxed);
+  Cell& c = r.cells[head & r.mask];
+  if (c.seq.load(std::memory_order_acquire) != head + 1) return kNoSlot;
+  const uint32_t s = c.slot;
+  c.seq.store(head + r.mask + 1, std::memory_order_release);
+  r.head.store(head + 1, std::memory_order_relaxed);
+  holders_[s].store(1, std::memory_order_relaxed);
+  return s;
+}
+
+uint32_t SlotPool::acquire_reserved(Wait policy) {
+  if (!reserve_) return kNoSlot;
+  Reserve& r = *reserve_;
+  for (;;) {
+    uint32_t s = try_acquire_reserved();
+    if (s != kNoSlot) return s;
+    if (closed()) return kNoSlot;
+    wait_until(
+        policy, r.freed,
+        [&] {
+          const uint64_t h = r.head.load(std::memory_order_relaxed);
+          return r.cells[h & r.mask].seq.load(std::memory_order_acquire) == h + 1;
+        },
+        [&] { return closed(); });
+  }
 }
 
 size_t SlotPool::try_acquire_n(uint32_t* out, size_t max) {
@@ -117,7 +163,10 @@ Status SlotPool::release(uint32_t slot) {
       return Status::Error(fmt::format("slot {} released twice (it was already free)", slot));
   } while (!holders_[slot].compare_exchange_weak(h, h - 1, std::memory_order_acq_rel,
                                                  std::memory_order_relaxed));
-  if (h == 1) {
+  if (h == 1 && slot >= reserve_first_) {
+    push_reserved(slot);
+    reserve_->freed.notify();
+  } else if (h == 1) {
     push_free(slot);
     // The fence in notify() orders the push before the loads behind it; the
     // owner announces itself, then re-reads the free count, before it sleeps.
@@ -130,6 +179,7 @@ Status SlotPool::release(uint32_t slot) {
 void SlotPool::close() {
   closed_.store(true, std::memory_order_seq_cst);
   freed_.notify();
+  if (reserve_) reserve_->freed.notify();
 }
 
 }  // namespace sluice

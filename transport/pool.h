@@ -9,7 +9,11 @@
 //   2. retain() adds holders (an event copied to several downstream links).
 //   3. Any thread releases a holder. The last release puts the slot on the
 //      free queue (multi-producer, single-consumer) and wakes the owner.
-//   4. A release of a slot that has no holder (a double release), or of a
+//   4. A pool may keep a reserve: its last `reserved` slots have a free queue
+//      of their own, consumed by one other thread (the process stage, whose
+//      operators emit new events into them). They never mix with the
+//      owner's slots, so the owner's credits stay one per slot.
+//   5. A release of a slot that has no holder (a double release), or of a
 //      slot number the pool does not have (a foreign one), is an error, not
 //      silently lost.
 #pragma once
@@ -29,7 +33,7 @@ class SlotPool {
  public:
   // slot_bytes is rounded up to a cache line. Memory is mapped, touched and
   // (best effort) backed by huge pages up front, so RSS stays flat afterwards.
-  SlotPool(size_t slots, size_t slot_bytes);
+  SlotPool(size_t slots, size_t slot_bytes, size_t reserved = 0);
   ~SlotPool();
   SlotPool(const SlotPool&) = delete;
   SlotPool& operator=(const SlotPool&) = delete;
@@ -45,6 +49,13 @@ class SlotPool {
   size_t try_acquire_n(uint32_t* out, size_t max);
   // Waits for a free slot (or close()); kNoSlot once closed.
   uint32_t acquire(Wait policy);
+
+  // The reserve's consumer: slots [reserve_first(), slots()).
+  size_t reserved() const { return slots_ - reserve_first_; }
+  uint32_t reserve_first() const { return static_cast<uint32_t>(reserve_first_); }
+  uint32_t try_acquire_reserved();
+  // Waits for a free reserved slot (or close()); kNoSlot once closed.
+  uint32_t acquire_reserved(Wait policy);
 
   // Any thread.
   Status retain(uint32_t slot, uint32_t more);
@@ -69,6 +80,17 @@ class SlotPool {
     uint32_t slot;
   };
   void push_free(uint32_t slot);
+  // The reserve's own queue (the same algorithm as the owner's, below).
+  struct Reserve {
+    std::unique_ptr<Cell[]> cells;
+    uint64_t mask = 0;
+    alignas(kCacheLine) std::atomic<uint64_t> tail{0};
+    alignas(kCacheLine) std::atomic<uint64_t> head{0};
+    EventCount freed;
+  };
+  void push_reserved(uint32_t slot);
+  size_t reserve_first_;
+  std::unique_ptr<Reserve> reserve_;
 
   size_t slots_;
   size_t slot_bytes_;

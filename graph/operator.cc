@@ -1,0 +1,239 @@
+// The operator registry, parameter checks, the event writer and the chain.
+#include "graph/operator.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+namespace sluice {
+
+// Each kind's declaration lives beside its code (filter.cc, aggregate.cc,
+// project.cc); this list is the one place that names them all.
+const OperatorSpec& filter_spec();
+const OperatorSpec& aggregate_spec();
+const OperatorSpec& project_spec();
+const OperatorSpec& miscount_spec();
+
+const std::vector<OperatorSpec>& operator_specs() {
+  static const std::vector<OperatorSpec> all = {filter_spec(), aggregate_spec(), project_spec(),
+                                                miscount_spec()};
+  return all;
+}
+
+const OperatorSpec* find_operator_spec(std::string_view kind) {
+  for (const auto& s : operator_specs())
+    if (kind == s.kind) return &s;
+  return nullptr;
+}
+
+std::vector<std::string> operator_kinds() {
+  std::vector<std::string> v;
+  for (const auto& s : operator_specs()) v.push_back(s.kind);
+  return v;
+}
+
+const char* param_type_name(ParamType t) {
+  switch (t) {
+    case ParamType::kU64: return "an unsigned integer";
+    case ParamType::kI64: return "an integer";
+    case ParamType::kF64: return "a number";
+    case ParamType::kString: return "a string";
+    case ParamType::kEnum: return "one of its choices";
+    case ParamType::kField: return "a field of the schema";
+    case ParamType::kFieldList: return "a list of fields of the schema";
+  }
+  return "?";
+}
+
+namespace {
+std::string field_names(const Schema& s) {
+  std::string out;
+  for (const auto& f : s.fields()) out += (out.empty() ? "" : ", ") + f.name;
+  return out;
+}
+std::string check_field(const std::string& name, const Schema* in) {
+  if (name.empty()) return "names no field";
+  if (!in) return {};
+  FieldRef f;
+  if (!in->find(name, &f))
+    return fmt::format("no field '{}' in schema {} (fields: {})", name, in->name(), field_names(*in));
+  return {};
+}
+}  // namespace
+
+std::string check_param(const ParamSpec& p, const std::string& text, const Schema* in) {
+  switch (p.type) {
+    case ParamType::kU64: {
+      uint64_t v;
+      auto [e, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (text.empty() || ec != std::errc() || e != text.data() + text.size())
+        return fmt::format("expected an unsigned integer, got '{}'", text);
+      return {};
+    }
+    case ParamType::kI64: {
+      int64_t v;
+      auto [e, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (text.empty() || ec != std::errc() || e != text.data() + text.size()) {
+        uint64_t u;  // a u64 field's constant may exceed i64
+        auto [e2, ec2] = std::from_chars(text.data(), text.data() + text.size(), u);
+        if (text.empty() || ec2 != std::errc() || e2 != text.data() + text.size())
+          return fmt::format("expected an integer, got '{}'", text);
+      }
+      return {};
+    }
+    case ParamType::kF64: {
+      char* end = nullptr;
+      double v = std::strtod(text.c_str(), &end);
+      if (text.empty() || *end || !std::isfinite(v)) return fmt::format("expected a number, got '{}'", text);
+      return {};
+    }
+    case ParamType::kString: return {};
+    case ParamType::kEnum: {
+      std::string_view c = p.choices;
+      for (size_t b = 0; b <= c.size();) {
+        size_t bar = c.find('|', b);
+        if (bar == std::string_view::npos) bar = c.size();
+        if (c.substr(b, bar - b) == text) return {};
+        b = bar + 1;
+      }
+      return fmt::format("invalid value '{}' (allowed: {})", text, p.choices);
+    }
+    case ParamType::kField: return check_field(text, in);
+    case ParamType::kFieldList: {
+      OperatorConfig tmp;
+      tmp.params = {{"x", text}};
+      auto names = tmp.list("x");
+      if (names.empty()) return "names no field";
+      for (const auto& n : names)
+        if (std::string e = check_field(n, in); !e.empty()) return e;
+      return {};
+    }
+  }
+  return {};
+}
+
+// ---- EventWriter
+
+std::byte* EventWriter::append(Emitter& out, uint64_t ts_ns) {
+  const uint32_t ev_min = kEventHeaderBytes + tuple_bytes_;
+  if (event_ && (open_tuples_ == max_tuples_ || used_ + tuple_bytes_ > capacity_)) seal_open();
+  if (!event_) {
+    if (slot_ && used_ + ev_min > capacity_) flush(out);
+    if (!slot_) {
+      slot_ = out.acquire(&capacity_);
+      if (!slot_) return nullptr;
+      used_ = events_in_slot_ = tuples_in_slot_ = 0;
+    }
+    event_ = slot_ + used_;
+    EventHeader h{};
+    h.magic = kEventMagic;
+    h.version = kWireVersion;
+    h.header_bytes = kEventHeaderBytes;
+    h.stream = stream_;
+    h.tuple_bytes = tuple_bytes_;
+    h.first_seq = next_seq_;
+    h.send_ts_ns = ts_ns;
+    h.event_seq = events_;
+    std::memcpy(event_, &h, sizeof h);
+    used_ += kEventHeaderBytes;
+    open_tuples_ = 0;
+  }
+  std::byte* t = slot_ + used_;
+  std::memset(t, 0, tuple_bytes_);
+  std::memcpy(t, &next_seq_, 8);
+  ++next_seq_;
+  ++open_tuples_;
+  used_ += tuple_bytes_;
+  return t;
+}
+
+void EventWriter::seal_open() {
+  if (!event_) return;
+  EventHeader h;
+  std::memcpy(&h, event_, sizeof h);
+  h.tuple_count = h.tuple_span = open_tuples_;
+  std::memcpy(event_, &h, sizeof h);
+  seal_event(event_);
+  ++events_;
+  ++events_in_slot_;
+  tuples_in_slot_ += open_tuples_;
+  event_ = nullptr;
+  open_tuples_ = 0;
+}
+
+void EventWriter::flush(Emitter& out) {
+  seal_open();
+  if (!slot_) return;
+  out.commit(used_, events_in_slot_, tuples_in_slot_);
+  slot_ = nullptr;
+  used_ = capacity_ = 0;
+}
+
+void EventWriter::end(EndOfStream* eos) const {
+  if (eos->n_streams >= kMaxStreams) return;
+  eos->accounts[eos->n_streams] = {};
+  eos->streams[eos->n_streams++] = {stream_, 0, next_seq_, events_};
+}
+
+void StreamAccounts::add_to(EndOfStream* eos) const {
+  if (!any) return;
+  eos->flags |= kEndAccounts;
+  for (uint32_t i = 0; i < eos->n_streams; ++i) {
+    const uint32_t s = eos->streams[i].stream;
+    if (s >= kMaxStreams) continue;
+    eos->accounts[i].filtered += of[s].filtered;
+    eos->accounts[i].aggregated += of[s].aggregated;
+    eos->accounts[i].joined += of[s].joined;
+  }
+}
+
+std::unique_ptr<Operator> make_operator(const OperatorConfig& cfg, const Schema& in, Status* st) {
+  const OperatorSpec* spec = find_operator_spec(cfg.kind);
+  if (!spec) {
+    *st = Status::Error(fmt::format("unknown operator '{}'", cfg.kind));
+    return nullptr;
+  }
+  for (const auto& p : spec->params)
+    if (std::string e = check_param(p, cfg.get(p.key), &in); !e.empty()) {
+      *st = Status::Error(fmt::format("{} key '{}': {}", cfg.kind, p.key, e));
+      return nullptr;
+    }
+  return spec->make(cfg, in, st);
+}
+
+// ---- the chain
+
+Status OperatorChain::make(const std::vector<OperatorConfig>& cfgs, const Schema& in,
+                           OperatorChain* out) {
+  out->ops_.clear();
+  out->specs_.clear();
+  Schema cur = in;
+  for (size_t i = 0; i < cfgs.size(); ++i) {
+    const auto& c = cfgs[i];
+    const OperatorSpec* spec = find_operator_spec(c.kind);
+    if (!spec)
+      return Status::Error(fmt::format("operator {}: unknown kind '{}'", i, c.kind));
+    Status st;
+    auto op = make_operator(c, cur, &st);
+    if (!op) return Status::Error(fmt::format("operator {} ({}): {}", i, c.kind, st.message()));
+    Schema next;
+    if (st = spec->output(c, cur, &next); !st)
+      return Status::Error(fmt::format("operator {} ({}): {}", i, c.kind, st.message()));
+    cur = std::move(next);
+    out->ops_.push_back(std::move(op));
+    out->specs_.push_back(spec);
+  }
+  out->costs_.assign(out->ops_.size(), Cost{});
+  return {};
+}
+
+uint32_t OperatorChain::emit_slots() const {
+  uint32_t n = 0;
+  for (const auto* s : specs_) n += s->emit_slots;
+  return n;
+}
+
+}  // namespace sluice

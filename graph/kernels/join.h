@@ -15,9 +15,9 @@
 //      are counted and dropped (inner join).
 //
 // The index: open addressing with linear probing over slots of (key u64,
-// payload) laid out one after the other, sized to a load of 0.8 exactly (slot
-// = (32 bits of hash * capacity) >> 32, no power-of-two rounding), so a row
-// costs (8 + payload bytes) / 0.8 bytes: 15 for one i32 payload column.
+// payload) laid out one after the other, sized exactly (slot
+// = (32 bits of hash * capacity) >> 32, no power-of-two rounding) to a load of
+// 0.6, so a row costs (8 + payload bytes) / 0.6 bytes: 20 for one i32 column.
 //   - HashJoin: one index over the whole table; each stream tuple probes it
 //     at once (a cache miss per tuple once the table outgrows the cache).
 //   - GraceHashJoin (batched grace hash, Mendes et al. section 3.5): the index
@@ -25,7 +25,9 @@
 //     hash bits); stream tuples are buffered in batches of batch_tuples, and a
 //     full batch is partitioned the same way, so that each partition of the
 //     table is probed by all of the batch's tuples of that partition while it
-//     is in cache. A batch is emitted when it is full and at flush().
+//     is in cache; the probes of a partition are known before they run, so
+//     each asks for the slot `prefetch` probes ahead. A batch is emitted
+//     when it is full and at flush().
 #pragma once
 
 #include <cstddef>
@@ -111,8 +113,12 @@ class HashJoin {
 };
 
 struct GraceOptions {
-  uint32_t batch_tuples = 1u << 16;
-  uint32_t partition_bytes = 128u << 10;  // target size of one index partition
+  uint32_t batch_tuples = 4096;
+  // Target size of one index partition. 8 MiB (half the L3 here) beat L2-sized
+  // ones in the sweep (experiments/results/2026-11-23-issue7-kernels).
+  uint32_t partition_bytes = 8u << 20;
+  // Probe phase: software prefetch of the slot this many items ahead (0: off).
+  uint32_t prefetch = 16;
 };
 
 class GraceHashJoin {

@@ -74,11 +74,12 @@ TEST(Join, HashAndGraceMatchReference) {
     ASSERT_EQ(got.rows, want) << "seed " << seed;
     EXPECT_EQ(hj.matched(), want.size());
     EXPECT_EQ(hj.matched() + hj.unmatched(), t.size());
-    EXPECT_LE(hj.index_bytes(), table.rows() * 20 * 5 / 4 + 40);
+    EXPECT_LE(hj.index_bytes(), table.rows() * 20 * 5 / 3 + 40);
 
     GraceOptions opt;
     opt.batch_tuples = 1 + static_cast<uint32_t>(rng() % 3000);
     opt.partition_bytes = 1024 << (rng() % 4);
+    opt.prefetch = seed % 2 ? 0 : 1 + static_cast<uint32_t>(rng() % 20);
     GraceHashJoin gj;
     ASSERT_TRUE(GraceHashJoin::make(s, spec, table, opt, &gj).ok());
     EXPECT_GT(gj.partitions(), 1u);

@@ -20,8 +20,11 @@
 //   5. A kernel instance is used by one thread at a time.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <type_traits>
 #include <utility>
 
@@ -46,6 +49,42 @@ class RowEmit {
  private:
   void* obj_;
   void (*call_)(void*, const std::byte*, size_t);
+};
+
+// Large state (a join's index, a big window) in anonymous memory, asked to be
+// backed by 2 MiB pages (madvise(MADV_HUGEPAGE); THP in "madvise" mode honours
+// it, "never" ignores it): random probes over hundreds of MiB then miss the
+// cache but not the TLB, which in a VM costs a two-level page walk per probe.
+// Zero-filled. Not copyable.
+class BigBuffer {
+ public:
+  BigBuffer() = default;
+  explicit BigBuffer(size_t bytes) : bytes_(bytes ? bytes : 1) {
+    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    if (bytes_ >= (size_t{2} << 20)) ::madvise(p, bytes_, MADV_HUGEPAGE);
+    p_ = static_cast<std::byte*>(p);
+  }
+  BigBuffer(BigBuffer&& o) noexcept : p_(std::exchange(o.p_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  BigBuffer& operator=(BigBuffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      p_ = std::exchange(o.p_, nullptr);
+      bytes_ = std::exchange(o.bytes_, 0);
+    }
+    return *this;
+  }
+  ~BigBuffer() { release(); }
+  std::byte* get() const { return p_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void release() {
+    if (p_) ::munmap(p_, bytes_);
+    p_ = nullptr;
+  }
+  std::byte* p_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 enum class Cmp : uint8_t { kLt, kLe, kGt, kGe, kEq, kNe };

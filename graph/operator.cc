@@ -11,15 +11,20 @@
 namespace sluice {
 
 // Each kind's declaration lives beside its code (filter.cc, aggregate.cc,
-// project.cc); this list is the one place that names them all.
+// project.cc, kernel_ops.cc); this list is the one place that names them all.
 const OperatorSpec& filter_spec();
 const OperatorSpec& aggregate_spec();
 const OperatorSpec& project_spec();
 const OperatorSpec& miscount_spec();
+const OperatorSpec& groupby_spec();
+const OperatorSpec& correlate_spec();
+const OperatorSpec& join_spec();
+const OperatorSpec& moving_avg_spec();
 
 const std::vector<OperatorSpec>& operator_specs() {
   static const std::vector<OperatorSpec> all = {filter_spec(), aggregate_spec(), project_spec(),
-                                                miscount_spec()};
+                                                miscount_spec(), groupby_spec(), correlate_spec(),
+                                                join_spec(), moving_avg_spec()};
   return all;
 }
 
@@ -101,7 +106,10 @@ std::string check_param(const ParamSpec& p, const std::string& text, const Schem
       }
       return fmt::format("invalid value '{}' (allowed: {})", text, p.choices);
     }
-    case ParamType::kField: return check_field(text, in);
+    case ParamType::kField:
+      // A field whose default is "" is optional: left out, it names none.
+      if (text.empty() && p.def && !*p.def) return {};
+      return check_field(text, in);
     case ParamType::kFieldList: {
       OperatorConfig tmp;
       tmp.params = {{"x", text}};

@@ -1,0 +1,344 @@
+// The operators that wrap the kernels (kernel_ops.cc, filter's `where`): over
+// hand-built, sealed events cut at random, each emits exactly the rows its
+// kernel emits over the same tuples in one run (seq renumbered 0, 1, ...),
+// as sealed events of its derived stream, and END accounts every input tuple.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "graph/kernels/aggregate.h"
+#include "graph/kernels/correlate.h"
+#include "graph/kernels/join.h"
+#include "graph/kernels/moving.h"
+#include "graph/kernels/predicate.h"
+#include "graph/kernels/test_util.h"
+#include "graph/operator.h"
+
+namespace sluice {
+namespace {
+
+using kernels::testing::Collect;
+using kernels::testing::Tuples;
+
+// Slots of 4 KiB; keeps what was committed and reads the rows back.
+struct VecEmitter final : Emitter {
+  std::vector<std::vector<std::byte>> slots;
+  std::vector<std::byte> rows;  // the tuples of every committed event, in order
+  uint64_t events = 0;
+  std::byte* acquire(uint32_t* cap) override {
+    slots.emplace_back(4096);
+    *cap = 4096;
+    return slots.back().data();
+  }
+  void commit(uint32_t bytes, uint32_t ev, uint32_t) override {
+    const std::byte* p = slots.back().data();
+    uint64_t tuples = 0;
+    EXPECT_EQ(check_event_run(p, bytes, ev, 0, &tuples), "");
+    for (uint32_t e = 0; e < ev; ++e) {
+      EventHeader h;
+      std::memcpy(&h, p, sizeof h);
+      EXPECT_EQ(h.first_seq * h.tuple_bytes, rows.size()) << "the derived stream's seq";
+      rows.insert(rows.end(), p + kEventHeaderBytes, p + kEventHeaderBytes + h.tuple_block_bytes());
+      p += h.wire_bytes();
+      ++events;
+    }
+  }
+};
+
+// Feeds the tuples to `op` as events of 1..max tuples, several per descriptor;
+// every third event also says 2 tuples before it were filtered (its span).
+void feed(Operator& op, const Tuples& t, VecEmitter& em, std::mt19937_64& rng, uint64_t* spans) {
+  const uint32_t tb = t.stride();
+  uint64_t seq = 0, ev = 0;
+  *spans = 0;
+  for (size_t i = 0; i < t.size();) {
+    std::vector<std::byte> run;
+    Descriptor d{0, 0, 0, 0, 0, 0};
+    for (int k = 0; k < 3 && i < t.size(); ++k) {
+      uint32_t n = 1 + rng() % 100;
+      if (n > t.size() - i) n = uint32_t(t.size() - i);
+      const uint32_t extra = ev % 3 == 0 ? 2 : 0;
+      EventHeader h{kEventMagic, kWireVersion, kEventHeaderBytes, 0, tb, seq, n, n + extra, 0, 0,
+                    1000 + ev, ev, 0};
+      const size_t off = run.size();
+      run.resize(off + h.wire_bytes());
+      std::memcpy(&run[off], &h, sizeof h);
+      std::memcpy(&run[off + kEventHeaderBytes], t.at(i), size_t{n} * tb);
+      seal_event(&run[off]);
+      seq += n + extra;
+      *spans += n + extra;
+      i += n;
+      ++ev;
+      ++d.events;
+      d.tuples += n;
+    }
+    d.bytes = uint32_t(run.size());
+    EXPECT_EQ(op.process(run.data(), d, em), Operator::kConsumed);
+  }
+  op.on_time(UINT64_MAX, em);
+  op.flush(em);
+  EXPECT_TRUE(op.status().ok()) << op.status().message();
+}
+
+// Rows equal but for seq (the operator's is its derived stream's).
+void expect_rows(const std::vector<std::byte>& got, const Collect& want) {
+  const uint32_t rb = want.row_bytes;
+  ASSERT_EQ(got.size(), want.rows.size() * rb);
+  for (size_t r = 0; r < want.rows.size(); ++r) {
+    uint64_t seq;
+    std::memcpy(&seq, &got[r * rb], 8);
+    EXPECT_EQ(seq, r);
+    EXPECT_EQ(std::memcmp(&got[r * rb + 8], want.rows[r].data() + 8, rb - 8), 0) << "row " << r;
+  }
+}
+
+void expect_end(Operator& op, uint64_t spans, uint64_t tuples, uint64_t rows, bool joined) {
+  EndOfStream eos{};
+  eos.n_streams = 1;
+  eos.streams[0] = {0, 0, spans, 0};
+  op.end(&eos);
+  ASSERT_EQ(eos.n_streams, 2u);
+  EXPECT_TRUE(eos.flags & kEndAccounts);
+  EXPECT_EQ(eos.accounts[0].filtered, spans - tuples);
+  EXPECT_EQ(joined ? eos.accounts[0].joined : eos.accounts[0].aggregated, tuples);
+  EXPECT_EQ(eos.streams[1].stream, 5u);
+  EXPECT_EQ(eos.streams[1].next_seq, rows);
+}
+
+OperatorConfig config(const std::string& kind, std::vector<std::pair<std::string, std::string>> set) {
+  const OperatorSpec* spec = find_operator_spec(kind);
+  OperatorConfig c;
+  c.kind = kind;
+  for (const auto& p : spec->params) c.params.emplace_back(p.key, p.def ? p.def : "");
+  for (auto& [k, v] : set) c.set(k, v);
+  c.derived_stream = 5;
+  c.max_event_tuples = 37;
+  return c;
+}
+
+Schema schema() {
+  Schema s;
+  EXPECT_TRUE(Schema::make("s", {{"p0", FieldType::kI64, 0}, {"p1", FieldType::kI64, 0},
+                                 {"ts", FieldType::kU64, 0}, {"ev", FieldType::kI32, 0}},
+                           0, &s).ok());
+  return s;
+}
+
+Tuples random_tuples(const Schema& s, size_t n, std::mt19937_64& rng, uint64_t keys) {
+  Tuples t(s, n);
+  uint64_t ts = 0;
+  for (size_t i = 0; i < n; ++i) {
+    ts += rng() % 3;
+    t.set<int64_t>(i, "p0", int64_t(rng() % keys));
+    t.set<int64_t>(i, "p1", int64_t(rng() % 1000) - 100);
+    t.set<uint64_t>(i, "ts", ts);
+    t.set<int32_t>(i, "ev", int32_t(rng() % 6));
+  }
+  return t;
+}
+
+TEST(KernelOps, GroupByHavingMatchesItsKernel) {
+  const Schema s = schema();
+  std::mt19937_64 rng(7);
+  const Tuples t = random_tuples(s, 20000, rng, 16);
+  for (const char* win : {"none", "count", "time"}) {
+    SCOPED_TRACE(win);
+    OperatorConfig c = config("groupby", {{"group_by", "p0"}, {"aggregates", "sum(p1), count, max(p1)"},
+                                          {"window", win}, {"size", "600"}, {"slide", "200"},
+                                          {"time_field", "ts"}, {"having", "sum(p1) >= 3000"}});
+    Schema out;
+    ASSERT_TRUE(find_operator_spec("groupby")->output(c, s, &out).ok());
+    Status st;
+    auto op = make_operator(c, s, &st);
+    ASSERT_TRUE(op) << st.message();
+    kernels::GroupAggSpec gs{"p0", {{kernels::AggFn::kSum, "p1"}, {kernels::AggFn::kCount, ""}, {kernels::AggFn::kMax, "p1"}},
+                             {}, "sum(p1) >= 3000", 1024};
+    if (std::string(win) == "count") gs.window = {kernels::WindowSpec::By::kCount, 600, 200, ""};
+    if (std::string(win) == "time") gs.window = {kernels::WindowSpec::By::kTime, 600, 200, "ts"};
+    kernels::GroupAggregate k;
+    ASSERT_TRUE(kernels::GroupAggregate::make(s, gs, &k).ok());
+    EXPECT_EQ(out.describe(), k.output_schema().describe());
+    Collect want(k.row_bytes());
+    ASSERT_TRUE(k.consume(t.data(), t.size(), t.stride(), want).ok());
+    k.flush(want);
+    ASSERT_GT(want.rows.size(), 0u);
+    VecEmitter em;
+    uint64_t spans;
+    feed(*op, t, em, rng, &spans);
+    expect_rows(em.rows, want);
+    expect_end(*op, spans, t.size(), want.rows.size(), false);
+  }
+}
+
+TEST(KernelOps, GroupByOverflowFailsTheOperator) {
+  const Schema s = schema();
+  std::mt19937_64 rng(8);
+  const Tuples t = random_tuples(s, 1000, rng, 100);
+  Status st;
+  auto op = make_operator(config("groupby", {{"group_by", "p0"}, {"max_groups", "10"}}), s, &st);
+  ASSERT_TRUE(op);
+  VecEmitter em;
+  std::byte buf[4096];
+  EventHeader h{kEventMagic, kWireVersion, kEventHeaderBytes, 0, t.stride(), 0, 100, 100, 0, 0, 1, 0, 0};
+  std::memcpy(buf, &h, sizeof h);
+  std::memcpy(buf + kEventHeaderBytes, t.data(), 100 * t.stride());
+  seal_event(buf);
+  Descriptor d{0, 0, uint32_t(h.wire_bytes()), 1, 100, 0};
+  op->process(buf, d, em);
+  EXPECT_FALSE(op->status().ok());
+  EXPECT_NE(op->status().message().find("10"), std::string::npos) << op->status().message();
+}
+
+TEST(KernelOps, CorrelateMatchesItsKernel) {
+  const Schema s = schema();
+  std::mt19937_64 rng(9);
+  const Tuples t = random_tuples(s, 20000, rng, 50);
+  Status st;
+  auto op = make_operator(config("correlate", {{"txn", "p0"}, {"event", "ev"}, {"time", "ts"},
+                                               {"within", "40"}, {"max_open", "32"}}), s, &st);
+  ASSERT_TRUE(op) << st.message();
+  kernels::Correlate k;
+  ASSERT_TRUE(kernels::Correlate::make(s, {"p0", "ev", "ts", 4, 40, 32}, &k).ok());
+  Collect want(k.row_bytes());
+  k.consume(t.data(), t.size(), t.stride(), want);
+  k.flush(want);
+  ASSERT_GT(want.rows.size(), 0u);
+  VecEmitter em;
+  uint64_t spans;
+  feed(*op, t, em, rng, &spans);
+  expect_rows(em.rows, want);
+  expect_end(*op, spans, t.size(), want.rows.size(), false);
+}
+
+TEST(KernelOps, HashAndGraceJoinMatchTheirKernels) {
+  const Schema s = schema();
+  std::mt19937_64 rng(10);
+  const Tuples t = random_tuples(s, 20000, rng, 1500);
+  for (const char* method : {"hash", "grace"}) {
+    SCOPED_TRACE(method);
+    Status st;
+    auto op = make_operator(config("join", {{"method", method}, {"key", "p0"}, {"fields", "p1, ts"},
+                                            {"table_rows", "1000"}, {"seed", "3"},
+                                            {"batch_tuples", "300"}, {"partition_bytes", "4096"}}),
+                            s, &st);
+    ASSERT_TRUE(op) << st.message();
+    kernels::JoinTable table;
+    ASSERT_TRUE(kernels::JoinTable::make({{"id", FieldType::kU64, 0}, {"t1", FieldType::kI32, 0}}, "id",
+                                         {"t1"}, &table).ok());
+    table.generate(1000, 3);
+    kernels::HashJoin k;
+    ASSERT_TRUE(kernels::HashJoin::make(s, {"p0", {"p1", "ts"}}, table, &k).ok());
+    Collect want(k.row_bytes());
+    k.consume(t.data(), t.size(), t.stride(), want);
+    ASSERT_GT(want.rows.size(), 0u);
+    ASSERT_LT(want.rows.size(), t.size());
+    VecEmitter em;
+    uint64_t spans;
+    feed(*op, t, em, rng, &spans);
+    expect_rows(em.rows, want);
+    expect_end(*op, spans, t.size(), want.rows.size(), true);
+  }
+}
+
+TEST(KernelOps, MovingAverageBothVersionsMatchTheKernel) {
+  const Schema s = schema();
+  std::mt19937_64 rng(11);
+  const Tuples t = random_tuples(s, 5000, rng, 16);
+  for (const char* ca : {"off", "on"}) {
+    SCOPED_TRACE(ca);
+    Status st;
+    auto op = make_operator(config("moving_avg", {{"field", "p1"}, {"window", "300"}, {"cache_aware", ca},
+                                                  {"staging", "64"}}), s, &st);
+    ASSERT_TRUE(op) << st.message();
+    kernels::MovingAverage k;
+    ASSERT_TRUE(kernels::MovingAverage::make(s, "p1", 300, &k).ok());
+    std::vector<double> avg(t.size());
+    k.consume(t.data(), t.size(), t.stride(), avg.data());
+    VecEmitter em;
+    uint64_t spans;
+    feed(*op, t, em, rng, &spans);
+    ASSERT_EQ(em.rows.size(), t.size() * 32);
+    for (size_t i = 0; i < t.size(); ++i) {
+      uint64_t in_seq;
+      int64_t v;
+      double a;
+      std::memcpy(&in_seq, &em.rows[i * 32 + 8], 8);
+      std::memcpy(&v, &em.rows[i * 32 + 16], 8);
+      std::memcpy(&a, &em.rows[i * 32 + 24], 8);
+      ASSERT_EQ(in_seq, i);
+      ASSERT_EQ(v, t.get<int64_t>(i, "p1"));
+      ASSERT_EQ(a, avg[i]) << i;
+    }
+    expect_end(*op, spans, t.size(), t.size(), false);
+  }
+}
+
+TEST(KernelOps, FilterWhereKeepsWhatThePredicateSelects) {
+  const Schema s = schema();
+  std::mt19937_64 rng(12);
+  const Tuples t = random_tuples(s, 3000, rng, 16);
+  const std::string where = "p0 >= 4 and (p1 < 300 or ev == 5)";
+  Status st;
+  auto op = make_operator(config("filter", {{"where", where}}), s, &st);
+  ASSERT_TRUE(op) << st.message();
+  kernels::PredicateSpec ps;
+  ASSERT_TRUE(kernels::parse_predicate(where, &ps).ok());
+  kernels::Predicate p;
+  ASSERT_TRUE(kernels::Predicate::make(s, ps, &p).ok());
+  // Two events per run, of 1500 tuples each (more than a chunk).
+  std::vector<std::byte> run;
+  for (int e = 0; e < 2; ++e) {
+    EventHeader h{kEventMagic, kWireVersion, kEventHeaderBytes, 0, t.stride(), e * 1500ull, 1500, 1500,
+                  0, 0, 1, uint64_t(e), 0};
+    const size_t off = run.size();
+    run.resize(off + h.wire_bytes());
+    std::memcpy(&run[off], &h, sizeof h);
+    std::memcpy(&run[off + kEventHeaderBytes], t.at(e * 1500), 1500 * t.stride());
+    seal_event(&run[off]);
+  }
+  Descriptor d{0, 0, uint32_t(run.size()), 2, 3000, 0};
+  VecEmitter em;
+  EXPECT_EQ(op->process(run.data(), d, em), Operator::kKeep);
+  uint64_t tuples = 0;
+  ASSERT_EQ(check_event_run(run.data(), d.bytes, 2, 0, &tuples), "");
+  std::vector<uint64_t> want;
+  for (size_t i = 0; i < t.size(); ++i)
+    if (p.eval(t.at(i))) want.push_back(i);
+  ASSERT_GT(want.size(), 0u);
+  ASSERT_LT(want.size(), t.size());
+  EXPECT_EQ(tuples, want.size());
+  EXPECT_EQ(d.tuples, want.size());
+  std::vector<uint64_t> got;
+  size_t off = 0;
+  for (int e = 0; e < 2; ++e) {
+    EventHeader h;
+    std::memcpy(&h, &run[off], sizeof h);
+    EXPECT_EQ(h.tuple_span, 1500u);
+    for (uint32_t i = 0; i < h.tuple_count; ++i) {
+      uint64_t seq;
+      std::memcpy(&seq, &run[off + kEventHeaderBytes + i * t.stride()], 8);
+      EXPECT_EQ(std::memcmp(&run[off + kEventHeaderBytes + i * t.stride()], t.at(seq), t.stride()), 0);
+      got.push_back(seq);
+    }
+    off += h.wire_bytes();
+  }
+  EXPECT_EQ(got, want);
+}
+
+TEST(KernelOps, BadParametersAreErrorsThatNameThem) {
+  const Schema s = schema();
+  Schema out;
+  EXPECT_NE(find_operator_spec("groupby")->output(config("groupby", {{"aggregates", "median(p1)"}}), s, &out)
+                .message().find("median"), std::string::npos);
+  EXPECT_NE(find_operator_spec("filter")->output(config("filter", {{"where", "p9 > 1"}}), s, &out)
+                .message().find("p9"), std::string::npos);
+  EXPECT_NE(find_operator_spec("join")->output(config("join", {{"key", "p0"}}), s, &out)
+                .message().find("table_rows"), std::string::npos);
+  EXPECT_NE(find_operator_spec("moving_avg")->output(config("moving_avg", {{"field", "nope"}}), s, &out)
+                .message().find("nope"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice

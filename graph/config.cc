@@ -2147,6 +2147,12 @@ std::string describe_graph(const Deployment& d) {
                           d.processes[i].split == Split::kCopy ? "copy" : "split by stream", out_n);
     out += fmt::format("#   {}: {}\n", d.processes[i].name, what);
   }
+  for (const auto& p : d.processes) {
+    if (p.operators.empty()) continue;
+    std::string chain;
+    for (const auto& op : p.operators) chain += (chain.empty() ? "" : " -> ") + op.kind;
+    out += fmt::format("#   {} runs: {}\n", p.name, chain);
+  }
   return out;
 }
 

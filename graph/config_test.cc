@@ -631,6 +631,16 @@ TEST(Graph, UnionAndItsHelpers) {
   EXPECT_HAS(g, "node-a: union of 2 upstreams");
 }
 
+TEST(Graph, TheGraphSaysWhichOperatorsEachProcessRuns) {
+  Deployment d;
+  Status st = load_deployment(std::string(SLUICE_SOURCE_DIR) + "/deploy/examples/esper.yaml", {}, &d);
+  ASSERT_TRUE(st.ok()) << st.message();
+  const std::string g = describe_graph(d);
+  EXPECT_HAS(g, "#   node-a runs: filter\n");
+  EXPECT_HAS(g, "#   node-b runs: groupby\n");
+  EXPECT_EQ(g.find("loadgen runs"), std::string::npos) << g;
+}
+
 TEST(Graph, SplitAndCopy) {
   Deployment d = parse_ok(R"(streams: 4
 processes:

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -385,6 +386,12 @@ int process_main(Role role, int argc, char** argv) {
     bursts_path = summary;
     if (bursts_path.size() > 5 && bursts_path.ends_with(".json")) bursts_path.resize(bursts_path.size() - 5);
     bursts_path += ".bursts.tsv";
+  }
+  // A sink's relative `results:` file goes beside its summary, in the run's
+  // directory, not wherever the program happened to be started.
+  if (std::string& r = d.processes[index].results;
+      !summary.empty() && !r.empty() && r.front() != '/') {
+    r = (std::filesystem::path(summary).parent_path() / r).string();
   }
   st = run_process(d, static_cast<size_t>(index), &g_stop, &s, bursts_path);
   if (!summary.empty()) {

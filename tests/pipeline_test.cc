@@ -152,7 +152,7 @@ std::vector<std::tuple<Case, int>> cases() {
   // cases are 300 apart: at 200, one case's sink and the next case's node-a
   // shared a port, and under ctest -j2 the later one failed to listen.
   // The cases use 8000-16999, the tests below 22000-28999 (and the query
-  // tests at the end 18400-20099), links_test 29000.
+  // tests at the end 18400-20099 and 20400-20799), links_test 29000.
   int port = 8000;
   for (const auto& c : kCases) {
     v.emplace_back(c, port);
@@ -1401,8 +1401,10 @@ TEST(PipelineQuery, GraceJoinWithACsvTableDeliversTheJoinedRowsAndLosesNothing) 
 // A moving average over the last 50 values of a field, after a filter: one
 // row per tuple that passed, its input seq, its value and the average of
 // the (up to) 50 values that passed last, exactly as a double divides them.
-TEST(PipelineQuery, MovingAverageDeliversEachTuplesAverageAndLosesNothing) {
-  std::string dir = scratch("moving-in");
+// The cache-aware version (staged block copies) gives the same bits.
+void moving_through_processes(const std::string& cache_aware, int port) {
+  SCOPED_TRACE(cache_aware);
+  std::string dir = scratch("moving-in-" + cache_aware);
   std::string file = dir + "/moving.yaml";
   const std::string results = dir + "/rows.csv";
   std::ofstream(file) << "preset: tcp-opt\nschema: prices\nschemas:\n  prices:\n    fields:\n"
@@ -1410,9 +1412,10 @@ TEST(PipelineQuery, MovingAverageDeliversEachTuplesAverageAndLosesNothing) {
                          "event_bytes: 2048\ntuples: 40000\nprocesses:\n"
                          "  - {name: loadgen, role: loadgen}\n"
                          "  - {name: node-a, role: node, operators: [{filter: {field: price, op: ge, value: 200}}]}\n"
-                         "  - {name: node-b, role: node, operators: [{moving_avg: {field: price, window: 50}}]}\n"
+                         "  - {name: node-b, role: node, operators: [{moving_avg: {field: price, window: 50, "
+                         "staging: 16, cache_aware: " << cache_aware << "}}]}\n"
                          "  - {name: sink, role: sink, results: " << results << "}\n";
-  RunResult r = deploy("moving", 19200, {}, file);
+  RunResult r = deploy("moving-" + cache_aware, port, {}, file);
   expect_run_clean(r);
 
   sluice::Deployment d;
@@ -1447,6 +1450,14 @@ TEST(PipelineQuery, MovingAverageDeliversEachTuplesAverageAndLosesNothing) {
     // The CSV prints the shortest text that reads back as the same double.
     EXPECT_EQ(std::strtod(rows[i][3].c_str(), nullptr), want[i].avg) << "row " << i;
   }
+}
+
+TEST(PipelineQuery, MovingAverageDeliversEachTuplesAverageAndLosesNothing) {
+  moving_through_processes("off", 19200);
+}
+
+TEST(PipelineQuery, CacheAwareMovingAverageDeliversTheSameAverages) {
+  moving_through_processes("on", 20400);
 }
 
 // A loadgen and a sink started from two files that disagree on the link's

@@ -1297,3 +1297,120 @@ TEST(ConfigSchemas, ErrorsNameFileLineKeyAndOperator) {
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+// The query graph's newer operators in a deployment: each key is checked
+// against the operator's declaration and each field against the schema
+// that reaches it; errors name file:line, the key, the process and the
+// operator.
+const char* kQueryFile = R"(schema: txns
+schemas:
+  txns:
+    fields:
+      - {name: txn, type: u32, gen: {uniform: 16}}
+      - {name: event, type: i32, gen: {uniform: 4}}
+      - {name: time, type: u64}
+      - {name: amount, type: i64, gen: {uniform: 1000}}
+processes:
+  - {name: gen, role: loadgen}
+  - name: mid
+    role: node
+    operators:
+      - OPERATOR
+  - {name: end, role: sink}
+)";
+
+// The file with one operator at line 14 of process 'mid'.
+std::string query_file(const std::string& op) {
+  std::string t = kQueryFile;
+  t.replace(t.find("OPERATOR"), 8, op);
+  return t;
+}
+
+const char* kMoving = "moving_avg: {field: amount, window: 8}";
+const char* kCorrelate = "correlate: {txn: txn, event: event, time: time, within: 100}";
+const char* kGroupBy = "groupby: {group_by: event, aggregates: \"sum(amount), count\", window: count, "
+                       "size: 50, having: \"sum(amount) > 10\"}";
+
+// `op` with `from` replaced by `to`, parsed: its error.
+std::string query_err(const std::string& op, const std::string& from, const std::string& to) {
+  std::string o = op;
+  const size_t at = o.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at == std::string::npos) return "";
+  o.replace(at, from.size(), to);
+  Deployment d;
+  Status st = parse_deployment(query_file(o), "q.yaml", {}, &d);
+  EXPECT_FALSE(st.ok()) << o;
+  return st.message();
+}
+
+TEST(ConfigOperators, TheQueryFilesParse) {
+  for (const char* op : {kMoving, kCorrelate, kGroupBy}) {
+    Deployment d;
+    Status st = parse_deployment(query_file(op), "q.yaml", {}, &d);
+    ASSERT_TRUE(st.ok()) << op << ": " << st.message();
+  }
+  Deployment d;
+  ASSERT_TRUE(parse_deployment(query_file(kMoving), "q.yaml", {}, &d).ok());
+  EXPECT_EQ(d.processes[1].out_schema.name(), "moving_avg");  // the node's stream is its rows
+}
+
+TEST(ConfigOperators, AnUnknownKeyGetsFileLineOperatorAndDidYouMean) {
+  const std::string e = query_err(kCorrelate, "within: 100", "withn: 100");
+  EXPECT_HAS(e, "q.yaml:14:");
+  EXPECT_HAS(e, "processes.1.operators.0.correlate.withn");
+  EXPECT_HAS(e, "did you mean 'within'?");
+  const std::string m = query_err(kMoving, "window: 8", "windo: 8");
+  EXPECT_HAS(m, "q.yaml:14:");
+  EXPECT_HAS(m, "moving_avg.windo");
+  EXPECT_HAS(m, "did you mean 'window'?");
+  const std::string g = query_err(kGroupBy, "having:", "havin:");
+  EXPECT_HAS(g, "q.yaml:14:");
+  EXPECT_HAS(g, "groupby.havin");
+  EXPECT_HAS(g, "did you mean 'having'?");
+}
+
+TEST(ConfigOperators, AnOperatorKindNotKnownIsNamedWithDidYouMean) {
+  const std::string e = query_err(kCorrelate, "correlate:", "corelate:");
+  EXPECT_HAS(e, "q.yaml:14:");
+  EXPECT_HAS(e, "corelate");
+  EXPECT_HAS(e, "did you mean 'correlate'?");
+}
+
+TEST(ConfigOperators, AFieldNotInTheInputSchemaIsNamed) {
+  const std::string m = query_err(kMoving, "field: amount", "field: amout");
+  EXPECT_HAS(m, "q.yaml:14:");
+  EXPECT_HAS(m, "process 'mid', operator 0 (moving_avg)");
+  EXPECT_HAS(m, "'amout'");
+  const std::string c = query_err(kCorrelate, "txn: txn,", "txn: tx,");
+  EXPECT_HAS(c, "q.yaml:14:");
+  EXPECT_HAS(c, "process 'mid', operator 0 (correlate)");
+  EXPECT_HAS(c, "'tx'");
+  // An aggregate's field, inside its text.
+  const std::string g = query_err(kGroupBy, "sum(amount), count", "sum(amont), count");
+  EXPECT_HAS(g, "q.yaml:14:");
+  EXPECT_HAS(g, "process 'mid', operator 0 (groupby)");
+  EXPECT_HAS(g, "amont");
+  const std::string p = query_err("project: {fields: \"txn, amount\"}", "amount", "amonut");
+  EXPECT_HAS(p, "process 'mid', operator 0 (project)");
+  EXPECT_HAS(p, "amonut");
+  // The stream after moving_avg is its rows: `amount` is no longer there.
+  const std::string after =
+      query_err(kMoving, "window: 8}", "window: 8}\n      - filter: {field: amount, op: ge, value: 1}");
+  EXPECT_HAS(after, "operator 1 (filter): no field 'amount' in schema moving_avg");
+}
+
+TEST(ConfigOperators, AHavingOverAnAggregateNotListedIsRefused) {
+  const std::string e = query_err(kGroupBy, "having: \"sum(amount) > 10\"", "having: \"max(amount) > 10\"");
+  EXPECT_HAS(e, "q.yaml:14:");
+  EXPECT_HAS(e, "process 'mid', operator 0 (groupby)");
+  EXPECT_HAS(e, "max(amount)");
+  // And one over a field that is not there at all.
+  EXPECT_HAS(query_err(kGroupBy, "having: \"sum(amount) > 10\"", "having: \"sum(nope) > 10\""), "sum(nope)");
+}
+
+}  // namespace
+}  // namespace sluice

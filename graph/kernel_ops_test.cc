@@ -327,6 +327,140 @@ TEST(KernelOps, FilterWhereKeepsWhatThePredicateSelects) {
   EXPECT_EQ(got, want);
 }
 
+// One sealed event of the tuples [from, to) of t (seq = index), send_ts `ts`.
+std::vector<std::byte> one_event(const Tuples& t, size_t from, size_t to, uint64_t ts) {
+  const uint32_t n = uint32_t(to - from), tb = t.stride();
+  EventHeader h{kEventMagic, kWireVersion, kEventHeaderBytes, 0, tb, from, n, n, 0, 0, ts, 0, 0};
+  std::vector<std::byte> run(h.wire_bytes());
+  std::memcpy(run.data(), &h, sizeof h);
+  std::memcpy(&run[kEventHeaderBytes], t.at(from), size_t{n} * tb);
+  seal_event(run.data());
+  return run;
+}
+
+// project keeps the named fields, in the order given, as a schema of its
+// own name; it rewrites each event in place and keeps its seq and span.
+TEST(KernelOps, ProjectKeepsTheChosenFieldsInTheirOrderUnderItsName) {
+  const Schema s = schema();
+  OperatorConfig c = config("project", {{"fields", "ev, p0"}, {"name", "slim"}});
+  Schema out;
+  ASSERT_TRUE(find_operator_spec("project")->output(c, s, &out).ok());
+  EXPECT_EQ(out.describe(), "slim{seq:u64,ev:i32,p0:i64;tuple_bytes=20}");
+  // A field the input does not have is an error that names it.
+  Schema bad;
+  Status st0 = find_operator_spec("project")->output(config("project", {{"fields", "p0, nope"}}), s, &bad);
+  EXPECT_FALSE(st0.ok());
+  EXPECT_NE(st0.message().find("nope"), std::string::npos) << st0.message();
+
+  Status st;
+  auto op = make_operator(c, s, &st);
+  ASSERT_TRUE(op) << st.message();
+  std::mt19937_64 rng(3);
+  const Tuples t = random_tuples(s, 300, rng, 50);
+  // Two events in one run; the second also says 4 tuples before it were filtered.
+  std::vector<std::byte> run = one_event(t, 0, 100, 1);
+  std::vector<std::byte> e2 = one_event(t, 100, 300, 2);
+  {
+    EventHeader h;
+    std::memcpy(&h, e2.data(), sizeof h);
+    h.tuple_span += 4;
+    std::memcpy(e2.data(), &h, sizeof h);
+    seal_event(e2.data());
+  }
+  run.insert(run.end(), e2.begin(), e2.end());
+  Descriptor d{0, 0, uint32_t(run.size()), 2, 300, 0};
+  VecEmitter em;
+  EXPECT_EQ(op->process(run.data(), d, em), Operator::kKeep);
+  EXPECT_TRUE(em.slots.empty());  // in place: no slot of its own
+  uint64_t tuples = 0;
+  ASSERT_EQ(check_event_run(run.data(), d.bytes, 2, 0, &tuples), "");
+  EXPECT_EQ(tuples, 300u);
+  EXPECT_EQ(d.bytes, 2 * kEventHeaderBytes + 300 * out.tuple_bytes());
+  FieldRef ev, p0;
+  ASSERT_TRUE(out.find("ev", &ev));
+  ASSERT_TRUE(out.find("p0", &p0));
+  size_t off = 0, row = 0;
+  for (int e = 0; e < 2; ++e) {
+    EventHeader h;
+    std::memcpy(&h, &run[off], sizeof h);
+    EXPECT_EQ(h.tuple_bytes, out.tuple_bytes());
+    EXPECT_EQ(h.tuple_span, e == 0 ? 100u : 204u);
+    for (uint32_t i = 0; i < h.tuple_count; ++i, ++row) {
+      const std::byte* o = &run[off + kEventHeaderBytes + i * h.tuple_bytes];
+      uint64_t seq;
+      std::memcpy(&seq, o, 8);
+      EXPECT_EQ(seq, row);
+      EXPECT_EQ(load_i64(o, ev), t.get<int32_t>(row, "ev")) << row;
+      EXPECT_EQ(load_i64(o, p0), t.get<int64_t>(row, "p0")) << row;
+    }
+    off += h.wire_bytes();
+  }
+  EXPECT_EQ(row, 300u);
+}
+
+// Time windows over a timestamp field follow the watermark: a window whose
+// end the watermark passed goes out at on_time(), before any later tuple
+// arrives; over a plain u64 field the watermark changes nothing.
+TEST(KernelOps, GroupByTimeWindowsCloseWhenTheWatermarkPassesTheirEnd) {
+  for (FieldType tt : {FieldType::kTimestamp, FieldType::kU64}) {
+    SCOPED_TRACE(field_type_name(tt));
+    Schema s;
+    ASSERT_TRUE(Schema::make("ticks", {{"k", FieldType::kU32, 0}, {"t", tt, 0}, {"v", FieldType::kI64, 0}}, 0, &s).ok());
+    Tuples tu(s, 250);
+    for (size_t i = 0; i < 250; ++i) {
+      tu.set<uint32_t>(i, "k", uint32_t(i % 3));
+      tu.set<uint64_t>(i, "t", i);  // one tuple per time unit: windows of 100 hold 100
+      tu.set<int64_t>(i, "v", int64_t(i));
+    }
+    OperatorConfig c = config("groupby", {{"group_by", "k"}, {"aggregates", "sum(v), count"}, {"window", "time"},
+                                          {"size", "100"}, {"time_field", "t"}});
+    Schema out;
+    ASSERT_TRUE(find_operator_spec("groupby")->output(c, s, &out).ok());
+    Status st;
+    auto op = make_operator(c, s, &st);
+    ASSERT_TRUE(op) << st.message();
+    FieldRef end, key, sum, count;
+    ASSERT_TRUE(out.find("window_end", &end));
+    ASSERT_TRUE(out.find("key", &key));
+    ASSERT_TRUE(out.find("sum_v", &sum));
+    ASSERT_TRUE(out.find("count", &count));
+    auto rows_ending = [&](const VecEmitter& em, int64_t at) {
+      size_t n = 0;
+      for (size_t r = 0; r * out.tuple_bytes() < em.rows.size(); ++r)
+        if (load_i64(&em.rows[r * out.tuple_bytes()], end) == at) ++n;
+      return n;
+    };
+    VecEmitter em;
+    std::vector<std::byte> run = one_event(tu, 0, 250, 250);
+    Descriptor d{0, 0, uint32_t(run.size()), 1, 250, 0};
+    EXPECT_EQ(op->process(run.data(), d, em), Operator::kConsumed);
+    // Windows [0,100) and [100,200) closed as later tuples came; [200,300) is open.
+    EXPECT_EQ(rows_ending(em, 100), 3u);
+    EXPECT_EQ(rows_ending(em, 200), 3u);
+    EXPECT_EQ(rows_ending(em, 300), 0u);
+    op->on_time(299, em);
+    EXPECT_EQ(rows_ending(em, 300), 0u) << "the watermark has not passed its end";
+    op->on_time(300, em);
+    const bool follows = tt == FieldType::kTimestamp;
+    EXPECT_EQ(rows_ending(em, 300), follows ? 3u : 0u);
+    op->on_time(UINT64_MAX, em);
+    op->flush(em);
+    EXPECT_TRUE(op->status().ok()) << op->status().message();
+    EXPECT_EQ(rows_ending(em, 300), 3u);  // once, either way
+    ASSERT_EQ(em.rows.size(), 9 * out.tuple_bytes());
+    for (size_t r = 0; r < 9; ++r) {
+      const std::byte* row = &em.rows[r * out.tuple_bytes()];
+      const int64_t e = load_i64(row, end), k = load_i64(row, key);
+      int64_t want_sum = 0, want_n = 0;
+      for (int64_t i = e - 100; i < e && i < 250; ++i)
+        if (i % 3 == k) { want_sum += i; ++want_n; }
+      EXPECT_EQ(load_i64(row, sum), want_sum) << "window " << e << " key " << k;
+      EXPECT_EQ(load_i64(row, count), want_n) << "window " << e << " key " << k;
+    }
+    expect_end(*op, 250, 250, 9, false);
+  }
+}
+
 TEST(KernelOps, BadParametersAreErrorsThatNameThem) {
   const Schema s = schema();
   Schema out;

@@ -63,8 +63,14 @@ Status project_output(const OperatorConfig& cfg, const Schema& in, Schema* out) 
   std::vector<FieldSpec> fields;
   for (const auto& n : cfg.list("fields")) {
     if (n == "seq") continue;
+    bool found = false;
     for (const auto& f : in.fields())
-      if (f.name == n) fields.push_back(f);
+      if (f.name == n) {
+        fields.push_back(f);
+        found = true;
+      }
+    if (!found)
+      return Status::Error(fmt::format("fields: no field '{}' in schema {}", n, in.describe()));
   }
   Status st = Schema::make(cfg.get("name"), fields, 0, out);
   if (st && out->tuple_bytes() > 256)

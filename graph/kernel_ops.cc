@@ -195,8 +195,17 @@ Status groupby_kernel(const OperatorConfig& cfg, const Schema& in, GroupByK* out
   spec.max_groups = static_cast<uint32_t>(mg);
   if (Status st = kernels::GroupAggregate::make(in, spec, &out->k); !st) return st;
   FieldRef tf;
-  out->advance = spec.window.by == kernels::WindowSpec::By::kTime &&
-                 in.find(spec.window.time_field, &tf) && tf.type == FieldType::kTimestamp;
+  // The runtime's watermark is the events' send time (ns). It may close
+  // windows only when the file says the time field holds that same time:
+  // a field in other units (the generator's sequence, say) would be closed
+  // at the first event and every later tuple dropped as late.
+  const bool event_time = cfg.get("watermark") == "event";
+  if (event_time && spec.window.by != kernels::WindowSpec::By::kTime)
+    return Status::Error("watermark: event needs window: time");
+  if (event_time && !(in.find(spec.window.time_field, &tf) && tf.type == FieldType::kTimestamp))
+    return Status::Error(fmt::format("watermark: event needs a time_field of type timestamp; '{}' is not",
+                                     spec.window.time_field));
+  out->advance = event_time;
   return {};
 }
 
@@ -424,8 +433,11 @@ const OperatorSpec& groupby_spec() {
           {"window", ParamType::kEnum, "none", "none (one window to END), count or time", "none|count|time"},
           {"size", ParamType::kU64, "0", "window size: tuples (count) or units of time_field (time)", nullptr},
           {"slide", ParamType::kU64, "0", "0 or size: tumbling; else divides size", nullptr},
-          {"time_field", ParamType::kField, "", "time windows: the field (non-decreasing); a timestamp "
-           "field also follows the watermark", nullptr},
+          {"time_field", ParamType::kField, "", "time windows: the field (non-decreasing); its own "
+           "values close the windows", nullptr},
+          {"watermark", ParamType::kEnum, "field", "time windows: field (only the time field's values "
+           "close windows), or event (also the events' send times: for a timestamp field that holds "
+           "event time in ns, so an idle stream's windows close)", "field|event"},
           {"having", ParamType::kString, "", "over the row, e.g. \"sum(p1) >= 100000000\"", nullptr},
           {"max_groups", ParamType::kU64, "1024", "groups per window at most (the table's size)", nullptr},
       },

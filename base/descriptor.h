@@ -7,6 +7,10 @@ namespace sluice {
 
 inline constexpr uint32_t kNoSlot = UINT32_MAX;
 inline constexpr uint32_t kDescEnd = 1;  // bytes hold an EndOfStream payload
+// The process stage chose the downstream link: (flags >> kDescLinkShift) is
+// its index (a key split's parts, graph/partition.h).
+inline constexpr uint32_t kDescRouted = 2;
+inline constexpr uint32_t kDescLinkShift = 8;
 
 // A descriptor names a run of whole, contiguous events in one pool slot (or,
 // with kDescEnd, an end-of-stream payload). Only descriptors move between

@@ -243,6 +243,7 @@ void fill_pipeline(RunReport* r) {
     r->filtered += s.filtered;
     r->aggregated += s.aggregated;
     r->joined += s.joined;
+    r->partitioned += s.partitioned;
     // Percentiles do not add up: report the worst sink's.
     r->latency_p50_us = std::max(r->latency_p50_us, s.latency_p50_us);
     r->latency_p99_us = std::max(r->latency_p99_us, s.latency_p99_us);
@@ -752,11 +753,11 @@ std::string report_json(const RunReport& r) {
   return fmt::format(
       "{{\"deployment\":{},\"preset\":{},\"run_dir\":{},\"ok\":{},\"error\":{},"
       "\"tuples\":{},\"tuples_per_s\":{},\"gbps\":{},\"lost\":{},\"duplicated\":{},"
-      "\"corrupt\":{},\"filtered\":{},\"aggregated\":{},\"joined\":{},\"latency_us\":{{\"p50\":{},\"p99\":{},\"max\":{}}},"
+      "\"corrupt\":{},\"filtered\":{},\"aggregated\":{},\"joined\":{},\"partitioned\":{},\"latency_us\":{{\"p50\":{},\"p99\":{},\"max\":{}}},"
       "\"processes\":[{}]{}}}",
       str(r.deployment), str(r.preset), str(r.run_dir), r.ok ? "true" : "false", str(r.error),
       r.tuples, num(r.tuples_per_s), num(r.gbps), r.lost, r.duplicated, r.corrupt, r.filtered,
-      r.aggregated, r.joined, num(r.latency_p50_us), num(r.latency_p99_us), num(r.latency_max_us), procs, prometheus_json(r));
+      r.aggregated, r.joined, r.partitioned, num(r.latency_p50_us), num(r.latency_p99_us), num(r.latency_max_us), procs, prometheus_json(r));
 }
 
 std::string report_table(const RunReport& r) {
@@ -783,11 +784,14 @@ std::string report_table(const RunReport& r) {
                        s.rss_max_bytes / 1048576.0);
   }
   out += fmt::format("pipeline: {} tuples, {:.0f} tuples/s, {:.2f} Gb/s, lost {}, duplicated {}, "
-                     "corrupt {}, filtered {}{}, latency p50/p99/max {:.1f}/{:.1f}/{:.1f} us\n",
+                     "corrupt {}, filtered {}{}{}, latency p50/p99/max {:.1f}/{:.1f}/{:.1f} us\n",
                      r.tuples, r.tuples_per_s, r.gbps, r.lost, r.duplicated, r.corrupt, r.filtered,
                      r.aggregated || r.joined
                          ? fmt::format(", aggregated {}, joined {}", r.aggregated, r.joined)
                          : "",
+                     r.partitioned ? fmt::format(", partitioned {} (split by key: each sink counts "
+                                                 "the tuples it did not get)", r.partitioned)
+                                   : "",
                      r.latency_p50_us, r.latency_p99_us, r.latency_max_us);
   for (const auto& p : r.processes) {
     const BurstSummary& b = p.summary.burst;

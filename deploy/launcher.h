@@ -126,6 +126,10 @@ struct RunReport {
   double tuples_per_s = 0, gbps = 0;
   uint64_t lost = 0, duplicated = 0, corrupt = 0, filtered = 0;
   uint64_t aggregated = 0, joined = 0;  // taken out upstream by operators (END accounts)
+  // Sent by key splits to other sinks than each one counting (END accounts):
+  // each sink counts what it did not get, so with a split over n sinks a
+  // tuple is counted by n - 1 of them; `tuples` adds up every sink's.
+  uint64_t partitioned = 0;
   double latency_p50_us = 0, latency_p99_us = 0, latency_max_us = 0;
 
   // --prometheus: the server, and per process what it recorded.

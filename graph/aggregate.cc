@@ -44,7 +44,7 @@ class Aggregate final : public Operator {
       std::memcpy(&h, run + off, sizeof h);
       const std::byte* t = run + off + kEventHeaderBytes;
       off += h.wire_bytes();
-      accounts_.filtered(h.stream, h.tuple_span - h.tuple_count);
+      accounts_.filtered(h.stream, filtered_inside(h));
       accounts_.aggregated(h.stream, h.tuple_count);
       if (h.send_ts_ns > last_ts_) last_ts_ = h.send_ts_ns;
       if (window_ns_) {
@@ -191,7 +191,7 @@ class Miscount final : public Operator {
       EventHeader h;
       std::memcpy(&h, run + off, sizeof h);
       off += h.wire_bytes();
-      accounts_.filtered(h.stream, h.tuple_span - h.tuple_count);
+      accounts_.filtered(h.stream, filtered_inside(h));
       uint64_t n = h.tuple_count;
       const uint64_t less = std::min(n, by_ - taken_);
       taken_ += less;

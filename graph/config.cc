@@ -79,7 +79,9 @@ int Deployment::process_index(const std::string& name) const {
   return -1;
 }
 
-const char* split_name(Split s) { return s == Split::kCopy ? "copy" : "stream"; }
+const char* split_name(Split s) {
+  return s == Split::kCopy ? "copy" : s == Split::kKey ? "key" : "stream";
+}
 
 std::vector<size_t> Deployment::inputs_of(size_t i) const {
   std::vector<size_t> v;
@@ -423,7 +425,7 @@ const std::vector<std::string> kTransports = {"tcp", "fabric", "ucx"};
 const std::vector<std::string> kCongestion = {"default", "reno", "cubic", "bbr"};
 const std::vector<std::string> kWaits = {"block", "spin", "hybrid"};
 const std::vector<std::string> kRoles = {"loadgen", "node", "sink"};
-const std::vector<std::string> kProcessKeys = {"name", "role", "host", "listen", "port", "cores", "split", "pin_stages", "operators", "schema", "results"};
+const std::vector<std::string> kProcessKeys = {"name", "role", "host", "listen", "port", "cores", "split", "split_key", "pin_stages", "operators", "schema", "results"};
 const std::vector<std::string> kSchemaKeys = {"fields", "tuple_bytes"};
 const std::vector<std::string> kFieldKeys = {"name", "type", "width", "gen"};
 const std::vector<std::string> kGenKinds = {"sequence", "uniform", "zipf", "constant", "random"};
@@ -655,7 +657,7 @@ const std::vector<std::string> kRxPolls = {"block", "select"};
 const std::vector<std::string> kHandovers = {"descriptor", "copy"};
 const std::vector<std::string> kOnOff = {"on", "off"};
 const std::vector<std::string> kCongestionIn = {"", "default", "reno", "cubic", "bbr"};
-const std::vector<std::string> kSplits = {"stream", "copy"};
+const std::vector<std::string> kSplits = {"stream", "copy", "key"};
 // Providers and UCX transports sluice knows how to drive; whether one is
 // present on this machine is the carrier's to say at start.
 const std::vector<std::string> kFabricProviders = {"tcp", "net", "shm", "verbs", "efa", "psm2", "psm3"};
@@ -1287,6 +1289,40 @@ Status resolve_schemas(Deployment* d, const Places& at) {
   return {};
 }
 
+// `split: key` hashes `split_key`, a numeric field of what the process sends
+// (its out_schema), over two or more downstream links; `split_key` means
+// nothing without it.
+Status validate_split_keys(const Deployment& d, const std::vector<Places>& process_at) {
+  for (size_t i = 0; i < d.processes.size(); ++i) {
+    const ProcessConfig& p = d.processes[i];
+    const Places& at = process_at[i];
+    const std::string path = fmt::format("processes.{}", i);
+    if (p.split != Split::kKey) {
+      if (!p.split_key.empty())
+        return at.error(path + ".split_key", "split_key",
+                        fmt::format("process '{}': split_key needs split: key (its split is {})",
+                                    p.name, split_name(p.split)));
+      continue;
+    }
+    if (p.split_key.empty())
+      return at.error(path + ".split", "split",
+                      fmt::format("process '{}': split: key needs split_key: FIELD, a numeric "
+                                  "field of {}", p.name, p.out_schema.describe()));
+    FieldRef f;
+    if (!p.out_schema.find(p.split_key, &f) || f.type == FieldType::kBytes)
+      return at.error(path + ".split_key", "split_key",
+                      fmt::format("process '{}': '{}' is no numeric field of what it sends, {}",
+                                  p.name, p.split_key, p.out_schema.describe()));
+    if (p.role != Role::kNode)
+      return at.error(path + ".split", "split",
+                      fmt::format("process '{}': only a node splits by key (a {} {}); put a node "
+                                  "with split: key after it", p.name, role_name(p.role),
+                                  p.role == Role::kSink ? "has no downstream links"
+                                                        : "splits by stream or copy"));
+  }
+  return {};
+}
+
 // `at`: where the process and each key it sets were given (a clash of
 // ports names the line of `port`, not the process's).
 Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::string& default_host,
@@ -1325,7 +1361,9 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
     } else if (key == "split") {
       std::string sp;
       st = r.get_enum(v, kpath, kSplits, &sp);
-      p->split = sp == "copy" ? Split::kCopy : Split::kStream;
+      p->split = sp == "copy" ? Split::kCopy : sp == "key" ? Split::kKey : Split::kStream;
+    } else if (key == "split_key") {
+      st = r.get_string(v, kpath, false, &p->split_key);
     } else if (key == "port") {
       st = r.get(v, kpath, &p->port);
     } else if (key == "cores") {
@@ -1979,6 +2017,7 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
   // is an error (parse_link).
   if (Status st = validate(*d, places, link_places, process_places); !st) return st;
   if (Status st = resolve_schemas(d, places); !st) return st;
+  if (Status st = validate_split_keys(*d, process_places); !st) return st;
   for (size_t l = 0; l < d->links.size(); ++l) {
     const LinkOptions o = d->link_options(l, 0);
     d->links[l].options.tuple_bytes = o.tuple_bytes;
@@ -2096,6 +2135,7 @@ std::string dump_deployment(const Deployment& d) {
     e << YAML::Key << "port" << YAML::Value << p.port;
     e << YAML::Key << "cores" << YAML::Value << fmt_double(p.cores);
     e << YAML::Key << "split" << YAML::Value << split_name(p.split);
+    if (!p.split_key.empty()) e << YAML::Key << "split_key" << YAML::Value << p.split_key;
     if (!p.stage_cpus.empty())
       e << YAML::Key << "pin_stages" << YAML::Value << YAML::DoubleQuoted << cpu_list_name(p.stage_cpus);
     else
@@ -2144,7 +2184,10 @@ std::string describe_graph(const Deployment& d) {
     if (in > 1) what = fmt::format("union of {} upstreams", in);
     if (out_n > 1)
       what += fmt::format("{}{} to {} downstreams", what.empty() ? "" : "; ",
-                          d.processes[i].split == Split::kCopy ? "copy" : "split by stream", out_n);
+                          d.processes[i].split == Split::kCopy  ? std::string("copy")
+                          : d.processes[i].split == Split::kKey ? "split by key " + d.processes[i].split_key
+                                                                : std::string("split by stream"),
+                          out_n);
     out += fmt::format("#   {}: {}\n", d.processes[i].name, what);
   }
   for (const auto& p : d.processes) {

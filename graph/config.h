@@ -48,6 +48,7 @@ const char* role_name(Role r);
 enum class Split {
   kStream,  // stream s goes to downstream link s % n: each stream stays whole
   kCopy,    // every event to every downstream link
+  kKey,     // each tuple to link hash(split_key) % n (graph/partition.h): a partitioned group-by
 };
 const char* split_name(Split s);
 
@@ -119,6 +120,7 @@ struct ProcessConfig {
   uint16_t port = 0;               // first port it listens on; 0: base_port + 100 * index
   double cores = 0;                // N in the CPE formulas; 0: host cores / processes on host
   Split split = Split::kStream;    // with several downstream links
+  std::string split_key;           // split: key: the numeric field of out_schema to hash
   // `pin_stages`: off (stage threads float over the process's CPUs), on
   // (spread: stage t = 3 * instance + stage index on CPU t mod n of its
   // host's cores, else of the CPUs it may use), or a list: stage t on

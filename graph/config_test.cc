@@ -663,6 +663,35 @@ links:
 )").processes[0].split, Split::kStream);
 }
 
+TEST(Graph, SplitByKeyNamesANumericFieldOfWhatTheNodeSends) {
+  const std::string head = R"(processes:
+  - {name: loadgen, role: loadgen}
+)";
+  const std::string tail = R"(  - {name: s1, role: sink}
+  - {name: s2, role: sink}
+links:
+  - {from: loadgen, to: node-a}
+  - {from: node-a, to: s1}
+  - {from: node-a, to: s2}
+)";
+  Deployment d = parse_ok(head + "  - {name: node-a, role: node, split: key, split_key: key}\n" + tail);
+  EXPECT_EQ(d.processes[1].split, Split::kKey);
+  EXPECT_EQ(d.processes[1].split_key, "key");
+  EXPECT_HAS(describe_graph(d), "node-a: split by key key to 2 downstreams");
+  EXPECT_EQ(parse_ok(dump_deployment(d)).processes[1].split_key, "key");
+  std::string e = parse_err(head + "  - {name: node-a, role: node, split: key, split_key: nope}\n" + tail);
+  EXPECT_HAS(e, "test.yaml:3: key 'processes.1.split_key': process 'node-a': 'nope' is no numeric field");
+  e = parse_err(head + "  - {name: node-a, role: node, split: key}\n" + tail);
+  EXPECT_HAS(e, "test.yaml:3: key 'processes.1.split': process 'node-a': split: key needs split_key");
+  e = parse_err(head + "  - {name: node-a, role: node, split_key: key}\n" + tail);
+  EXPECT_HAS(e, "key 'processes.1.split_key': process 'node-a': split_key needs split: key");
+  // The field is looked up in what the node sends, after its operators.
+  e = parse_err("schemas:\n  t: {fields: [{name: k, type: i64}, {name: b, type: bytes, width: 8}]}\n"
+                "schema: t\n" + head +
+                "  - {name: node-a, role: node, split: key, split_key: b}\n" + tail);
+  EXPECT_HAS(e, "'b' is no numeric field of what it sends");
+}
+
 TEST(Graph, PrecedenceTopPresetTopKeysLinkPresetLinkKeys) {
   Deployment d = parse_ok(R"(preset: tcp-opt
 encoding: copy
@@ -952,7 +981,7 @@ TEST(Graph, UnionAndSplitRoundTrip) {
 }
 
 TEST(Graph, ExampleFilesParse) {
-  for (const char* f : {"pipeline.yaml", "union.yaml", "split.yaml"}) {
+  for (const char* f : {"pipeline.yaml", "union.yaml", "split.yaml", "split_key.yaml"}) {
     Deployment d;
     Status st = load_deployment(std::string(SLUICE_SOURCE_DIR "/deploy/examples/") + f, {}, &d);
     EXPECT_TRUE(st.ok()) << f << ": " << st.message();

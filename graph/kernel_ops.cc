@@ -70,7 +70,7 @@ class KernelOp final : public Operator {
       std::memcpy(&h, run + off, sizeof h);
       const std::byte* t = run + off + kEventHeaderBytes;
       off += h.wire_bytes();
-      accounts_.filtered(h.stream, h.tuple_span - h.tuple_count);
+      accounts_.filtered(h.stream, filtered_inside(h));
       if (acc_ == Account::kJoined)
         accounts_.joined(h.stream, h.tuple_count);
       else

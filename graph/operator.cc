@@ -195,6 +195,8 @@ void StreamAccounts::add_to(EndOfStream* eos) const {
     eos->accounts[i].filtered += of[s].filtered;
     eos->accounts[i].aggregated += of[s].aggregated;
     eos->accounts[i].joined += of[s].joined;
+    eos->accounts[i].partitioned += of[s].partitioned;
+    if (of[s].partitioned) eos->flags |= kEndPartitioned;
   }
 }
 

@@ -59,7 +59,19 @@ class Emitter {
   // the operators after this one). `events` whole sealed events, `bytes` in
   // all; events 0 gives the slot back unused.
   virtual void commit(uint32_t bytes, uint32_t events, uint32_t tuples) = 0;
+  // The same, bound for downstream link `link` only (a key split). An
+  // emitter with no links to choose from ignores the link.
+  virtual void commit_to(uint32_t link, uint32_t bytes, uint32_t events, uint32_t tuples) {
+    commit(bytes, events, tuples);
+  }
 };
+
+// Tuples an operator that consumes event `h` counts filtered: those dropped
+// inside it upstream. A part of a key split's event has none of its own: its
+// missing tuples are the split's partitioned account.
+inline uint32_t filtered_inside(const EventHeader& h) {
+  return (h.flags & kEventPart) ? 0 : h.tuple_span - h.tuple_count;
+}
 
 // Writes rows of one schema as events of one derived stream into emitted
 // slots: numbers them (seq from 0), fills the header and seals each event.
@@ -97,6 +109,7 @@ struct StreamAccounts {
   void filtered(uint32_t stream, uint64_t n) { add(stream).filtered += n; }
   void aggregated(uint32_t stream, uint64_t n) { add(stream).aggregated += n; }
   void joined(uint32_t stream, uint64_t n) { add(stream).joined += n; }
+  void partitioned(uint32_t stream, uint64_t n) { add(stream).partitioned += n; }
   // Adds these to END's entries of the same streams.
   void add_to(EndOfStream* eos) const;
 
@@ -181,6 +194,12 @@ class OperatorChain {
   const Operator& op(size_t i) const { return *ops_[i]; }
   const OperatorSpec& spec(size_t i) const { return *specs_[i]; }
   uint32_t emit_slots() const;
+  // One more operator at the end, made by the runtime (a key split's partition).
+  void append(const OperatorSpec* spec, std::unique_ptr<Operator> op) {
+    ops_.push_back(std::move(op));
+    specs_.push_back(spec);
+    costs_.push_back(Cost{});
+  }
   Cost& cost(size_t i) { return costs_[i]; }
   const Cost& cost(size_t i) const { return costs_[i]; }
 

@@ -207,7 +207,8 @@ const Field kFields[] = {
     SLUICE_F(cpb_p, "{:.4f}"), SLUICE_F(epe_joules, "{:.4e}"),
     SLUICE_F(rss_max_bytes),
     SLUICE_F(lost), SLUICE_F(duplicated), SLUICE_F(corrupt),
-    SLUICE_F(filtered), SLUICE_F(aggregated), SLUICE_F(joined), SLUICE_F(credit_waits),
+    SLUICE_F(filtered), SLUICE_F(aggregated), SLUICE_F(joined), SLUICE_F(partitioned),
+    SLUICE_F(credit_waits),
     SLUICE_F(metrics_url),
     SLUICE_F(cpus), SLUICE_F(last_cpu),
 };

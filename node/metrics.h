@@ -203,6 +203,7 @@ struct ProcessSummary {
   // Sink only.
   uint64_t lost = 0, duplicated = 0, corrupt = 0, filtered = 0;
   uint64_t aggregated = 0, joined = 0;  // taken out upstream by operators, from END's accounts
+  uint64_t partitioned = 0;  // sent to other links by a key split upstream (END's accounts)
   double latency_p50_us = 0, latency_p99_us = 0, latency_max_us = 0;
 
   uint64_t credit_waits = 0;

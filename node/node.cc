@@ -264,10 +264,13 @@ constexpr size_t kLinkBatch = 1024;
 }
 
 NetDestination::NetDestination(std::vector<LinkOptions> links, Split split, SlotPool& pool,
-                               TransportContext& ctx)
-    : opts_(std::move(links)), split_(split), pool_(pool), ctx_(ctx) {}
+                               TransportContext& ctx, std::shared_ptr<const PartitionTally> tally)
+    : opts_(std::move(links)), split_(split), pool_(pool), ctx_(ctx), tally_(std::move(tally)) {}
 
 Status NetDestination::start() {
+  if (split_ == Split::kKey && opts_.size() > 1 && (!tally_ || tally_->links() != opts_.size()))
+    return Status::Error(fmt::format("split: key over {} links needs the process stage's partition "
+                                     "tally for as many", opts_.size()));
   Status st = ctx_.register_pool(pool_);
   if (!st) return st;
   for (const auto& o : opts_) {
@@ -332,13 +335,43 @@ Status NetDestination::split_by_stream(const Descriptor& d) {
   return {};
 }
 
+// A key split's parts: each descriptor already names its link.
+Status NetDestination::route(const Descriptor& d) {
+  const size_t i = d.flags >> kDescLinkShift;
+  if (!(d.flags & kDescRouted) || i >= links_.size())
+    return Status::Error(fmt::format("split: key: a descriptor with no downstream link of {} "
+                                     "(flags {:#x})", links_.size(), d.flags));
+  if (nbatch_[i] == kLinkBatch) {
+    Status st = flush(i);
+    if (!st) return st;
+  }
+  Descriptor r = d;
+  r.flags = 0;
+  batch_[i][nbatch_[i]++] = r;
+  return {};
+}
+
 // END: each link's own, after everything before it; then the slot is free.
+// A key split's links each get every stream, each stream's account with the
+// tuples the split sent to the other links added as `partitioned`.
 Status NetDestination::end(const Descriptor& d) {
   const std::byte* p = pool_.slot(d.slot) + d.offset;
   Status st;
   if (links_.size() == 1 || split_ == Split::kCopy) {
     for (auto& l : links_)
       if (st) st = l->end(p, d.bytes);
+  } else if (split_ == Split::kKey) {
+    EndOfStream& all = *end_all_;
+    read_end(p, d.bytes, &all);  // checked when it arrived
+    for (size_t i = 0; i < links_.size() && st; ++i) {
+      *end_ = all;
+      end_->flags |= kEndAccounts | kEndPartitioned;
+      for (uint32_t e = 0; e < all.n_streams; ++e)
+        end_->accounts[e].partitioned +=
+            tally_->not_sent(all.streams[e].stream, static_cast<uint32_t>(i));
+      write_end(*end_, end_wire_.get());
+      st = links_[i]->end(end_wire_.get(), static_cast<uint32_t>(end_->wire_bytes()));
+    }
   } else {
     EndOfStream& all = *end_all_;
     read_end(p, d.bytes, &all);  // checked when it arrived
@@ -368,6 +401,9 @@ Status NetDestination::consume(std::span<const Descriptor> descs) {
   Status st;
   if (links_.size() == 1) {
     if (n) st = links_[0]->send(descs.first(n));
+  } else if (split_ == Split::kKey) {
+    for (size_t i = 0; i < n && st; ++i) st = route(descs[i]);
+    for (size_t l = 0; l < links_.size() && st; ++l) st = flush(l);
   } else if (split_ == Split::kCopy) {
     const uint32_t extra = static_cast<uint32_t>(links_.size() - 1);
     for (size_t i = 0; i < n && st; ++i) st = pool_.retain(descs[i].slot, extra);
@@ -560,7 +596,15 @@ class Instance::ChainEmitter final : public Emitter {
     return pool.slot(slot_);
   }
   void commit(uint32_t bytes, uint32_t events, uint32_t tuples) override {
-    Descriptor d{slot_, 0, bytes, events, tuples, 0};
+    commit_with(bytes, events, tuples, 0);
+  }
+  void commit_to(uint32_t link, uint32_t bytes, uint32_t events, uint32_t tuples) override {
+    commit_with(bytes, events, tuples, kDescRouted | (link << kDescLinkShift));
+  }
+
+ private:
+  void commit_with(uint32_t bytes, uint32_t events, uint32_t tuples, uint32_t flags) {
+    Descriptor d{slot_, 0, bytes, events, tuples, flags};
     slot_ = kNoSlot;
     if (events == 0) {
       (void)in_->work_pool_->release(d.slot);
@@ -574,7 +618,6 @@ class Instance::ChainEmitter final : public Emitter {
     in_->nested_s_[op_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
 
- private:
   Instance* in_;
   size_t op_;
   uint32_t slot_ = kNoSlot;

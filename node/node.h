@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "graph/operator.h"
+#include "graph/partition.h"
 #include "node/metrics.h"
 #include "base/ring.h"
 #include "graph/config.h"
@@ -136,10 +137,14 @@ class NetSource final : public Source {
 // s % n; a descriptor's events are cut into runs, one per link, that share
 // the slot, and the END each link gets names only its streams) or copy
 // (every descriptor to every link). A slot sent to several links is retained
-// once per extra link, so it frees after its last send.
+// once per extra link, so it frees after its last send. By key, the process
+// stage's partition operator (graph/partition.h) already cut the events into
+// one part per link and named the link in each descriptor; each link's END
+// carries every stream, with `tally`'s partitioned account for that link.
 class NetDestination final : public Destination {
  public:
-  NetDestination(std::vector<LinkOptions> links, Split split, SlotPool& pool, TransportContext& ctx);
+  NetDestination(std::vector<LinkOptions> links, Split split, SlotPool& pool, TransportContext& ctx,
+                 std::shared_ptr<const PartitionTally> tally = nullptr);
   Status start() override;
   Status consume(std::span<const Descriptor> descs) override;
   Status finish() override;
@@ -152,6 +157,7 @@ class NetDestination final : public Destination {
 
  private:
   Status split_by_stream(const Descriptor& d);
+  Status route(const Descriptor& d);
   Status flush(size_t link);
   Status end(const Descriptor& d);
 
@@ -159,6 +165,7 @@ class NetDestination final : public Destination {
   Split split_;
   SlotPool& pool_;
   TransportContext& ctx_;
+  std::shared_ptr<const PartitionTally> tally_;
   std::vector<std::unique_ptr<Sender>> links_;
   std::vector<std::vector<Descriptor>> batch_;   // per link, sized at start
   std::vector<size_t> nbatch_;

@@ -43,6 +43,15 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
     OperatorChain chain;
     st = OperatorChain::make(pc.operators, pc.in_schema, &chain);
     if (!st.ok()) return Status::Error(fmt::format("{}: {}", pc.name, st.message()));
+    // split: key over several links: the partition operator ends the chain.
+    std::shared_ptr<PartitionTally> tally;
+    const size_t outs = d.outputs_of(index).size();
+    if (pc.role != Role::kSink && pc.split == Split::kKey && outs > 1) {
+      tally = std::make_shared<PartitionTally>(static_cast<uint32_t>(outs));
+      auto op = make_partition(pc.out_schema, pc.split_key, tally, &st);
+      if (!op) return Status::Error(fmt::format("{}: {}", pc.name, st.message()));
+      chain.append(&partition_spec(), std::move(op));
+    }
     std::unique_ptr<Source> source;
     if (pc.role == Role::kLoadgen) {
       auto g = std::make_unique<Generator>(d, k, d.first_stream(index), d.loadgen_schema(index));
@@ -79,7 +88,7 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
     } else {
       std::vector<LinkOptions> out;
       for (size_t l : d.outputs_of(index)) out.push_back(d.link_options(l, k));
-      dest = std::make_unique<NetDestination>(std::move(out), pc.split, send_pool, ctx);
+      dest = std::make_unique<NetDestination>(std::move(out), pc.split, send_pool, ctx, tally);
     }
     InstanceConfig ic;
     for (size_t l : d.outputs_of(index)) {

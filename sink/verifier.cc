@@ -43,7 +43,8 @@ void Verifier::verify_run(const std::byte* run, const Descriptor& d, uint64_t no
       c_.duplicated += std::min<uint64_t>(h.tuple_count, next - h.first_seq);
     }
     if (h.first_seq + h.tuple_span > next) next = h.first_seq + h.tuple_span;
-    c_.filtered += h.tuple_span - h.tuple_count;
+    if (h.flags & kEventPart) part_missing_[h.stream] += h.tuple_span - h.tuple_count;
+    else c_.filtered += h.tuple_span - h.tuple_count;
     // Each tuple's own sequence number: inside the span, strictly increasing.
     const std::byte* t = p + kEventHeaderBytes;
     uint64_t prev = 0;
@@ -95,6 +96,19 @@ void Verifier::verify_end(const std::byte* p, uint32_t bytes) {
       c_.corrupt += got - e.next_seq;  // tuples nobody generated
     }
     const EndOfStreamAccount& a = eos.accounts[i];
+    // A key split's account: first what this link's parts lack, then whole
+    // events that sent nothing this way; the rest of the parts' lack was
+    // dropped inside them (filtered).
+    uint64_t& in_parts = part_missing_[e.stream];
+    const uint64_t from_parts = std::min(a.partitioned, in_parts);
+    const uint64_t from_gaps = std::min(a.partitioned - from_parts, missing_[e.stream]);
+    c_.partitioned += a.partitioned;
+    c_.filtered += in_parts - from_parts;
+    in_parts = 0;
+    missing_[e.stream] -= from_gaps;
+    c_.lost -= from_gaps;
+    c_.miscounted += a.partitioned - from_parts - from_gaps;
+    c_.corrupt += a.partitioned - from_parts - from_gaps;
     c_.filtered += a.filtered;
     c_.aggregated += a.aggregated;
     c_.joined += a.joined;
@@ -154,6 +168,7 @@ void Verifier::report(ProcessSummary& s) const {
   s.filtered += c_.filtered;
   s.aggregated += c_.aggregated;
   s.joined += c_.joined;
+  s.partitioned += c_.partitioned;
 }
 
 }  // namespace sluice

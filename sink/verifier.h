@@ -11,7 +11,11 @@
 // the generator's send timestamp. At END, the generator's per-stream totals
 // reveal a lost tail, and the operators' accounts in END (tuples filtered
 // inside events an operator consumed, aggregated, joined) explain the gaps
-// they made: those are no longer lost. All state is sized at start; nothing is allocated per
+// they made: those are no longer lost. Behind a key split (split: key) an
+// event arrives as a part (kEventPart) holding this link's tuples of it: what
+// its span lacks, and the gaps of events none of whose tuples came this way,
+// are explained by the split's `partitioned` account; what of a part's span
+// the account does not claim was dropped inside it, counted filtered. All state is sized at start; nothing is allocated per
 // event.
 #pragma once
 
@@ -35,6 +39,8 @@ struct VerifyCounts {
   uint64_t lost = 0, duplicated = 0, corrupt = 0, filtered = 0;
   // Taken out upstream on purpose, from the operators' own accounts in END.
   uint64_t aggregated = 0, joined = 0;
+  // Sent to other links by a key split upstream (its END account).
+  uint64_t partitioned = 0;
   // Tuples operators claimed to take out that no stream missed (also corrupt).
   uint64_t miscounted = 0;
   bool end_seen = false;
@@ -77,6 +83,7 @@ class Verifier final : public Destination {
   std::array<bool, kMaxStreams> seen_{};
   std::array<uint64_t, kMaxStreams> corrupt_unseen_{};  // corrupt tuples not yet met as a gap
   std::array<uint64_t, kMaxStreams> missing_{};  // gaps counted lost, until END's accounts explain them
+  std::array<uint64_t, kMaxStreams> part_missing_{};  // span - count of key-split parts, until END
   std::unique_ptr<EndOfStream> end_;
   FILE* results_ = nullptr;
   std::vector<FieldRef> result_fields_;

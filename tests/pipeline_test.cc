@@ -11,6 +11,7 @@
 #include <map>
 
 #include "graph/config.h"
+#include "graph/partition.h"
 #include "loadgen/generator.h"
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -403,6 +404,136 @@ TEST(PipelineGraph, SplitByStreamSendsEachStreamWholeToOneSink) {
   EXPECT_EQ(p[2]["name"].as<std::string>(), "sink-1");
   EXPECT_EQ(p[2]["tuples_in"].as<uint64_t>(), even);
   EXPECT_EQ(p[3]["tuples_in"].as<uint64_t>(), 40000u - even);
+}
+
+// split: key through real processes: loadgen -> node-a (split: key over
+// `key`) -> sink-1, sink-2. Every tuple reaches exactly one sink, the one of
+// its key's hash; each sink ends with lost = 0, its tuples the other sink's
+// partitioned count.
+TEST(PipelineGraph, SplitByKeySendsEachTupleToItsKeysSinkOnce) {
+  const uint64_t kTuples = 30000;
+  std::string dir = scratch("split-key-in");
+  std::string file = dir + "/split_key.yaml";
+  {
+    std::ifstream in(kExamples + "split_key.yaml");
+    std::ofstream out(file);
+    std::string line;
+    while (std::getline(in, line)) {
+      // Each sink writes what it got (seq, key, value).
+      if (line.find("{name: sink-1, role: sink}") != std::string::npos)
+        line = "  - {name: sink-1, role: sink, results: " + dir + "/sink-1.csv}";
+      if (line.find("{name: sink-2, role: sink}") != std::string::npos)
+        line = "  - {name: sink-2, role: sink, results: " + dir + "/sink-2.csv}";
+      out << line << "\n";
+    }
+  }
+  // One stream, so a tuple's seq names it; small events, so many are cut.
+  RunResult r = deploy("split_key", 21000,
+                       {"tuples=" + std::to_string(kTuples), "event_bytes=2048", "streams=1"}, file);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_EQ(r.json["tuples"].as<uint64_t>(), kTuples);  // the sinks' tuples added up
+  EXPECT_EQ(r.json["lost"].as<uint64_t>(), 0u);
+  EXPECT_EQ(r.json["duplicated"].as<uint64_t>(), 0u);
+  EXPECT_EQ(r.json["corrupt"].as<uint64_t>(), 0u);
+  EXPECT_EQ(r.json["filtered"].as<uint64_t>(), 0u);
+  const YAML::Node p = r.json["processes"];
+  ASSERT_EQ(p.size(), 4u);
+  ASSERT_EQ(p[2]["name"].as<std::string>(), "sink-1");
+  const uint64_t t1 = p[2]["tuples_in"].as<uint64_t>(), t2 = p[3]["tuples_in"].as<uint64_t>();
+  EXPECT_EQ(t1 + t2, kTuples);
+  EXPECT_GT(t1, 0u);
+  EXPECT_GT(t2, 0u);
+  EXPECT_EQ(p[2]["lost"].as<uint64_t>(), 0u);
+  EXPECT_EQ(p[3]["lost"].as<uint64_t>(), 0u);
+  EXPECT_EQ(p[2]["partitioned"].as<uint64_t>(), t2);
+  EXPECT_EQ(p[3]["partitioned"].as<uint64_t>(), t1);
+  EXPECT_EQ(r.json["partitioned"].as<uint64_t>(), kTuples);
+
+  // Each tuple once, at the sink of its key, with the generator's values.
+  sluice::Deployment d;
+  ASSERT_TRUE(sluice::load_deployment(file, {}, &d).ok());
+  sluice::FieldFiller fill(*d.find_schema("keyed"));
+  std::vector<int> where(kTuples, -1);
+  for (int s = 0; s < 2; ++s) {
+    std::ifstream in(dir + "/sink-" + std::to_string(s + 1) + ".csv");
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line, "seq,key,value");
+    uint64_t rows = 0;
+    while (std::getline(in, line)) {
+      uint64_t seq, key;
+      int64_t value;
+      ASSERT_EQ(std::sscanf(line.c_str(), "%lu,%lu,%ld", &seq, &key, &value), 3) << line;
+      ASSERT_LT(seq, kTuples);
+      EXPECT_EQ(where[seq], -1) << "seq " << seq << " twice";
+      where[seq] = s;
+      EXPECT_EQ(static_cast<int64_t>(key), fill.value(0, seq)) << seq;
+      EXPECT_EQ(value, fill.value(1, seq)) << seq;
+      EXPECT_EQ(sluice::key_link(key, 2), static_cast<uint32_t>(s)) << "key " << key;
+      ++rows;
+    }
+    EXPECT_EQ(rows, s == 0 ? t1 : t2);
+  }
+  EXPECT_EQ(std::count(where.begin(), where.end(), -1), 0);
+}
+
+// The partitioned group-by: a filter, then split: key over p0 to two
+// group-by nodes, each behind its own sink. Every key's rows come from one
+// side only, the rows count every tuple the filter kept exactly once, and
+// both sinks end with lost = 0: the aggregated and partitioned accounts
+// explain every generated tuple.
+TEST(PipelineQuery, PartitionedGroupByIsExactPerKeyAndLosesNothing) {
+  const std::string dir = scratch("split-groupby-in");
+  const std::string file = dir + "/gb.yaml";
+  const char* kGroupBy = "{groupby: {group_by: p0, aggregates: \"sum(p1), count\", window: count, "
+                         "size: 1000, max_groups: 16}}";
+  std::ofstream(file) << "preset: tcp-opt\nschema: esper\nschemas:\n  esper:\n    fields:\n"
+                         "      - {name: p0, type: i64, gen: {uniform: 16}}\n"
+                         "      - {name: p1, type: i64, gen: {uniform: 1000}}\n"
+                         "event_bytes: 2048\ntuples: 50000\nprocesses:\n"
+                         "  - {name: loadgen, role: loadgen}\n"
+                         "  - {name: node-a, role: node, split: key, split_key: p0, operators: "
+                         "[{filter: {where: \"p1 >= 100\"}}]}\n"
+                      << "  - {name: node-b, role: node, operators: [" << kGroupBy << "]}\n"
+                      << "  - {name: node-c, role: node, operators: [" << kGroupBy << "]}\n"
+                      << "  - {name: sink-1, role: sink, results: " << dir << "/r1.csv}\n"
+                      << "  - {name: sink-2, role: sink, results: " << dir << "/r2.csv}\n"
+                      << "links:\n  - {from: loadgen, to: node-a}\n  - {from: node-a, to: node-b}\n"
+                         "  - {from: node-a, to: node-c}\n  - {from: node-b, to: sink-1}\n"
+                         "  - {from: node-c, to: sink-2}\n";
+  RunResult r = deploy("split_groupby", 20400, {}, file);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_EQ(r.json["lost"].as<uint64_t>(), 0u);
+  EXPECT_EQ(r.json["corrupt"].as<uint64_t>(), 0u);
+  sluice::Deployment d;
+  ASSERT_TRUE(sluice::load_deployment(file, {}, &d).ok());
+  sluice::FieldFiller fill(*d.find_schema("esper"));
+  uint64_t kept = 0;
+  std::map<int64_t, uint64_t> want;  // p0 -> tuples kept
+  for (uint64_t seq = 0; seq < 50000; ++seq)
+    if (fill.value(1, seq) >= 100) {
+      ++kept;
+      ++want[fill.value(0, seq)];
+    }
+  EXPECT_EQ(r.json["aggregated"].as<uint64_t>(), kept);
+  std::map<int64_t, uint64_t> got;
+  std::map<int64_t, int> side;
+  for (int s = 0; s < 2; ++s) {
+    std::ifstream in(dir + "/r" + std::to_string(s + 1) + ".csv");
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line, "seq,window_end,key,sum_p1,count");
+    while (std::getline(in, line)) {
+      uint64_t seq, wend, count;
+      int64_t key, sum;
+      ASSERT_EQ(std::sscanf(line.c_str(), "%lu,%lu,%ld,%ld,%lu", &seq, &wend, &key, &sum, &count), 5)
+          << line;
+      got[key] += count;
+      EXPECT_EQ(sluice::key_link(static_cast<uint64_t>(key), 2), static_cast<uint32_t>(s)) << key;
+      EXPECT_TRUE(side.emplace(key, s).second || side[key] == s) << "key " << key << " on both sides";
+    }
+  }
+  EXPECT_EQ(got, want);
 }
 
 TEST(PipelineGraph, CopyGivesEverySinkEveryTuple) {

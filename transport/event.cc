@@ -72,9 +72,10 @@ std::string check_end_of_stream(const std::byte* p, size_t bytes) {
   std::memcpy(&n, p, 4);
   std::memcpy(&flags, p + 4, 4);
   if (n > kMaxStreams) return fmt::format("end-of-stream names {} streams (max {})", n, kMaxStreams);
-  if (flags & ~kEndAccounts) return fmt::format("end-of-stream flags {:#x} unknown", flags);
-  size_t want = 8 + size_t{n} * (sizeof(EndOfStreamEntry) +
-                                 ((flags & kEndAccounts) ? sizeof(EndOfStreamAccount) : 0));
+  if ((flags & ~(kEndAccounts | kEndPartitioned)) ||
+      ((flags & kEndPartitioned) && !(flags & kEndAccounts)))
+    return fmt::format("end-of-stream flags {:#x} unknown", flags);
+  const size_t want = EndOfStream::end_wire_bytes(n, flags);
   if (bytes != want)
     return fmt::format("end-of-stream of {} streams is {} bytes, frame says {}", n, want, bytes);
   return {};
@@ -86,10 +87,11 @@ void read_end(const std::byte* p, size_t bytes, EndOfStream* out) {
   if (out->n_streams > kMaxStreams) out->n_streams = kMaxStreams;
   const size_t n = out->n_streams;
   std::memcpy(out->streams, p + 8, std::min(bytes - 8, n * sizeof(EndOfStreamEntry)));
-  if ((out->flags & kEndAccounts) && bytes >= 8 + n * 48)
-    std::memcpy(out->accounts, p + 8 + n * sizeof(EndOfStreamEntry), n * sizeof(EndOfStreamAccount));
-  else
-    std::memset(out->accounts, 0, n * sizeof(EndOfStreamAccount));
+  std::memset(out->accounts, 0, n * sizeof(EndOfStreamAccount));
+  if (!(out->flags & kEndAccounts) || bytes < EndOfStream::end_wire_bytes(n, out->flags)) return;
+  const size_t each = (out->flags & kEndPartitioned) ? 32 : 24;
+  const std::byte* a = p + 8 + n * sizeof(EndOfStreamEntry);
+  for (size_t i = 0; i < n; ++i) std::memcpy(&out->accounts[i], a + i * each, each);
 }
 
 void write_end(const EndOfStream& eos, std::byte* p) {
@@ -97,8 +99,10 @@ void write_end(const EndOfStream& eos, std::byte* p) {
   std::memcpy(p + 4, &eos.flags, 4);
   const size_t n = eos.n_streams;
   std::memcpy(p + 8, eos.streams, n * sizeof(EndOfStreamEntry));
-  if (eos.flags & kEndAccounts)
-    std::memcpy(p + 8 + n * sizeof(EndOfStreamEntry), eos.accounts, n * sizeof(EndOfStreamAccount));
+  if (!(eos.flags & kEndAccounts)) return;
+  const size_t each = (eos.flags & kEndPartitioned) ? 32 : 24;
+  std::byte* a = p + 8 + n * sizeof(EndOfStreamEntry);
+  for (size_t i = 0; i < n; ++i) std::memcpy(a + i * each, &eos.accounts[i], each);
 }
 
 // The encodings' names live here, with the wire format, so every user (the

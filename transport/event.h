@@ -52,6 +52,14 @@ inline constexpr uint32_t kMaxStreams = 256;
 // into this event, tuple_span how many it put there. Operators that drop tuples
 // lower tuple_count and keep tuple_span, so the sink tells filtered tuples from
 // lost ones. checksum covers bytes [0, 56) of the header and both blocks.
+//
+// flags: kEventPart marks one part of an event cut by a key split (`split:
+// key`): the tuples of the event that go to one link, with the event's own
+// first_seq and tuple_span. Its tuple_span - tuple_count tuples went to the
+// other links (or were filtered before the split); the split's END account
+// `partitioned` explains them, so neither the sink nor an operator downstream
+// counts them as filtered.
+inline constexpr uint32_t kEventPart = 1;
 struct EventHeader {
   uint32_t magic;
   uint16_t version;
@@ -130,12 +138,17 @@ static_assert(sizeof(CreditFrame) == 8);
 // sink sees a lost tail. With flag kEndAccounts, one account per stream follows
 // the entries, in their order: the tuples of that stream that operators
 // upstream took out on purpose (filtered inside events they consumed,
-// aggregated, joined), so the sink tells them from lost ones.
+// aggregated, joined), so the sink tells them from lost ones. With flag
+// kEndPartitioned as well, each account has a fourth field: the tuples of
+// that stream a key split sent to the other links (the sink counts them
+// `partitioned`). Without it the accounts are the 24-byte form, as before.
 //
 //  byte 0            4           8
 //       | n_streams  | flags     | n x { stream u32, reserved u32, next_seq u64, events u64 }
-//       [ n x { filtered u64, aggregated u64, joined u64 } ]   (flags & kEndAccounts)
+//       [ n x { filtered u64, aggregated u64, joined u64 [, partitioned u64] } ]
+//                                   (flags & kEndAccounts [& kEndPartitioned])
 inline constexpr uint32_t kEndAccounts = 1;
+inline constexpr uint32_t kEndPartitioned = 2;  // only with kEndAccounts
 struct EndOfStreamEntry {
   uint32_t stream;
   uint32_t reserved;
@@ -146,6 +159,7 @@ struct EndOfStreamAccount {
   uint64_t filtered;
   uint64_t aggregated;
   uint64_t joined;
+  uint64_t partitioned;
 };
 // In memory the accounts sit in their own array; read_end/write_end convert
 // to and from the packed wire form.
@@ -155,14 +169,15 @@ struct EndOfStream {
   EndOfStreamEntry streams[kMaxStreams];
   EndOfStreamAccount accounts[kMaxStreams];
 
-  size_t wire_bytes() const {
-    return 8 + size_t{n_streams} * (sizeof(EndOfStreamEntry) +
-                                    ((flags & kEndAccounts) ? sizeof(EndOfStreamAccount) : 0));
+  size_t wire_bytes() const { return end_wire_bytes(n_streams, flags); }
+  static size_t end_wire_bytes(uint32_t n, uint32_t flags) {
+    const size_t account = !(flags & kEndAccounts) ? 0 : (flags & kEndPartitioned) ? 32 : 24;
+    return 8 + size_t{n} * (sizeof(EndOfStreamEntry) + account);
   }
 };
-static_assert(sizeof(EndOfStreamAccount) == 24);
+static_assert(sizeof(EndOfStreamAccount) == 32);
 // The largest END payload.
-inline constexpr size_t kMaxEndBytes = 8 + kMaxStreams * 48;
+inline constexpr size_t kMaxEndBytes = 8 + kMaxStreams * 56;
 // Reads a checked END payload (check_end_of_stream) into *out; accounts are
 // zero when it has none.
 void read_end(const std::byte* p, size_t bytes, EndOfStream* out);

@@ -1,0 +1,124 @@
+// The verifier behind a key split: parts of events and the partitioned
+// account of END reconcile to lost = 0, and a wrong account is caught.
+#include "sink/verifier.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "graph/partition.h"
+
+namespace sluice {
+namespace {
+
+constexpr uint32_t kTupleBytes = 16;  // seq u64, key u32, 4 bytes payload
+constexpr uint32_t kEvents = 10, kPerEvent = 8;
+
+// kEvents events of stream 0, seq from 0, key = seq % 5.
+std::vector<std::byte> source_run() {
+  std::vector<std::byte> out;
+  for (uint32_t e = 0; e < kEvents; ++e) {
+    std::vector<std::byte> ev(kEventHeaderBytes + kPerEvent * kTupleBytes);
+    EventHeader h{};
+    h.magic = kEventMagic;
+    h.version = kWireVersion;
+    h.header_bytes = kEventHeaderBytes;
+    h.tuple_bytes = kTupleBytes;
+    h.first_seq = uint64_t{e} * kPerEvent;
+    h.tuple_count = h.tuple_span = kPerEvent;
+    h.event_seq = e;
+    std::memcpy(ev.data(), &h, sizeof h);
+    for (uint32_t i = 0; i < kPerEvent; ++i) {
+      const uint64_t seq = h.first_seq + i;
+      const uint32_t key = static_cast<uint32_t>(seq % 5);
+      std::memcpy(ev.data() + kEventHeaderBytes + i * kTupleBytes, &seq, 8);
+      std::memcpy(ev.data() + kEventHeaderBytes + i * kTupleBytes + 8, &key, 4);
+    }
+    seal_event(ev.data());
+    out.insert(out.end(), ev.begin(), ev.end());
+  }
+  return out;
+}
+
+struct Link0 {
+  std::vector<std::byte> parts;
+  uint32_t events = 0, tuples = 0;
+  PartitionTally tally{2};
+};
+
+Link0 cut() {
+  Link0 l;
+  const std::vector<std::byte> run = source_run();
+  FieldRef key{8, FieldType::kU32, 4};
+  l.parts.resize(run.size());
+  uint32_t next = 0;
+  const size_t bytes = write_parts(run.data(), kEvents, key, 0, 2, l.parts.data(), l.parts.size(),
+                                   &next, &l.events, &l.tuples, &l.tally);
+  l.parts.resize(bytes);
+  return l;
+}
+
+void end_with(Verifier& v, uint64_t partitioned) {
+  EndOfStream eos{};
+  eos.n_streams = 1;
+  eos.flags = kEndAccounts | kEndPartitioned;
+  eos.streams[0] = {0, 0, uint64_t{kEvents} * kPerEvent, kEvents};
+  eos.accounts[0].partitioned = partitioned;
+  std::vector<std::byte> wire(eos.wire_bytes());
+  write_end(eos, wire.data());
+  ASSERT_EQ(check_end_of_stream(wire.data(), wire.size()), "");
+  EndOfStream back{};
+  read_end(wire.data(), wire.size(), &back);
+  EXPECT_EQ(back.accounts[0].partitioned, partitioned);
+  v.verify_end(wire.data(), static_cast<uint32_t>(wire.size()));
+}
+
+TEST(VerifierKeySplit, PartsAndThePartitionedAccountLoseNothing) {
+  Link0 l = cut();
+  ASSERT_GT(l.tuples, 0u);
+  ASSERT_LT(l.tuples, kEvents * kPerEvent);
+  SlotPool pool(1, 64);
+  Verifier v(pool);
+  v.verify_run(l.parts.data(), Descriptor{0, 0, static_cast<uint32_t>(l.parts.size()), l.events,
+                                          l.tuples, 0}, 0);
+  end_with(v, l.tally.not_sent(0, 0));
+  EXPECT_EQ(v.counts().tuples, l.tuples);
+  EXPECT_EQ(v.counts().lost, 0u);
+  EXPECT_EQ(v.counts().corrupt, 0u);
+  EXPECT_EQ(v.counts().filtered, 0u);
+  EXPECT_EQ(v.counts().partitioned, kEvents * kPerEvent - l.tuples);
+}
+
+TEST(VerifierKeySplit, AClaimBeyondWhatIsMissingIsCorrupt) {
+  Link0 l = cut();
+  SlotPool pool(1, 64);
+  Verifier v(pool);
+  v.verify_run(l.parts.data(), Descriptor{0, 0, static_cast<uint32_t>(l.parts.size()), l.events,
+                                          l.tuples, 0}, 0);
+  end_with(v, l.tally.not_sent(0, 0) + 3);
+  EXPECT_EQ(v.counts().lost, 0u);
+  EXPECT_EQ(v.counts().miscounted, 3u);
+  EXPECT_EQ(v.counts().corrupt, 3u);
+}
+
+TEST(VerifierKeySplit, ALostPartIsLostTuplesOfThisLinkOnly) {
+  Link0 l = cut();
+  // Leave out the last part.
+  size_t off = 0;
+  EventHeader h{};
+  for (uint32_t e = 0; e < l.events; ++e) {
+    std::memcpy(&h, l.parts.data() + off, sizeof h);
+    if (e + 1 < l.events) off += h.wire_bytes();
+  }
+  SlotPool pool(1, 64);
+  Verifier v(pool);
+  v.verify_run(l.parts.data(), Descriptor{0, 0, static_cast<uint32_t>(off), l.events - 1,
+                                          l.tuples - h.tuple_count, 0}, 0);
+  end_with(v, l.tally.not_sent(0, 0));
+  EXPECT_EQ(v.counts().lost, h.tuple_count);
+  EXPECT_EQ(v.counts().corrupt, 0u);
+}
+
+}  // namespace
+}  // namespace sluice

@@ -52,23 +52,6 @@ std::string describe_exit(int status) {
   return fmt::format("failed with wait status {}", status);
 }
 
-std::string read_file(const std::string& path, bool* ok) {
-  std::ifstream in(path);
-  *ok = static_cast<bool>(in);
-  std::stringstream s;
-  if (in) s << in.rdbuf();
-  return s.str();
-}
-
-std::string default_run_dir() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-  return fmt::format("runs/{}-{}", stamp, getpid());
-}
-
 // A running child: its own process group, so a signal reaches whatever it
 // started too.
 struct Child {
@@ -292,6 +275,23 @@ Status find_programs(const std::string& bin_dir, Programs* out) {
     }
   }
   return {};
+}
+
+std::string read_file(const std::string& path, bool* ok) {
+  std::ifstream in(path);
+  *ok = static_cast<bool>(in);
+  std::stringstream s;
+  if (in) s << in.rdbuf();
+  return s.str();
+}
+
+std::string default_run_dir() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+  return fmt::format("runs/{}-{}", stamp, getpid());
 }
 
 uint64_t process_start_ticks(pid_t pid) {

@@ -164,4 +164,10 @@ uint64_t process_start_ticks(pid_t pid);
 // The last line of a log that looks like an error, else its last non-empty line.
 std::string last_error_line(const std::string& log_path);
 
+// A whole file; *ok false (and "") when it cannot be read.
+std::string read_file(const std::string& path, bool* ok);
+
+// runs/<local time>-<pid>: a run directory of its own.
+std::string default_run_dir();
+
 }  // namespace sluice

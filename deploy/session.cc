@@ -207,19 +207,8 @@ bool process_failed(const ProcState& p) {
 }
 
 std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-std::string default_run_dir() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&t, &tm);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-  return fmt::format("runs/{}-{}", stamp, getpid());
+  bool ok;
+  return read_file(p.string(), &ok);
 }
 
 // Waits up to `seconds` for process `pid` (started at `ticks`), which need

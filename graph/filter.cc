@@ -13,17 +13,7 @@
 namespace sluice {
 namespace {
 
-enum class Cmp { kLt, kLe, kGt, kGe, kEq, kNe };
-
-template <Cmp C, class T>
-inline bool compare(T a, T b) {
-  if constexpr (C == Cmp::kLt) return a < b;
-  if constexpr (C == Cmp::kLe) return a <= b;
-  if constexpr (C == Cmp::kGt) return a > b;
-  if constexpr (C == Cmp::kGe) return a >= b;
-  if constexpr (C == Cmp::kEq) return a == b;
-  return a != b;
-}
+using kernels::Cmp;
 
 // T: the field's type as stored (uint32_t, uint64_t, int32_t, int64_t, double).
 template <Cmp C, class T>
@@ -85,7 +75,7 @@ class Filter final : public Operator {
   bool keep(const std::byte* t) const {
     T v;
     std::memcpy(&v, t + offset_, sizeof v);
-    return compare<C>(v, value_);
+    return kernels::compare<C>(v, value_);
   }
   uint32_t offset_;
   T value_;
@@ -93,12 +83,18 @@ class Filter final : public Operator {
 
 template <class T>
 std::unique_ptr<Operator> make_typed(const std::string& op, uint32_t offset, T v) {
-  if (op == "lt") return std::make_unique<Filter<Cmp::kLt, T>>(offset, v);
-  if (op == "le") return std::make_unique<Filter<Cmp::kLe, T>>(offset, v);
-  if (op == "gt") return std::make_unique<Filter<Cmp::kGt, T>>(offset, v);
-  if (op == "ge") return std::make_unique<Filter<Cmp::kGe, T>>(offset, v);
-  if (op == "eq") return std::make_unique<Filter<Cmp::kEq, T>>(offset, v);
-  if (op == "ne") return std::make_unique<Filter<Cmp::kNe, T>>(offset, v);
+  // `op` takes the words (lt ... ne), not the symbols `where` also takes.
+  Cmp c;
+  if (op.size() != 2 || op[0] < 'a' || op[0] > 'z' || !kernels::parse_cmp(op.data(), op.size(), &c))
+    return nullptr;
+  switch (c) {
+    case Cmp::kLt: return std::make_unique<Filter<Cmp::kLt, T>>(offset, v);
+    case Cmp::kLe: return std::make_unique<Filter<Cmp::kLe, T>>(offset, v);
+    case Cmp::kGt: return std::make_unique<Filter<Cmp::kGt, T>>(offset, v);
+    case Cmp::kGe: return std::make_unique<Filter<Cmp::kGe, T>>(offset, v);
+    case Cmp::kEq: return std::make_unique<Filter<Cmp::kEq, T>>(offset, v);
+    case Cmp::kNe: return std::make_unique<Filter<Cmp::kNe, T>>(offset, v);
+  }
   return nullptr;
 }
 

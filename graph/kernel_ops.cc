@@ -263,16 +263,10 @@ std::unique_ptr<Operator> make_correlate(const OperatorConfig& cfg, const Schema
 
 // ---- join
 
-std::vector<std::string> split_list(const std::string& text) {
-  OperatorConfig tmp;
-  tmp.params = {{"x", text}};
-  return tmp.list("x");
-}
-
-// "id:u64, t1:i32, name:bytes16" -> columns.
-Status parse_columns(const std::string& text, std::vector<FieldSpec>* out) {
+// table_columns: "id:u64, t1:i32, name:bytes16" -> columns.
+Status parse_columns(const OperatorConfig& cfg, std::vector<FieldSpec>* out) {
   out->clear();
-  for (const auto& c : split_list(text)) {
+  for (const auto& c : cfg.list("table_columns")) {
     const size_t colon = c.find(':');
     if (colon == std::string::npos)
       return Status::Error(fmt::format("table_columns: '{}' is not name:type", c));
@@ -304,11 +298,11 @@ struct JoinK {
 // The table (loaded or generated when `load`, else only its columns) and the spec.
 Status join_table(const OperatorConfig& cfg, bool load, kernels::JoinTable* t, kernels::JoinSpec* js) {
   std::vector<FieldSpec> cols;
-  if (Status st = parse_columns(cfg.get("table_columns"), &cols); !st) return st;
-  std::vector<std::string> payload = split_list(cfg.get("payload"));
+  if (Status st = parse_columns(cfg, &cols); !st) return st;
+  std::vector<std::string> payload = cfg.list("payload");
   if (Status st = kernels::JoinTable::make(cols, cfg.get("table_key"), payload, t); !st) return st;
   js->stream_key = cfg.get("key");
-  js->stream_fields = split_list(cfg.get("fields"));
+  js->stream_fields = cfg.list("fields");
   const bool csv = !cfg.get("table_csv").empty();
   if (csv == (cfg.u64("table_rows") != 0))
     return Status::Error("give the table as `table_csv` (a file) or `table_rows` (generated), one of them");

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cstdlib>
+#include <climits>
+#include <cerrno>
 #include <unordered_set>
 
 namespace sluice {
@@ -51,6 +54,44 @@ uint32_t field_type_width(FieldType t) {
     if (e.type == t) return e.width;
   }
   return 0;
+}
+
+bool parse_field_value(std::string_view text, FieldType t, uint64_t* bits) {
+  if (text.empty()) return false;
+  const std::string s(text);
+  errno = 0;
+  char* end = nullptr;
+  switch (t) {
+    case FieldType::kI32:
+    case FieldType::kI64: {
+      const long long v = std::strtoll(s.c_str(), &end, 0);
+      if (errno || *end) return false;
+      if (t == FieldType::kI32 && (v < INT32_MIN || v > INT32_MAX)) return false;
+      const int64_t i = v;
+      std::memcpy(bits, &i, 8);
+      return true;
+    }
+    case FieldType::kU32:
+    case FieldType::kU64:
+    case FieldType::kTimestamp: {
+      if (s[0] == '-') return false;
+      const unsigned long long v = std::strtoull(s.c_str(), &end, 0);
+      if (errno || *end) return false;
+      if (t == FieldType::kU32 && v > UINT32_MAX) return false;
+      const uint64_t u = v;
+      std::memcpy(bits, &u, 8);
+      return true;
+    }
+    case FieldType::kF64: {
+      const double d = std::strtod(s.c_str(), &end);
+      if (errno || *end) return false;
+      std::memcpy(bits, &d, 8);
+      return true;
+    }
+    case FieldType::kBytes:
+      return false;
+  }
+  return false;
 }
 
 Status Schema::make(std::string name, std::vector<FieldSpec> fields, uint32_t tuple_bytes,

@@ -51,6 +51,13 @@ struct FieldSpec {
   uint32_t width = 0;  // bytes only; numeric types have their own
 };
 
+// Text (a file's cell, a constant in an expression) as a value of a numeric
+// type, widened to 8 bytes: int64 for i32/i64, uint64 for u32/u64/timestamp,
+// the double's bits for f64; strtoll/strtoull/strtod rules (0x... allowed),
+// the whole text, in range of the type. false: empty, not a number, out of
+// range, or bytes. The low width bytes are the field's own (little-endian).
+bool parse_field_value(std::string_view text, FieldType t, uint64_t* bits);
+
 // Where a field lives in a tuple, resolved once.
 struct FieldRef {
   uint32_t offset = 0;

@@ -15,54 +15,16 @@ namespace {
 inline uint64_t fastrange(uint64_t h32, uint64_t n) { return (h32 * n) >> 32; }
 
 bool parse_cell(std::string_view cell, const FieldSpec& f, std::byte* dst) {
-  std::string s(cell);
-  if (s.empty() && f.type != FieldType::kBytes) return false;
-  errno = 0;
-  char* end = nullptr;
-  switch (f.type) {
-    case FieldType::kI32:
-    case FieldType::kI64: {
-      long long v = std::strtoll(s.c_str(), &end, 0);
-      if (errno || *end) return false;
-      if (f.type == FieldType::kI32) {
-        if (v < INT32_MIN || v > INT32_MAX) return false;
-        int32_t x = static_cast<int32_t>(v);
-        std::memcpy(dst, &x, 4);
-      } else {
-        int64_t x = v;
-        std::memcpy(dst, &x, 8);
-      }
-      return true;
-    }
-    case FieldType::kU32:
-    case FieldType::kU64:
-    case FieldType::kTimestamp: {
-      if (s[0] == '-') return false;
-      unsigned long long v = std::strtoull(s.c_str(), &end, 0);
-      if (errno || *end) return false;
-      if (f.type == FieldType::kU32) {
-        if (v > UINT32_MAX) return false;
-        uint32_t x = static_cast<uint32_t>(v);
-        std::memcpy(dst, &x, 4);
-      } else {
-        uint64_t x = v;
-        std::memcpy(dst, &x, 8);
-      }
-      return true;
-    }
-    case FieldType::kF64: {
-      double v = std::strtod(s.c_str(), &end);
-      if (errno || *end) return false;
-      std::memcpy(dst, &v, 8);
-      return true;
-    }
-    case FieldType::kBytes:
-      if (s.size() > f.width) return false;
-      std::memset(dst, 0, f.width);
-      std::memcpy(dst, s.data(), s.size());
-      return true;
+  if (f.type == FieldType::kBytes) {
+    if (cell.size() > f.width) return false;
+    std::memset(dst, 0, f.width);
+    std::memcpy(dst, cell.data(), cell.size());
+    return true;
   }
-  return false;
+  uint64_t bits;
+  if (!parse_field_value(cell, f.type, &bits)) return false;
+  std::memcpy(dst, &bits, f.width);  // the low bytes: the field's own width
+  return true;
 }
 
 std::string_view trim(std::string_view s) {

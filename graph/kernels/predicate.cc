@@ -204,42 +204,6 @@ void* pick_leaf(Cmp c) {
   }
 }
 
-bool parse_value(const std::string& s, FieldType t, uint64_t* bits) {
-  if (s.empty()) return false;
-  errno = 0;
-  char* end = nullptr;
-  switch (t) {
-    case FieldType::kI32:
-    case FieldType::kI64: {
-      long long v = std::strtoll(s.c_str(), &end, 0);
-      if (errno || *end) return false;
-      if (t == FieldType::kI32 && (v < INT32_MIN || v > INT32_MAX)) return false;
-      int64_t i = v;
-      std::memcpy(bits, &i, 8);
-      return true;
-    }
-    case FieldType::kU32:
-    case FieldType::kU64:
-    case FieldType::kTimestamp: {
-      if (s[0] == '-') return false;
-      unsigned long long v = std::strtoull(s.c_str(), &end, 0);
-      if (errno || *end) return false;
-      if (t == FieldType::kU32 && v > UINT32_MAX) return false;
-      uint64_t u = v;
-      std::memcpy(bits, &u, 8);
-      return true;
-    }
-    case FieldType::kF64: {
-      double d = std::strtod(s.c_str(), &end);
-      if (errno || *end) return false;
-      std::memcpy(bits, &d, 8);
-      return true;
-    }
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 Status Predicate::make(const Schema& schema, const PredicateSpec& spec, Predicate* out) {
@@ -266,7 +230,7 @@ Status Predicate::compile(const Schema& schema, const PredicateSpec& s, uint32_t
                                        s.describe(), s.field));
     }
     uint64_t bits;
-    if (!parse_value(s.value, n.field.type, &bits)) {
+    if (!parse_field_value(s.value, n.field.type, &bits)) {
       return Status::Error(fmt::format("predicate '{}': '{}' is not a {} (the type of '{}')",
                                        s.describe(), s.value, field_type_name(n.field.type),
                                        s.field));

@@ -29,7 +29,7 @@
 // Each operator kind declares itself once, in an OperatorSpec: its parameters
 // (key, type, default, doc), how its output schema follows from its input
 // schema, and how to make it. The deployment parser validates every
-// operator's keys from that declaration (graph/config.cc), and the runtime
+// operator's keys from that declaration (graph/config_parse.cc), and the runtime
 // makes the chain from it. operator_specs() lists every kind.
 #pragma once
 

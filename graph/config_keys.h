@@ -1,0 +1,82 @@
+// graph/: internal to the deployment parser (graph/config_*.cc); not a public header.
+//
+// The schema of the deployment file: every key declared once.
+//
+// A link key (LinkKey) is one that every link has: the top level gives its
+// default for every link, and a link of `links:` may set it for itself.
+// A top-level key (Key) is one of the whole deployment (the stream, the node,
+// accounting, hosts, metrics). Each declaration says the key's name, which
+// carrier reads it (`only`: "tcp", "fabric", "ucx", "fabric|ucx"; none:
+// every link), how it is read from YAML into the Deployment or LinkOptions
+// and how it is written back; parse_root, parse_link, apply_override and
+// dump_deployment all walk these tables, so a key declared here is read,
+// overridden with --set, and written in the resolved file with nothing else
+// to change. Its default is the initial value of its field in graph/config.h;
+// the presets' choices are in apply_preset (config_keys.cc).
+//
+// The keys of sections (processes, hosts, schemas and their fields) are
+// read by hand in config_parse.cc; their names are listed here so that
+// --set and "did you mean" know them.
+//
+// To add a key: a field in graph/config.h (LinkOptions in transport/ for a
+// link key), one entry in link_keys() or keys() in config_keys.cc, and a
+// line in deploy/examples/pipeline.yaml.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "graph/config.h"
+#include "graph/config_reader.h"
+
+namespace sluice::cfg {
+
+// One link key: read into a LinkOptions (the top level's defaults, or one
+// link's), written back. A key with `only` belongs to those carriers
+// ("tcp", "fabric", "ucx", "fabric|ucx"); others are every link's.
+struct LinkKey {
+  std::string name;
+  const char* only;
+  std::function<Status(const Reader&, const YAML::Node&, const std::string&, LinkOptions*)> read;
+  std::function<void(YAML::Emitter&, const LinkOptions&)> write;
+};
+
+// Every key a link may set, at the top level (the defaults of every link) or
+// in a link of `links:`, in the order dump_deployment writes them.
+const std::vector<LinkKey>& link_keys();
+const LinkKey* find_link_key(const std::string& name);
+// Whether a carrier-specific key (`only`) means something on a link of `transport`.
+bool key_applies(const char* only, const std::string& transport);
+
+// One top-level key that is not a link key: how it is read into a Deployment
+// and written back.
+struct Key {
+  std::string name;
+  std::function<Status(const Reader&, const YAML::Node&, Deployment*)> read;
+  std::function<void(YAML::Emitter&, const Deployment&)> write;
+};
+
+// The top-level keys that are not link keys, in the order dump_deployment
+// writes them (after `preset` and the link keys). `preset`, `host`, `hosts`,
+// `schemas`, `processes` and `links` are read specially (parse_root).
+const std::vector<Key>& keys();
+
+// Every key the top-level map may hold; every key a link of `links:` may hold.
+const std::vector<std::string>& key_names();
+const std::vector<std::string>& link_entry_keys();
+
+// The keys of the sections, and the values of the enums they read by hand.
+extern const std::vector<std::string> kRoles;
+extern const std::vector<std::string> kSplits;
+extern const std::vector<std::string> kProcessKeys;
+extern const std::vector<std::string> kSchemaKeys;
+extern const std::vector<std::string> kFieldKeys;
+extern const std::vector<std::string> kGenKinds;
+extern const std::vector<std::string> kHostKeys;
+extern const std::vector<std::string>& kOperatorKinds;  // graph/operator.h's kinds
+
+}  // namespace sluice::cfg

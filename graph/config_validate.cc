@@ -1,0 +1,261 @@
+// Checks across keys, made once the whole file is read (called from
+// parse_root): what no single key's type can say.
+//
+//   validate_graph       the graph's shape: no self-links or repeated links,
+//                        no sink upstream or loadgen downstream of anything,
+//                        every node reached and reaching, no cycle (named).
+//   validate             ranges that involve several keys (ring_slots a power
+//                        of two, streams within what a pipeline carries), an
+//                        event fits a slot on every link, the end of a stream
+//                        fits one, and no two receivers listen on one
+//                        address:port for any instance.
+//   validate_split_keys  split: key hashes a numeric field of what the
+//                        process sends, and only a node splits by key.
+//
+// An error names the key to fix where it was given: a link's own key at the
+// link's line, a top-level default at the top level's line (Places), or the
+// --set that set it.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "graph/config_stages.h"
+#include "transport/event.h"
+#include "transport/handshake.h"
+
+namespace sluice::cfg {
+
+// `split: key` hashes `split_key`, a numeric field of what the process sends
+// (its out_schema), over two or more downstream links; `split_key` means
+// nothing without it.
+Status validate_split_keys(const Deployment& d, const std::vector<Places>& process_at) {
+  for (size_t i = 0; i < d.processes.size(); ++i) {
+    const ProcessConfig& p = d.processes[i];
+    const Places& at = process_at[i];
+    const std::string path = fmt::format("processes.{}", i);
+    if (p.split != Split::kKey) {
+      if (!p.split_key.empty())
+        return at.error(path + ".split_key", "split_key",
+                        fmt::format("process '{}': split_key needs split: key (its split is {})",
+                                    p.name, split_name(p.split)));
+      continue;
+    }
+    if (p.split_key.empty())
+      return at.error(path + ".split", "split",
+                      fmt::format("process '{}': split: key needs split_key: FIELD, a numeric "
+                                  "field of {}", p.name, p.out_schema.describe()));
+    FieldRef f;
+    if (!p.out_schema.find(p.split_key, &f) || f.type == FieldType::kBytes)
+      return at.error(path + ".split_key", "split_key",
+                      fmt::format("process '{}': '{}' is no numeric field of what it sends, {}",
+                                  p.name, p.split_key, p.out_schema.describe()));
+    if (p.role != Role::kNode)
+      return at.error(path + ".split", "split",
+                      fmt::format("process '{}': only a node splits by key (a {} {}); put a node "
+                                  "with split: key after it", p.name, role_name(p.role),
+                                  p.role == Role::kSink ? "has no downstream links"
+                                                        : "splits by stream or copy"));
+  }
+  return {};
+}
+
+// ---------------------------------------------------------------- validate
+
+namespace {
+
+Status validate_graph(const Deployment& d, const Places& at) {
+  const auto& ps = d.processes;
+  const auto& ls = d.links;
+  // A chain's links have no lines of their own: its errors name the process.
+  auto link_error = [&](size_t l, const std::string& key, const std::string& msg) {
+    if (d.chain) {
+      const ProcessConfig& p = ps[key == "to" ? ls[l].to : ls[l].from];
+      return Status::Error(fmt::format("{}: process '{}': {} (with no links:, the processes form "
+                                       "a chain in the order listed: loadgen, node..., sink)",
+                                       p.source_line, p.name, msg));
+    }
+    const std::string k = fmt::format("links.{}{}", l, key.empty() ? "" : "." + key);
+    return Status::Error(fmt::format("{}: key '{}': {}", ls[l].source_line, k, msg));
+  };
+  auto process_error = [&](size_t i, const std::string& msg) {
+    return Status::Error(fmt::format("{}: process '{}' (role {}) {}{}", ps[i].source_line, ps[i].name,
+                                     role_name(ps[i].role), msg,
+                                     d.chain ? " (with no links:, the processes form a chain in the "
+                                               "order listed: loadgen, node..., sink)"
+                                             : ""));
+  };
+  if (ps.size() < 2)
+    return at.error("processes", fmt::format("a pipeline needs at least a loadgen and a sink, got {} "
+                                             "process{}", ps.size(), ps.size() == 1 ? "" : "es"));
+  for (size_t l = 0; l < ls.size(); ++l) {
+    const ProcessConfig& f = ps[ls[l].from];
+    const ProcessConfig& t = ps[ls[l].to];
+    if (ls[l].from == ls[l].to)
+      return link_error(l, "to", fmt::format("a link from '{}' to itself", f.name));
+    if (f.role == Role::kSink)
+      return link_error(l, "from", fmt::format("'{}' is a sink; a sink has no downstream", f.name));
+    if (t.role == Role::kLoadgen)
+      return link_error(l, "to", fmt::format("'{}' is a loadgen; a loadgen has no upstream", t.name));
+    for (size_t m = 0; m < l; ++m)
+      if (ls[m].from == ls[l].from && ls[m].to == ls[l].to)
+        return link_error(l, "", fmt::format("the link {} -> {} is given twice (first at {})",
+                                             f.name, t.name, ls[m].source_line));
+  }
+  size_t loadgens = 0, sinks = 0;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const size_t in = d.inputs_of(i).size(), out = d.outputs_of(i).size();
+    loadgens += ps[i].role == Role::kLoadgen;
+    sinks += ps[i].role == Role::kSink;
+    if (ps[i].role != Role::kLoadgen && in == 0) return process_error(i, "has no upstream link");
+    if (ps[i].role != Role::kSink && out == 0) return process_error(i, "has no downstream link");
+  }
+  if (loadgens == 0 || sinks == 0)
+    return at.error("processes", "a pipeline needs at least one loadgen and one sink");
+  // A cycle: depth-first, naming the processes around it.
+  std::vector<int> state(ps.size(), 0);  // 0 new, 1 on the path, 2 done
+  std::vector<size_t> path;
+  std::function<Status(size_t)> visit = [&](size_t i) -> Status {
+    state[i] = 1;
+    path.push_back(i);
+    for (size_t l : d.outputs_of(i)) {
+      const size_t j = ls[l].to;
+      if (state[j] == 1) {
+        std::string names;
+        auto it = std::find(path.begin(), path.end(), j);
+        for (; it != path.end(); ++it) names += ps[*it].name + " -> ";
+        return link_error(l, "", fmt::format("the links form a cycle: {}{}", names, ps[j].name));
+      }
+      if (state[j] == 0)
+        if (Status st = visit(j); !st) return st;
+    }
+    path.pop_back();
+    state[i] = 2;
+    return {};
+  };
+  for (size_t i = 0; i < ps.size(); ++i)
+    if (state[i] == 0)
+      if (Status st = visit(i); !st) return st;
+  return {};
+}
+
+}  // namespace
+
+// `link_at[l]`: where link l and the keys it set itself were given;
+// `process_at[i]` the same for process i.
+Status validate(const Deployment& d, const Places& at, const std::vector<Places>& link_at,
+                const std::vector<Places>& process_at) {
+  if (d.tuple_bytes < kMinTupleBytes)
+    return at.error("tuple_bytes", fmt::format("must be at least {} (sequence and key), got {}",
+                                               kMinTupleBytes, d.tuple_bytes));
+  if (d.ring_slots < 2 || (d.ring_slots & (d.ring_slots - 1)) != 0)
+    return at.error("ring_slots", fmt::format("must be a power of two >= 2, got {}", d.ring_slots));
+  if (d.loadgen_slots < 1) return at.error("loadgen_slots", "must be at least 1");
+  if (d.instances < 1) return at.error("instances", "must be at least 1");
+  if (d.streams < 1 || d.streams > kMaxStreams)
+    return at.error("streams", fmt::format("must be 1..{}, got {}", kMaxStreams, d.streams));
+  if (d.duration_s <= 0 && d.tuples == 0)
+    return at.error(at.of.count("duration_s") ? "duration_s" : "tuples",
+                    "the load generator needs duration_s > 0 or tuples > 0");
+  if (d.clock_ghz <= 0) return at.error("clock_ghz", "must be greater than 0");
+  if (d.metrics && d.metrics_port != 0 && d.metrics_port + d.processes.size() - 1 > 65535)
+    return at.error("metrics_port",
+                    fmt::format("process {} ('{}') would serve metrics on port {}, beyond 65535; "
+                                "lower metrics_port, or 0 for any free port",
+                                d.processes.size() - 1, d.processes.back().name,
+                                d.metrics_port + d.processes.size() - 1));
+  if (d.burst_events > 0 && d.burst_ms <= 0)
+    return at.error("burst_ms", "must be greater than 0 when burst_events is set");
+  if (Status st = validate_graph(d, at); !st) return st;
+
+  uint64_t all_streams = 0;
+  for (size_t i = 0; i < d.processes.size(); ++i)
+    if (d.processes[i].role == Role::kLoadgen) all_streams += d.streams;
+  if (all_streams > kMaxStreams)
+    return at.error("streams", fmt::format("{} load generators x {} streams = {} streams, more than "
+                                           "the {} a pipeline carries",
+                                           all_streams / d.streams, d.streams, all_streams,
+                                           kMaxStreams));
+  const uint32_t tpe = tuples_per_event(d.tuple_bytes, d.event_bytes);
+  const size_t wire = event_wire_bytes(d.tuple_bytes, tpe, d.data_bytes);
+  for (size_t l = 0; l < d.links.size(); ++l) {
+    const LinkOptions& o = d.links[l].options;
+    const std::string name = link_name(d, l);
+    // The key `key` of link l is wrong: named where the link set it, else
+    // where the top level did, else at the link's line (the top-level map's
+    // for a chain).
+    auto err = [&](const std::string& key, const std::string& msg) {
+      if (link_at[l].of.count(key) || (!d.chain && !at.of.count(key)))
+        return link_at[l].error(fmt::format("links.{}.{}", l, key), key, name + ": " + msg);
+      return at.error(key, name + ": " + msg);
+    };
+    if (o.slots < 1) return err("slots", "must be at least 1");
+    if (o.slot_bytes < 1) return err("slot_bytes", "must be at least 1");
+    if (o.tcp.read_bytes < 1) return err("read_bytes", "must be at least 1");
+    if (wire + sizeof(FrameHeader) > o.slot_bytes) {
+      const std::string msg = fmt::format(
+          "an event does not fit a slot: {} tuples of {} bytes + {}-byte header + {} data bytes "
+          "= {} bytes, plus a {}-byte frame header, is more than slot_bytes {}; raise slot_bytes "
+          "or lower event_bytes",
+          tpe, d.tuple_bytes, kEventHeaderBytes, d.data_bytes, wire, sizeof(FrameHeader),
+          o.slot_bytes);
+      if (link_at[l].of.count("slot_bytes")) return err("slot_bytes", msg);
+      // The link has the top level's slot: name the top-level key given (on
+      // a chain every link has that slot, so no link is named).
+      std::string key = "event_bytes";
+      if (!at.of.count("event_bytes")) {
+        if (at.of.count("data_bytes")) key = "data_bytes";
+        else if (at.of.count("slot_bytes")) key = "slot_bytes";
+      }
+      return at.error(key, d.chain ? msg : name + ": " + msg);
+    }
+    const size_t end_bytes = 8 + size_t{d.streams_into(d.links[l].to)} * sizeof(EndOfStreamEntry);
+    if (end_bytes > o.slot_bytes)
+      return err("slot_bytes", fmt::format("the end of the stream names {} streams ({} bytes), more "
+                                           "than slot_bytes {}; raise slot_bytes or lower streams",
+                                           d.streams_into(d.links[l].to), end_bytes, o.slot_bytes));
+  }
+  // Every link's receiver listens on its own port for each instance. An
+  // error names where the port came from: the link's own `port`, else its
+  // receiver's `port`, else the receiver (base_port + 100 * its place).
+  auto port_at = [&](size_t l) {
+    const size_t to = d.links[l].to;
+    if (link_at[l].of.count("port")) return link_at[l].at("port");
+    if (process_at[to].of.count("port")) return process_at[to].at("port");
+    return d.chain ? d.processes[to].source_line : link_at[l].root;
+  };
+  std::map<std::pair<std::string, uint32_t>, std::pair<size_t, uint32_t>> used;
+  for (size_t l = 0; l < d.links.size(); ++l) {
+    const size_t to = d.links[l].to;
+    const ProcessConfig& t = d.processes[to];
+    auto err = [&](const std::string& msg) {
+      if (link_at[l].of.count("port"))
+        return link_at[l].error(fmt::format("links.{}.port", l), "port", msg);
+      if (process_at[to].of.count("port"))
+        return process_at[to].error(fmt::format("processes.{}.port", to), "port",
+                                    fmt::format("process '{}': {}", t.name, msg));
+      return Status::Error(fmt::format("{}: process '{}': {}", t.source_line, t.name, msg));
+    };
+    for (uint32_t k = 0; k < d.instances; ++k) {
+      const uint32_t port = wide_link_port(d, l, k);
+      const std::string instance = fmt::format(", instance {}", k);
+      if (port > 65535)
+        return err(fmt::format("{} would listen on port {}, beyond 65535 (lower base_port, or the "
+                               "port of '{}' or of the link)",
+                               link_name(d, l, instance), port, t.name));
+      auto [it, fresh] = used.emplace(std::make_pair(t.bind_address(), port), std::make_pair(l, k));
+      if (!fresh) {
+        const auto [m, mk] = it->second;
+        const std::string first_at = ", at " + port_at(m);
+        return err(fmt::format("{} and {} would both listen on {}:{}; give a process or a link its "
+                               "own port",
+                               link_name(d, m, fmt::format(", instance {}{}", mk, first_at)),
+                               link_name(d, l, instance), t.bind_address(), port));
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace sluice::cfg

@@ -54,42 +54,11 @@ namespace cfg {
 
 const std::vector<std::string> kEncodings = {"capnp", "copy", "sg"};
 const std::vector<std::string> kTransports = {"tcp", "fabric", "ucx"};
-const std::vector<std::string> kCongestion = {"default", "reno", "cubic", "bbr"};
 const std::vector<std::string> kWaits = {"block", "spin", "hybrid"};
 const std::vector<std::string> kRoles = {"loadgen", "node", "sink"};
-const std::vector<std::string> kProcessKeys = {"name", "role", "host", "listen", "port", "cores", "split", "split_key", "pin_stages", "operators", "schema", "results"};
-const std::vector<std::string> kSchemaKeys = {"fields", "tuple_bytes"};
-const std::vector<std::string> kFieldKeys = {"name", "type", "width", "gen"};
 const std::vector<std::string> kGenKinds = {"sequence", "uniform", "zipf", "constant", "random"};
-const std::vector<std::string> kHostKeys = {"name", "address", "cores", "rate", "ssh_user", "ssh_port"};
 const std::vector<std::string> kLaunchers = {"local", "netns", "ssh"};
 const std::vector<std::string>& kOperatorKinds = *new std::vector<std::string>(operator_kinds());
-
-template <class T>
-LinkKey link_uint(const char* name, const char* only, T& (*field)(LinkOptions&)) {
-  return {name, only,
-          [=](const Reader& r, const YAML::Node& n, const std::string& path, LinkOptions* l) {
-            return r.get(n, path, &field(*l));
-          },
-          [=](YAML::Emitter& e, const LinkOptions& l) {
-            e << YAML::Key << name << YAML::Value << uint64_t(field(const_cast<LinkOptions&>(l)));
-          }};
-}
-
-// An enum: read as one of `allowed`, stored by `set`, written by `get`.
-LinkKey link_enum(const char* name, const char* only, const std::vector<std::string>* allowed,
-                  std::function<void(LinkOptions*, const std::string&)> set,
-                  std::function<std::string(const LinkOptions&)> get) {
-  return {name, only,
-          [=](const Reader& r, const YAML::Node& n, const std::string& path, LinkOptions* l) {
-            std::string v;
-            if (Status st = r.get_enum(n, path, *allowed, &v); !st) return st;
-            set(l, v);
-            return Status();
-          },
-          [=](YAML::Emitter& e, const LinkOptions& l) { e << YAML::Key << name << YAML::Value << get(l); }};
-}
-
 const std::vector<std::string> kSendQueues = {"sync", "async"};
 const std::vector<std::string> kRxPolls = {"block", "select"};
 const std::vector<std::string> kHandovers = {"descriptor", "copy"};
@@ -102,6 +71,91 @@ const std::vector<std::string> kFabricProviders = {"tcp", "net", "shm", "verbs",
 const std::vector<std::string> kUcxTls = {"tcp", "sm", "posix", "sysv", "cma", "rc", "ud", "dc",
                                           "rc_x", "ud_x", "dc_x", "sm,tcp", "rc,sm", "ud,sm", "all"};
 const std::vector<std::string> kSendCompletions = {"async", "sync"};
+
+namespace {
+
+std::string one_of(const std::vector<std::string>& allowed) {
+  std::string out;
+  for (const auto& a : allowed)
+    if (!a.empty()) out += (out.empty() ? "" : " | ") + a;
+  return out;
+}
+
+template <class T>
+LinkKey link_uint(const char* name, const char* only, T& (*field)(LinkOptions&), const char* doc) {
+  return {name, only, "unsigned integer", doc,
+          [=](const Reader& r, const YAML::Node& n, const std::string& path, LinkOptions* l) {
+            return r.get(n, path, &field(*l));
+          },
+          [=](YAML::Emitter& e, const LinkOptions& l) {
+            e << YAML::Key << name << YAML::Value << uint64_t(field(const_cast<LinkOptions&>(l)));
+          }};
+}
+
+// An enum: read as one of `allowed`, stored by `set`, written by `get`.
+LinkKey link_enum(const char* name, const char* only, const std::vector<std::string>* allowed,
+                  std::function<void(LinkOptions*, const std::string&)> set,
+                  std::function<std::string(const LinkOptions&)> get, const char* doc) {
+  return {name, only, one_of(*allowed), doc,
+          [=](const Reader& r, const YAML::Node& n, const std::string& path, LinkOptions* l) {
+            std::string v;
+            if (Status st = r.get_enum(n, path, *allowed, &v); !st) return st;
+            set(l, v);
+            return Status();
+          },
+          [=](YAML::Emitter& e, const LinkOptions& l) { e << YAML::Key << name << YAML::Value << get(l); }};
+}
+
+template <class T>
+Key uint_key(const char* name, T Deployment::*m, const char* doc) {
+  return {name, "unsigned integer", doc,
+          [=](const Reader& r, const YAML::Node& n, Deployment* d) { return r.get(n, name, &(d->*m)); },
+          [=](YAML::Emitter& e, const Deployment& d) { e << YAML::Key << name << YAML::Value << uint64_t(d.*m); }};
+}
+
+Key double_key(const char* name, double Deployment::*m, const char* doc) {
+  return {name, "number >= 0", doc,
+          [=](const Reader& r, const YAML::Node& n, Deployment* d) {
+            return r.get_double(n, name, &(d->*m));
+          },
+          [=](YAML::Emitter& e, const Deployment& d) {
+            e << YAML::Key << name << YAML::Value << fmt_double(d.*m);
+          }};
+}
+
+Key enum_key(const char* name, const std::vector<std::string>* allowed,
+             std::function<void(Deployment*, const std::string&)> set,
+             std::function<std::string(const Deployment&)> get, const char* doc) {
+  return {name, one_of(*allowed), doc,
+          [=](const Reader& r, const YAML::Node& n, Deployment* d) {
+            std::string v;
+            if (Status st = r.get_enum(n, name, *allowed, &v); !st) return st;
+            set(d, v);
+            return Status();
+          },
+          [=](YAML::Emitter& e, const Deployment& d) {
+            e << YAML::Key << name << YAML::Value << get(d);
+          }};
+}
+
+// A string key that may be left out; written back only when set.
+Key string_key(const char* name, std::string Deployment::*m, const char* doc) {
+  return {name, "string", doc,
+          [name, m](const Reader& r, const YAML::Node& n, Deployment* d) {
+            return r.get_string(n, name, false, &(d->*m));
+          },
+          [name, m](YAML::Emitter& e, const Deployment& d) {
+            if (!(d.*m).empty()) e << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << d.*m;
+          }};
+}
+
+std::vector<std::string> names_of(const std::vector<SectionKey>& keys) {
+  std::vector<std::string> v;
+  for (const auto& k : keys) v.push_back(k.name);
+  return v;
+}
+
+}  // namespace
 
 // Whether a carrier-specific key means something on a link of `transport`.
 bool key_applies(const char* only, const std::string& transport) {
@@ -117,26 +171,35 @@ bool key_applies(const char* only, const std::string& transport) {
   return false;
 }
 
-// Every key a link may set, at the top level (the defaults of every link) or
-// in a link of `links:`.
 const std::vector<LinkKey>& link_keys() {
   static const std::vector<LinkKey> k = {
       link_enum("transport", nullptr, &kTransports,
                 [](LinkOptions* l, const std::string& v) { l->transport = v; },
-                [](const LinkOptions& l) { return l.transport; }),
+                [](const LinkOptions& l) { return l.transport; },
+                "the carrier under the protocol core: tcp sockets, libfabric or UCX"),
       link_enum("encoding", "tcp", &kEncodings,
                 [](LinkOptions* l, const std::string& v) { parse_encoding(v, &l->tcp.encoding); },
-                [](const LinkOptions& l) { return std::string(encoding_name(l.tcp.encoding)); }),
+                [](const LinkOptions& l) { return std::string(encoding_name(l.tcp.encoding)); },
+                "how events travel on the byte stream: sg gathers them straight from pool slots "
+                "(sendmsg), copy packs them into one buffer, capnp makes each a Cap'n Proto message"),
       link_enum("send_queue", "tcp", &kSendQueues,
                 [](LinkOptions* l, const std::string& v) { l->tcp.async_send = v == "async"; },
-                [](const LinkOptions& l) { return std::string(l.tcp.async_send ? "async" : "sync"); }),
+                [](const LinkOptions& l) { return std::string(l.tcp.async_send ? "async" : "sync"); },
+                "sync: the send stage writes the socket itself; async: a queue drained by a "
+                "thread of its own (the original Borealis)"),
       link_enum("rx_poll", "tcp", &kRxPolls,
                 [](LinkOptions* l, const std::string& v) { l->tcp.rx_select = v == "select"; },
-                [](const LinkOptions& l) { return std::string(l.tcp.rx_select ? "select" : "block"); }),
-      link_uint("read_bytes", "tcp", +[](LinkOptions& l) -> uint32_t& { return l.tcp.read_bytes; }),
+                [](const LinkOptions& l) { return std::string(l.tcp.rx_select ? "select" : "block"); },
+                "block: the receiver blocks in read; select: poll() with a timeout before "
+                "every read (the original Borealis)"),
+      link_uint("read_bytes", "tcp", +[](LinkOptions& l) -> uint32_t& { return l.tcp.read_bytes; },
+                "bytes asked of each read by the copy and capnp encodings"),
       link_uint("poll_timeout_us", "tcp",
-                +[](LinkOptions& l) -> uint32_t& { return l.tcp.poll_timeout_us; }),
-      {"congestion", "tcp",
+                +[](LinkOptions& l) -> uint32_t& { return l.tcp.poll_timeout_us; },
+                "the poll() timeout of rx_poll: select, in microseconds"),
+      {"congestion", "tcp", "reno | cubic | bbr | default",
+       "TCP congestion control of the link's socket (TCP_CONGESTION); default keeps the "
+       "system's",
        [](const Reader& r, const YAML::Node& n, const std::string& path, LinkOptions* l) {
          std::string v;
          if (n.IsNull()) v.clear();
@@ -148,22 +211,33 @@ const std::vector<LinkKey>& link_keys() {
          e << YAML::Key << "congestion" << YAML::Value
            << (l.tcp.congestion.empty() ? std::string("default") : l.tcp.congestion);
        }},
-      link_uint("slot_bytes", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.slot_bytes; }),
-      link_uint("slots", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.slots; }),
-      link_uint("credit_batch", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.credit_batch; }),
+      link_uint("slot_bytes", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.slot_bytes; },
+                "bytes of one receiver slot: the largest frame a link carries (an event must fit)"),
+      link_uint("slots", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.slots; },
+                "receiver slots per link: the credits a sender starts with"),
+      link_uint("credit_batch", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.credit_batch; },
+                "credits the receiver returns at a time; 0: a quarter of slots"),
       link_uint("connect_timeout_ms", nullptr,
-                +[](LinkOptions& l) -> uint32_t& { return l.connect_timeout_ms; }),
+                +[](LinkOptions& l) -> uint32_t& { return l.connect_timeout_ms; },
+                "how long a sender keeps retrying to connect to its receiver, in milliseconds"),
       link_enum("fabric_provider", "fabric", &kFabricProviders,
                 [](LinkOptions* l, const std::string& v) { l->msg.fabric_provider = v; },
-                [](const LinkOptions& l) { return l.msg.fabric_provider; }),
+                [](const LinkOptions& l) { return l.msg.fabric_provider; },
+                "the libfabric provider of the link (the carrier says at start whether it is "
+                "present)"),
       link_enum("ucx_tls", "ucx", &kUcxTls,
                 [](LinkOptions* l, const std::string& v) { l->msg.ucx_tls = v; },
-                [](const LinkOptions& l) { return l.msg.ucx_tls; }),
+                [](const LinkOptions& l) { return l.msg.ucx_tls; },
+                "UCX_TLS of the link: the UCX transports it may use"),
       link_enum("send_completion", "fabric|ucx", &kSendCompletions,
                 [](LinkOptions* l, const std::string& v) { l->msg.sync_completion = v == "sync"; },
-                [](const LinkOptions& l) { return std::string(l.msg.sync_completion ? "sync" : "async"); }),
-      link_uint("spin_us", "fabric|ucx", +[](LinkOptions& l) -> uint32_t& { return l.msg.spin_us; }),
-      {"token", nullptr,
+                [](const LinkOptions& l) { return std::string(l.msg.sync_completion ? "sync" : "async"); },
+                "async: sends complete in the background; sync: wait for each send to complete"),
+      link_uint("spin_us", "fabric|ucx", +[](LinkOptions& l) -> uint32_t& { return l.msg.spin_us; },
+                "how long a link that found nothing polls before it sleeps on its wait fd (or, "
+                "fabric shm, rings its peer's doorbell), in microseconds"),
+      {"token", nullptr, "string", "a shared secret both ends of a link must give at the handshake; "
+       "empty: none",
        [](const Reader& r, const YAML::Node& n, const std::string& path, LinkOptions* l) {
          return r.get_string(n, path, true, &l->token);
        },
@@ -180,57 +254,15 @@ const LinkKey* find_link_key(const std::string& name) {
   return nullptr;
 }
 
-template <class T>
-Key uint_key(const char* name, T Deployment::*m) {
-  return {name,
-          [=](const Reader& r, const YAML::Node& n, Deployment* d) { return r.get(n, name, &(d->*m)); },
-          [=](YAML::Emitter& e, const Deployment& d) { e << YAML::Key << name << YAML::Value << uint64_t(d.*m); }};
-}
-
-Key double_key(const char* name, double Deployment::*m) {
-  return {name,
-          [=](const Reader& r, const YAML::Node& n, Deployment* d) {
-            return r.get_double(n, name, &(d->*m));
-          },
-          [=](YAML::Emitter& e, const Deployment& d) {
-            e << YAML::Key << name << YAML::Value << fmt_double(d.*m);
-          }};
-}
-
-Key enum_key(const char* name, const std::vector<std::string>* allowed,
-             std::function<void(Deployment*, const std::string&)> set,
-             std::function<std::string(const Deployment&)> get) {
-  return {name,
-          [=](const Reader& r, const YAML::Node& n, Deployment* d) {
-            std::string v;
-            if (Status st = r.get_enum(n, name, *allowed, &v); !st) return st;
-            set(d, v);
-            return Status();
-          },
-          [=](YAML::Emitter& e, const Deployment& d) {
-            e << YAML::Key << name << YAML::Value << get(d);
-          }};
-}
-
-// In the order dump_deployment writes them, after `preset` and the link keys.
-// `preset`, `host`, `processes` and `links` are read specially (parse_root).
-// A string key that may be left out; written back only when set.
-Key string_key(const char* name, std::string Deployment::*m) {
-  return {name,
-          [name, m](const Reader& r, const YAML::Node& n, Deployment* d) {
-            return r.get_string(n, name, false, &(d->*m));
-          },
-          [name, m](YAML::Emitter& e, const Deployment& d) {
-            if (!(d.*m).empty()) e << YAML::Key << name << YAML::Value << YAML::DoubleQuoted << d.*m;
-          }};
-}
-
 const std::vector<Key>& keys() {
   static const std::vector<Key> k = {
       enum_key("handover", &kHandovers,
                [](Deployment* d, const std::string& v) { d->handover_copy = v == "copy"; },
-               [](const Deployment& d) { return std::string(d.handover_copy ? "copy" : "descriptor"); }),
-      {"schema",
+               [](const Deployment& d) { return std::string(d.handover_copy ? "copy" : "descriptor"); },
+               "how a node hands an event from stage to stage: descriptor (the slot's index) or "
+               "copy (a fresh copy, the original Borealis)"),
+      {"schema", "string", "the loadgens' stream schema: a name in schemas:, else the name the "
+       "default schema (seq, key, payload) goes by",
        [](const Reader& r, const YAML::Node& n, Deployment* d) {
          return r.get_string(n, "schema", true, &d->link.schema);
        },
@@ -238,45 +270,70 @@ const std::vector<Key>& keys() {
          e << YAML::Key << "schema" << YAML::Value << YAML::DoubleQuoted << d.link.schema;
        }},
       // The stream.
-      uint_key("tuple_bytes", &Deployment::tuple_bytes),
-      uint_key("event_bytes", &Deployment::event_bytes),
-      uint_key("data_bytes", &Deployment::data_bytes),
-      double_key("duration_s", &Deployment::duration_s),
-      uint_key("tuples", &Deployment::tuples),
-      double_key("rate", &Deployment::rate),
-      uint_key("burst_events", &Deployment::burst_events),
-      double_key("burst_ms", &Deployment::burst_ms),
-      uint_key("burst_head_events", &Deployment::burst_head_events),
-      uint_key("streams", &Deployment::streams),
-      uint_key("instances", &Deployment::instances),
+      uint_key("tuple_bytes", &Deployment::tuple_bytes,
+               "bytes per tuple of the default schema, at least 12 (sequence and key)"),
+      uint_key("event_bytes", &Deployment::event_bytes,
+               "bytes per event, the batching factor: as many tuples as fit; 0: one tuple per event"),
+      uint_key("data_bytes", &Deployment::data_bytes, "array data bytes per event, after its tuples"),
+      double_key("duration_s", &Deployment::duration_s, "how long each load generator sends, in seconds"),
+      uint_key("tuples", &Deployment::tuples,
+               "if not 0, each load generator sends exactly this many tuples instead"),
+      double_key("rate", &Deployment::rate,
+                 "events/s per load generator and instance; 0: as fast as the pipeline takes them"),
+      uint_key("burst_events", &Deployment::burst_events,
+               "bursts instead of a steady stream: this many events every burst_ms; 0: no bursts"),
+      double_key("burst_ms", &Deployment::burst_ms, "the period of bursts, in milliseconds"),
+      uint_key("burst_head_events", &Deployment::burst_head_events,
+               "the head of a burst whose latency the sink reports apart: its first k events; 0: a "
+               "tenth of a burst"),
+      uint_key("streams", &Deployment::streams,
+               "streams per load generator and instance, their events sent round-robin"),
+      uint_key("instances", &Deployment::instances,
+               "independent copies of the whole graph, each over its own links and stage threads"),
       // The node.
       enum_key("wait", &kWaits,
                [](Deployment* d, const std::string& v) { parse_wait(v, &d->wait); },
-               [](const Deployment& d) { return std::string(wait_name(d.wait)); }),
-      uint_key("ring_slots", &Deployment::ring_slots),
-      uint_key("loadgen_slots", &Deployment::loadgen_slots),
+               [](const Deployment& d) { return std::string(wait_name(d.wait)); },
+               "how a stage waits on an empty or full descriptor ring: block, spin, or spin a "
+               "while then block (hybrid)"),
+      uint_key("ring_slots", &Deployment::ring_slots,
+               "descriptors per ring between a node's stages (a power of two)"),
+      uint_key("loadgen_slots", &Deployment::loadgen_slots,
+               "pool slots of a load generator's events, at most"),
       // Accounting.
-      double_key("clock_ghz", &Deployment::clock_ghz),
-      double_key("peak_watts", &Deployment::peak_watts),
-      double_key("progress_s", &Deployment::progress_s),
-      uint_key("base_port", &Deployment::base_port),
+      double_key("clock_ghz", &Deployment::clock_ghz,
+                 "the nominal clock F in the cycles-per-event figures, in GHz"),
+      double_key("peak_watts", &Deployment::peak_watts, "P in the energy-per-event model, in watts"),
+      double_key("progress_s", &Deployment::progress_s,
+                 "the period of each process's progress line in its log, in seconds; 0: off"),
+      uint_key("base_port", &Deployment::base_port,
+               "the first port: process i listens from base_port + 100 * i unless it or its link "
+               "names a port"),
       // Where the processes run (`hosts:` is read specially).
       enum_key("launcher", &kLaunchers, [](Deployment* d, const std::string& v) { d->launcher = v; },
-               [](const Deployment& d) { return d.launcher; }),
-      string_key("ssh_key", &Deployment::ssh_key),
-      string_key("ssh_options", &Deployment::ssh_options),
-      string_key("remote_dir", &Deployment::remote_dir),
+               [](const Deployment& d) { return d.launcher; },
+               "how sluice-deploy run starts the processes: on this machine, in network "
+               "namespaces (one per host), or over ssh"),
+      string_key("ssh_key", &Deployment::ssh_key, "ssh: the identity file (-i); unset: ssh's own choice"),
+      string_key("ssh_options", &Deployment::ssh_options,
+                 "ssh: more options for every ssh and scp, split at spaces"),
+      string_key("remote_dir", &Deployment::remote_dir,
+                 "ssh: the folder on the hosts for the run's files and copied programs; unset: "
+                 "the same paths as here"),
       enum_key("copy_binaries", &kOnOff,
                [](Deployment* d, const std::string& v) { d->copy_binaries = v == "on"; },
-               [](const Deployment& d) { return std::string(d.copy_binaries ? "on" : "off"); }),
-      {"host_rate",
+               [](const Deployment& d) { return std::string(d.copy_binaries ? "on" : "off"); },
+               "ssh, with remote_dir: scp the programs to every host first"),
+      {"host_rate", "rate (10gbit, 500mbit, 0)",
+       "every host's link speed unless it sets its own rate (netns, with tc); 0: no limit",
        [](const Reader& r, const YAML::Node& n, Deployment* d) {
          return r.get_rate(n, "host_rate", &d->host_rate_bps);
        },
        [](YAML::Emitter& e, const Deployment& d) {
          e << YAML::Key << "host_rate" << YAML::Value << rate_name(d.host_rate_bps);
        }},
-      {"subnet",
+      {"subnet", "IPv4 subnet a.b.c.d/n",
+       "the subnet the netns hosts share; empty: the /24 of the first host",
        [](const Reader& r, const YAML::Node& n, Deployment* d) {
          if (Status st = r.get_string(n, "subnet", true, &d->subnet); !st) return st;
          if (!d->subnet.empty() && !parse_subnet(d->subnet, nullptr, nullptr))
@@ -290,8 +347,10 @@ const std::vector<Key>& keys() {
        }},
       // Metrics.
       enum_key("metrics", &kOnOff, [](Deployment* d, const std::string& v) { d->metrics = v == "on"; },
-               [](const Deployment& d) { return std::string(d.metrics ? "on" : "off"); }),
-      {"metrics_address",
+               [](const Deployment& d) { return std::string(d.metrics ? "on" : "off"); },
+               "every process serves its counters for Prometheus at http://ADDRESS:PORT/metrics"),
+      {"metrics_address", "string",
+       "the address the metrics endpoints bind; unset: the address the process binds",
        [](const Reader& r, const YAML::Node& n, Deployment* d) {
          return r.get_string(n, "metrics_address", false, &d->metrics_address);
        },
@@ -299,14 +358,99 @@ const std::vector<Key>& keys() {
          if (!d.metrics_address.empty())  // "": the default, the process's own address
            e << YAML::Key << "metrics_address" << YAML::Value << d.metrics_address;
        }},
-      uint_key("metrics_port", &Deployment::metrics_port),
+      uint_key("metrics_port", &Deployment::metrics_port,
+               "process i serves metrics on metrics_port + i; 0: any free port"),
   };
   return k;
 }
 
+// The keys read by hand (config_parse.cc). Their defaults are written here
+// for the documentation only; the parser's are the fields' initial values.
+const std::vector<SectionKey>& root_section_keys() {
+  static const std::vector<SectionKey> k = {
+      {"preset", "tcp-opt", "the link choices every link starts from: original, tcp-opt, "
+                            "fabric-opt or ucx-opt; the keys given beat it"},
+      {"host", "127.0.0.1", "every process's host unless it names its own (with hosts:, a host's name)"},
+      {"hosts", "none", "the machines processes run on (below); without it every host is an "
+                        "address on this machine"},
+      {"schemas", "none", "named schemas (below): name -> {fields, tuple_bytes}"},
+      {"processes", "required", "the processes (below)"},
+      {"links", "the chain of processes", "the links (below); left out, the processes form a "
+                                          "chain in the order listed"},
+  };
+  return k;
+}
+
+const std::vector<SectionKey>& process_keys() {
+  static const std::vector<SectionKey> k = {
+      {"name", "required", "letters, digits, '.', '_', '-'; names its log and summary files"},
+      {"role", "required", "loadgen | node | sink"},
+      {"host", "the top-level host", "where it runs and its upstreams connect (with hosts:, a host's name)"},
+      {"listen", "its host", "the address it binds"},
+      {"port", "base_port + 100 * its place", "the first port it listens on"},
+      {"cores", "its host's cores shared", "N in the cycles-per-event formulas"},
+      {"split", "stream", "with several downstream links: stream (stream s to link s % n), copy, "
+                          "or key (by split_key's hash)"},
+      {"split_key", "none", "split: key hashes this numeric field of what it sends"},
+      {"pin_stages", "off", "off, on (spread the stage threads over its host's cores) or CPUs to "
+                            "pin them to in turn"},
+      {"operators", "none", "the operators of its process stage, in order (docs/OPERATORS.md)"},
+      {"schema", "the top-level schema", "a loadgen's stream schema, a name in schemas:"},
+      {"results", "none", "a sink writes every tuple it receives to this CSV file ({instance}: "
+                          "the instance's number)"},
+  };
+  return k;
+}
+
+const std::vector<SectionKey>& host_keys() {
+  static const std::vector<SectionKey> k = {
+      {"name", "required", "letters, digits, '.', '_', '-'; unique; names its network namespace"},
+      {"address", "required", "where its processes are reached and what they bind; unique"},
+      {"cores", "not pinned", "the CPUs its processes are pinned to: 0-3, \"0,2\", [0, 1, 4-5]"},
+      {"rate", "host_rate", "its link speed in each direction, tc's units (10gbit); netns only"},
+      {"ssh_user", "ssh's own", "the user the ssh launcher logs in as"},
+      {"ssh_port", "22", "the port the ssh launcher connects to"},
+  };
+  return k;
+}
+
+const std::vector<SectionKey>& schema_keys() {
+  static const std::vector<SectionKey> k = {
+      {"fields", "required", "the fields after the sequence number: {name, type, width, gen}"},
+      {"tuple_bytes", "the fields' size", "bytes per tuple, padding after the fields"},
+  };
+  return k;
+}
+
+const std::vector<SectionKey>& field_keys() {
+  static const std::vector<SectionKey> k = {
+      {"name", "required", "the field's name"},
+      {"type", "required", "i32 | i64 | u32 | u64 | f64 | timestamp | bytes"},
+      {"width", "0", "bytes of a bytes field"},
+      {"gen", "sequence (bytes: random)", "how the load generator fills it: sequence, random, "
+                                          "{uniform: N}, {zipf: N, s: S}, {constant: V}"},
+  };
+  return k;
+}
+
+const std::vector<SectionKey>& link_own_keys() {
+  static const std::vector<SectionKey> k = {
+      {"from", "required", "the sending process's name"},
+      {"to", "required", "the receiving process's name"},
+      {"port", "automatic", "the receiver's port for instance 0 (instance k: port + k)"},
+      {"preset", "the top-level preset", "a preset for this link alone; its own keys beat it"},
+  };
+  return k;
+}
+
+const std::vector<std::string> kProcessKeys = names_of(process_keys());
+const std::vector<std::string> kSchemaKeys = names_of(schema_keys());
+const std::vector<std::string> kFieldKeys = names_of(field_keys());
+const std::vector<std::string> kHostKeys = names_of(host_keys());
+
 const std::vector<std::string>& key_names() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> v = {"preset", "host", "hosts", "schemas", "processes", "links"};
+    std::vector<std::string> v = names_of(root_section_keys());
     for (const auto& k : link_keys()) v.push_back(k.name);
     for (const auto& k : keys()) v.push_back(k.name);
     return v;
@@ -316,7 +460,7 @@ const std::vector<std::string>& key_names() {
 
 const std::vector<std::string>& link_entry_keys() {
   static const std::vector<std::string> names = [] {
-    std::vector<std::string> v = {"from", "to", "port", "preset"};
+    std::vector<std::string> v = names_of(link_own_keys());
     for (const auto& k : link_keys()) v.push_back(k.name);
     return v;
   }();

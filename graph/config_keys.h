@@ -19,8 +19,10 @@
 // --set and "did you mean" know them.
 //
 // To add a key: a field in graph/config.h (LinkOptions in transport/ for a
-// link key), one entry in link_keys() or keys() in config_keys.cc, and a
-// line in deploy/examples/pipeline.yaml.
+// link key), one entry in link_keys() or keys() in config_keys.cc with its
+// type and a one-sentence doc (a key of a process or host: its SectionKey
+// there and its reading in config_parse.cc), and a line in
+// deploy/examples/pipeline.yaml. docs/CONFIG.md is printed from these tables.
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -38,9 +40,13 @@ namespace sluice::cfg {
 // One link key: read into a LinkOptions (the top level's defaults, or one
 // link's), written back. A key with `only` belongs to those carriers
 // ("tcp", "fabric", "ucx", "fabric|ucx"); others are every link's.
+// `type` and `doc` are what docs/CONFIG.md says of it (one line each); its
+// default and the presets' choices are found by writing default options.
 struct LinkKey {
   std::string name;
   const char* only;
+  std::string type;  // "unsigned integer", "sg | copy | capnp", ...
+  std::string doc;   // what it does, one sentence
   std::function<Status(const Reader&, const YAML::Node&, const std::string&, LinkOptions*)> read;
   std::function<void(YAML::Emitter&, const LinkOptions&)> write;
 };
@@ -56,6 +62,8 @@ bool key_applies(const char* only, const std::string& transport);
 // and written back.
 struct Key {
   std::string name;
+  std::string type;
+  std::string doc;
   std::function<Status(const Reader&, const YAML::Node&, Deployment*)> read;
   std::function<void(YAML::Emitter&, const Deployment&)> write;
 };
@@ -69,7 +77,22 @@ const std::vector<Key>& keys();
 const std::vector<std::string>& key_names();
 const std::vector<std::string>& link_entry_keys();
 
-// The keys of the sections, and the values of the enums they read by hand.
+// A key of a section read by hand (config_parse.cc): a process, a host, a
+// schema or one of its fields, a link's own keys, or a top-level key with a
+// section below it. Declared here for --set, "did you mean" and the docs.
+struct SectionKey {
+  std::string name;
+  std::string def;  // the default, in words ("required", "its host", "22")
+  std::string doc;
+};
+const std::vector<SectionKey>& root_section_keys();  // preset, host, hosts, schemas, processes, links
+const std::vector<SectionKey>& process_keys();
+const std::vector<SectionKey>& host_keys();
+const std::vector<SectionKey>& schema_keys();
+const std::vector<SectionKey>& field_keys();
+const std::vector<SectionKey>& link_own_keys();  // from, to, port, preset
+
+// The keys of the sections by name, and the values of the enums they read by hand.
 extern const std::vector<std::string> kRoles;
 extern const std::vector<std::string> kSplits;
 extern const std::vector<std::string> kProcessKeys;

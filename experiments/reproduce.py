@@ -543,6 +543,7 @@ class Report:
         self.plots.mkdir(parents=True, exist_ok=True)
         self.sections = []
         self.problems = []
+        self.summary = {}
 
     def figure(self, title, plot, text, tables):
         rel = os.path.relpath(self.plots / plot, self.path.parent) if plot else None
@@ -1017,7 +1018,103 @@ def fig_projection(rep):
                 "sluice filter overhead", "sluice tuples/s pass/filter", "source"], pl)])
 
 
-FIGURES = [fig_throughput, fig_spin, fig_cpe, fig_energy, fig_infra, fig_projection]
+# The cost model's calibration: these cells of the throughput grid (one
+# instance, every preset) and the pass-through chains; every other chain run
+# is predicted before its measurement is looked at.
+CAL_CELLS = [(128, 0), (4096, 0), (128, 32768), (4096, 32768)]
+
+
+def is_calibration(r):
+    if r["group"] == "passthrough":
+        return True
+    return (r["group"] == "throughput" and str(r["instances"]) == "1"
+            and (int(r["tuple_bytes"]), int(r["event_bytes"])) in CAL_CELLS)
+
+
+def is_model_test(r):
+    """Chains the model describes: the throughput grid, block waits, and the
+    one-node pass-through (another chain length and 12 B tuples)."""
+    if r["ok"] != "true" or is_calibration(r):
+        return False
+    return (r["group"] == "throughput" or (r["group"] == "spin" and r["wait"] == "block")
+            or (r["group"] == "operators" and r["setup"] == "pass"))
+
+
+def fig_costmodel(rep):
+    import costmodel
+    plt = plt_module()
+    cal_rows = [r for r in rep.rows if r["ok"] == "true" and is_calibration(r)]
+    cal = costmodel.fit(cal_rows)
+    cal_path = rep.args.calibration or (rep.out / "calibration.json")
+    Path(cal_path).write_text(json.dumps(cal, indent=1, sort_keys=True) + "\n")
+    lines, errs_t, errs_c, pts = [], [], [], []
+    for r in rep.rows:
+        if not is_model_test(r):
+            continue
+        try:
+            p = costmodel.predict(cal, costmodel.roles_ops_of(r), costmodel.carrier_of(r),
+                                  int(r["tuple_bytes"]), int(r["event_bytes"]))
+        except KeyError as e:
+            rep.problems.append(f"cost model: {r['rid']}: {e}")
+            continue
+        t, c = Val([r], "tuples_per_s"), Val([r], "node_cpe_p")
+        node_cpe = mean([cpe for role, cpe, _ in p["processes"] if role == "node"])
+        et, ec = p["tuples_per_s"] / t.v - 1, node_cpe / c.v - 1
+        errs_t.append(abs(et))
+        errs_c.append(abs(ec))
+        pts.append((t.v, p["tuples_per_s"], c.v, node_cpe))
+        what = f"{costmodel.carrier_of(r)} {r['tuple_bytes']} B {event_label(r['event_bytes'])}"
+        if r["group"] == "operators":
+            what += ", one node"
+        if str(r["instances"]) != "1":
+            what += f", {r['instances']} instances"
+        lines.append([what, si(p["tuples_per_s"]), si(t.v), f"{et:+.0%}",
+                      fmt(node_cpe, ".4g"), fmt(c.v, ".4g"), f"{ec:+.0%}", srcs(t, c)])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+    for ax, i, j, what in ((axes[0], 0, 1, "tuples/s"), (axes[1], 2, 3, "node CPE_p")):
+        xs, ys = [p[i] for p in pts], [p[j] for p in pts]
+        ax.scatter(xs, ys)
+        if xs:
+            lo, hi = min(xs + ys) * 0.7, max(xs + ys) * 1.4
+            ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+            ax.fill_between([lo, hi], [lo * 0.85, hi * 0.85], [lo * 1.15, hi * 1.15], alpha=0.1)
+        ax.set(xscale="log", yscale="log", xlabel=f"measured {what}",
+               ylabel=f"predicted {what}", title=f"{what}: prediction against measurement")
+        ax.grid(alpha=0.3)
+    rep.save(fig, "fig7_costmodel.png", {"predictions": len(pts)})
+    med_t = statistics.median(errs_t) if errs_t else None
+    med_c = statistics.median(errs_c) if errs_c else None
+    med = statistics.median(errs_t + errs_c) if errs_t else None
+    coef_lines = [[k, f"{v:.4g}"] for k, v in sorted(cal["coefficients"].items())]
+    alpha_lines = [[k, f"{v:.3f}"] for k, v in sorted(cal["alpha"].items())]
+    cal_src = Val(cal_rows, "tuples_per_s")
+    rep.figure(
+        "Figure 7: the cost model (seed 003), predicted before measured", "fig7_costmodel.png",
+        f"Calibrated on {len(cal_rows)} runs (one instance, every preset, (tuple, event) "
+        f"cells {', '.join(f'{t} B/{event_label(e)}' for t, e in CAL_CELLS)}, and the "
+        "pass-through chains); then every other chain run (other tuple and event sizes, "
+        "more instances, a one-node chain of 12 B tuples) is predicted from its "
+        "configuration alone and compared with what it measured. The model "
+        "(experiments/costmodel.py) is seed 003's sum of operator and hand-off costs per "
+        "tuple, with per-carrier costs per event, byte and tuple, and the study's "
+        "Equation 2 for the rate. Coefficients in "
+        f"`{os.path.relpath(cal_path, rep.path.parent)}`; `sluice-deploy plan --predict` "
+        "reads the same file.\n\n"
+        f"**median prediction error: {med * 100:.0f}%** (tuples/s and node CPE_p of "
+        f"{len(errs_t)} runs not used to calibrate; tuples/s alone {med_t * 100:.0f}%, "
+        f"node CPE_p alone {med_c * 100:.0f}%)." if med is not None else
+        "median prediction error: n/a (no runs to predict)",
+        [table(["configuration", "predicted tuples/s", "sluice tuples/s", "error",
+                "predicted node CPE_p", "sluice node CPE_p", "error", "source"], lines),
+         "Calibration runs (" + cal_src.src() + "):\n\n" +
+         table(["coefficient (cycles per unit)", "value"], coef_lines) + "\n" +
+         table(["carrier", "alpha (share of N F the pipeline got)"], alpha_lines)])
+    if med is not None:
+        rep.summary["median_prediction_error"] = med
+
+
+FIGURES = [fig_throughput, fig_spin, fig_cpe, fig_energy, fig_infra, fig_projection,
+           fig_costmodel]
 
 
 def machine_line(rows):
@@ -1088,16 +1185,20 @@ def check_report(path, csv_path):
             f = Path(path).parent / img
             if not f.is_file() or f.stat().st_size < 1000:
                 problems.append(f"{title}: plot {img} missing or empty")
-        lines = [l for l in sec.splitlines() if l.startswith("|")]
+        all_lines = sec.splitlines()
+        lines = [l for l in all_lines if l.startswith("|")]
         if len(lines) < 3:
             problems.append(f"{title}: no table rows")
         head = None
-        for l in lines:
+        for n, l in enumerate(all_lines):
+            if not l.startswith("|"):
+                continue
             cells = [c.strip() for c in l.strip().strip("|").split("|")]
             if set("".join(cells)) <= set("-"):
                 continue
-            if head is None or (cells and cells[-1] == "source"):
-                head = cells
+            nxt = all_lines[n + 1] if n + 1 < len(all_lines) else ""
+            if nxt.startswith("|") and set(nxt.replace("|", "").strip()) <= set("-"):
+                head = cells   # a table's header: the line above its |---|
                 continue
             if len(cells) != len(head):
                 problems.append(f"{title}: row has {len(cells)} cells, header {len(head)}: {l}")
@@ -1144,6 +1245,8 @@ def main():
                     "OUT/REPORT.md with --quick)")
     ap.add_argument("--duration", type=float, help="seconds per run (default 1, full: 2)")
     ap.add_argument("--repeat", type=int, help="runs per cell (default 1, full: 2)")
+    ap.add_argument("--calibration", help="where the cost model's coefficients go (default: "
+                    "experiments/calibration.json, or OUT/calibration.json with --quick)")
     ap.add_argument("--report-only", action="store_true",
                     help="no runs: redraw the report from OUT/runs.csv")
     ap.add_argument("--check-only", action="store_true",
@@ -1160,6 +1263,8 @@ def main():
         HERE / "results" / f"{stamp}-quick" if args.quick else HERE / "report")
     report = Path(args.report) if args.report else (
         out / "REPORT.md" if args.quick else HERE / "REPORT.md")
+    if args.calibration is None and not args.quick:
+        args.calibration = str(HERE / "calibration.json")
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "runs.csv"
 

@@ -88,6 +88,11 @@ STUDY = {
     "tbps_1024_opt": (2.0, "5.3: optimized stacks twice that, 2 Tb/s"),
     "gbps_per_core_opt": (2.0, "1, 5.3: the optimized stack needs up to 2 Gb/s per core"),
     "filter_overhead": (0.30, "5.4: the filter costs up to 30% against a pass-through operator"),
+    # Seed 004 (Rachou, Siddhi): 50 bursts of 1000 events, Table 4.1 and 4.2.
+    "burst_1000_far": (32.31, "004 Table 4.1: 1000 events every 1000 ms, mean burst ms"),
+    "burst_1000_100": (62.27, "004 Table 4.1: 1000 events every 100 ms, mean burst ms"),
+    "burst_constant": (29.73, "004 Table 4.1: a constant stream, ms per 1000 events"),
+    "burst_head_tail": (5.77, "004 Table 4.2: first 100 events over last 100, 1000 ms apart"),
 }
 
 CSV_FIELDS = [
@@ -97,6 +102,8 @@ CSV_FIELDS = [
     "tuples", "tuples_per_s", "gbps", "events", "tuples_per_event",
     "node_cpe_p", "node_cpe_u", "node_cpe_s", "node_cpe_i", "node_cpb_p", "node_cores",
     "total_cycles_per_event", "cpu_util", "latency_p50_us", "latency_p99_us",
+    "burst_ms", "burst_events", "bursts", "burst_processing_p50_us", "burst_processing_max_us",
+    "burst_head_p50_us", "burst_tail_p50_us",
     "sets", "procs", "raw",
 ]
 
@@ -166,6 +173,7 @@ class Sizes:
             self.extra_instances = [2]        # tcp-opt at 128 B / 32 KiB only
             self.spin_instances = [1, 2]
             self.op_tuples = 12
+            self.bursts = [(1000, 20), (1000, 200), (500, 100), (2000, 100)]
         else:
             self.tuples = [12, 128, 1024, 4096]
             self.events = [0, 4096, 32768, 65536]
@@ -173,6 +181,8 @@ class Sizes:
             self.extra_instances = []
             self.spin_instances = [1, 2, 4, 8]
             self.op_tuples = 12
+            self.bursts = [(1000, 10), (1000, 100), (1000, 300), (1000, 1000),
+                           (500, 100), (2000, 100)]
 
 
 def operator_yamls(tmp):
@@ -237,8 +247,18 @@ def plan(args, tmp):
                 specs.append(spec("passthrough", "chain-pass", p, t, 32768, 1,
                                   extra={"processes.1.operators": "[]",
                                          "processes.2.operators": "[]"}))
+        # Seed 004: bursts of one-tuple events (Rachou's events are single
+        # tuples) every burst_ms; the sink times each burst and its head.
+        for n, period in sz.bursts:
+            sp = spec("bursts", "chain", "tcp-opt", 128, 0, 1,
+                      extra={"burst_events": n, "burst_ms": period})
+            sp.params.update(burst_events=n, burst_ms=period,
+                             duration=max(args.duration, 4 * period / 1000 + 0.5))
+            specs.append(sp)
         for s in specs[first:]:
             s.params["repeat"] = r
+    if args.only:
+        specs = [s for s in specs if s.group in args.only]
     return specs
 
 
@@ -354,6 +374,13 @@ def fill_row(row, rep):
     for k in ("cpe_p", "cpe_u", "cpe_s", "cpe_i", "cpb_p", "cores"):
         v = mean([p.get(k) for p in nodes])
         row[f"node_{k}"] = "" if v is None else f"{v:.6g}"
+    burst = next((p["burst"] for p in sinks if p.get("burst")), None)
+    if burst:
+        row["bursts"] = burst.get("bursts", "")
+        row["burst_processing_p50_us"] = (burst.get("processing_us") or {}).get("p50", "")
+        row["burst_processing_max_us"] = (burst.get("processing_us") or {}).get("max", "")
+        row["burst_head_p50_us"] = (burst.get("head_us") or {}).get("p50", "")
+        row["burst_tail_p50_us"] = (burst.get("tail_us") or {}).get("p50", "")
     events = sum(p.get("events_in") or 0 for p in sinks)
     tuples_in = sum(p.get("tuples_in") or 0 for p in sinks)
     row["events"] = events
@@ -377,17 +404,19 @@ def run_one(s, deploy, args, out, commit):
     row = {f: "" for f in CSV_FIELDS}
     row.update(rid=s.rid, group=s.group, setup=s.setup, commit=commit,
                host=socket.gethostname(), host_cores=os.cpu_count(), ok="false",
-               duration_s=f"{args.duration:g}")
-    for k in ("preset", "carrier", "tuple_bytes", "event_bytes", "instances", "wait", "repeat"):
+               duration_s=f"{s.params.get('duration') or args.duration:g}")
+    for k in ("preset", "carrier", "tuple_bytes", "event_bytes", "instances", "wait", "repeat",
+              "burst_ms", "burst_events"):
         row[k] = s.params.get(k, "")
     sets = dict(s.sets)
-    sets["duration_s"] = f"{args.duration:g}"
+    duration = s.params.get("duration") or args.duration
+    sets["duration_s"] = f"{duration:g}"
     row["sets"] = " ".join(f"{k}={v}" for k, v in sets.items())
     raw = out / "raw"
     raw.mkdir(parents=True, exist_ok=True)
     rundir = Path(tempfile.mkdtemp(prefix=f"sluice-repro-{s.rid}-"))
     cmd = [str(deploy), "run", s.yaml, "--json", "--run-dir", str(rundir),
-           "--timeout", f"{args.duration * 4 + 30:g}"]
+           "--timeout", f"{duration * 4 + 30:g}"]
     for k, v in sets.items():
         cmd += ["--set", f"{k}={v}"]
     errlog = raw / f"{s.rid}.stderr"
@@ -402,7 +431,7 @@ def run_one(s, deploy, args, out, commit):
                                     stdin=subprocess.DEVNULL, start_new_session=True,
                                     text=True, cwd=REPO)
             try:
-                stdout, _ = proc.communicate(timeout=args.duration * 4 + 60)
+                stdout, _ = proc.communicate(timeout=duration * 4 + 60)
             except subprocess.TimeoutExpired:
                 stdout = ""
                 row["error"] = "timed out"
@@ -430,14 +459,17 @@ def run_one(s, deploy, args, out, commit):
     return row
 
 
-def run_all(specs, deploy, args, out):
+def run_all(specs, deploy, args, out, earlier=()):
+    """Runs specs, writing earlier rows (--append) and then each new row to the CSV."""
     commit = git_commit()
     csv_path = out / "runs.csv"
-    rows = []
+    rows = list(earlier)
     t_start = time.monotonic()
     with open(csv_path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, restval="", extrasaction="ignore")
         w.writeheader()
+        for r in rows:
+            w.writerow(r)
         for i, s in enumerate(specs, 1):
             row = run_one(s, deploy, args, out, commit)
             rows.append(row)
@@ -1018,6 +1050,85 @@ def fig_projection(rep):
                 "sluice filter overhead", "sluice tuples/s pass/filter", "source"], pl)])
 
 
+def fig_bursts(rep):
+    plt = plt_module()
+    rows = [r for r in rep.rows if r["group"] == "bursts"]
+    cells = sorted({(int(r["burst_events"]), int(r["burst_ms"])) for r in rows})
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    series, lines = {}, []
+    for n in sorted({c[0] for c in cells}):
+        xs, ys = [], []
+        for m in sorted(c[1] for c in cells if c[0] == n):
+            v = Val(select(rows, burst_events=n, burst_ms=m), "burst_processing_p50_us")
+            if v:
+                xs.append(m)
+                ys.append(v.v / 1e3)
+        series[f"{n} tuples"] = len(xs)
+        axes[0].plot(xs, ys, marker="o", label=f"bursts of {n}")
+    labels, heads, tails = [], [], []
+    for n, m in cells:
+        sel = select(rows, burst_events=n, burst_ms=m)
+        pr, h, t = (Val(sel, "burst_processing_p50_us"), Val(sel, "burst_head_p50_us"),
+                    Val(sel, "burst_tail_p50_us"))
+        b = Val(sel, "bursts")
+        lines.append([n, m, fmt(b.v, ".0f"), fmt(pr.v / 1e3 if pr else None, ".3g"),
+                      fmt(h.v, ".4g"), fmt(t.v, ".4g"), fmt(ratio(h.v, t.v), ".2f"),
+                      srcs(b, pr, h, t)])
+        if h and t:
+            labels.append(f"{n}/{m}ms")
+            heads.append(h.v)
+            tails.append(t.v)
+    series["head and tail"] = len(labels)
+    xs = list(range(len(labels)))
+    axes[1].bar([x - 0.2 for x in xs], heads, 0.4, label="head (first tenth) p50")
+    axes[1].bar([x + 0.2 for x in xs], tails, 0.4, label="tail p50")
+    axes[1].set_xticks(xs, labels, rotation=30, fontsize=8)
+    axes[1].set(ylabel="latency us (sent to received)", yscale="log",
+                title="head against tail of a burst")
+    axes[0].set(xscale="log", xlabel="burst period ms", ylabel="burst processing ms (p50)",
+                title="first tuple sent to last received")
+    for a in axes:
+        a.legend(fontsize=8)
+        a.grid(alpha=0.3)
+    rep.save(fig, "fig8_bursts.png", series)
+
+    def at(n, m, col):
+        return Val(select(rows, burst_events=n, burst_ms=m), col)
+
+    far = max((m for n, m in cells if n == 1000), default=None)
+    claims = []
+    if far is not None:
+        v = at(1000, far, "burst_processing_p50_us")
+        claims.append(claim_row("burst_1000_far", v.v / 1e3 if v else None,
+                                f"every {far} ms: " + v.src()))
+        h, t = at(1000, far, "burst_head_p50_us"), at(1000, far, "burst_tail_p50_us")
+        claims.append(claim_row("burst_head_tail", ratio(h.v, t.v), srcs(h, t)))
+    near = min((m for n, m in cells if n == 1000 and m >= 100), default=None)
+    if near is not None:
+        v = at(1000, near, "burst_processing_p50_us")
+        claims.append(claim_row("burst_1000_100", v.v / 1e3 if v else None,
+                                f"every {near} ms: " + v.src()))
+    steady = Val(select(rep.rows, group="throughput", preset="tcp-opt", tuple_bytes=128,
+                        event_bytes=0, instances=1), "tuples_per_s")
+    claims.append(claim_row("burst_constant", 1000 / steady.v * 1e3 if steady else None,
+                            "1000 / " + steady.src()))
+    rep.figure(
+        "Figure 8: bursts (seed 004)", "fig8_bursts.png",
+        "The demo chain (tcp-opt, 128 B tuples, one tuple per event, as Rachou's events) "
+        "fed bursts of 500, 1000 or 2000 tuples, one burst every `burst_ms`. The sink "
+        "reports each burst's processing time (its first tuple sent to its last received) "
+        "and the latency of a burst's first tenth (the head) against the rest (the tail). "
+        "Rachou measured Siddhi, one JVM process, from injection to the end of processing; "
+        "sluice's times cross four processes and three loopback links, so the head carries "
+        "every wake-up on the path: a stage blocked on an empty ring or socket is woken by "
+        "the first tuple of a burst, and the kernel's wake-up and a cold cache are paid "
+        "once per process per burst. The constant stream row is the same chain's steady "
+        "one-tuple throughput.",
+        [table(CLAIM_HEAD, claims),
+         table(["burst tuples", "every ms", "sluice bursts", "sluice burst ms p50",
+                "sluice head us p50", "sluice tail us p50", "head/tail", "source"], lines)])
+
+
 # The cost model's calibration: these cells of the throughput grid (one
 # instance, every preset) and the pass-through chains; every other chain run
 # is predicted before its measurement is looked at.
@@ -1114,7 +1225,7 @@ def fig_costmodel(rep):
 
 
 FIGURES = [fig_throughput, fig_spin, fig_cpe, fig_energy, fig_infra, fig_projection,
-           fig_costmodel]
+           fig_costmodel, fig_bursts]
 
 
 def machine_line(rows):
@@ -1247,6 +1358,11 @@ def main():
     ap.add_argument("--repeat", type=int, help="runs per cell (default 1, full: 2)")
     ap.add_argument("--calibration", help="where the cost model's coefficients go (default: "
                     "experiments/calibration.json, or OUT/calibration.json with --quick)")
+    ap.add_argument("--only", type=lambda v: set(v.split(",")),
+                    help="run only these groups (comma-separated: throughput, spin, operators, "
+                    "passthrough, bursts)")
+    ap.add_argument("--append", action="store_true",
+                    help="keep OUT/runs.csv's rows and add the new runs after them")
     ap.add_argument("--report-only", action="store_true",
                     help="no runs: redraw the report from OUT/runs.csv")
     ap.add_argument("--check-only", action="store_true",
@@ -1286,11 +1402,18 @@ def main():
             sys.exit(f"reproduce.py: no sluice-deploy under {args.build}/deploy "
                      "(build the targets sluice-deploy sluice-node sluice-loadgen sluice-sink)")
         with tempfile.TemporaryDirectory(prefix="sluice-repro-") as tmp:
+            earlier = []
+            if args.append and csv_path.is_file():
+                earlier = list(csv.DictReader(open(csv_path)))
+            first = 1 + max((int(r["rid"][1:]) for r in earlier), default=0)
             specs = plan(args, tmp)
-            for i, s in enumerate(specs, 1):
+            if not specs:
+                sys.exit(f"reproduce.py: --only {','.join(args.only)} selects no runs")
+            for i, s in enumerate(specs, first):
                 s.rid = f"r{i}"
-            log(f"reproduce.py: {len(specs)} runs of {args.duration:g} s, results in {out}")
-            rows = run_all(specs, deploy, args, out)
+            log(f"reproduce.py: {len(specs)} runs of {args.duration:g} s, results in {out}"
+                + (f" (after {len(earlier)} earlier runs)" if earlier else ""))
+            rows = run_all(specs, deploy, args, out, earlier)
         failed = sum(1 for r in rows if r["ok"] != "true")
     problems = []
     if not args.check_only:

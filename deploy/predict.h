@@ -15,9 +15,11 @@
 //    study's Equation 2; tuples/s at the sinks and each process's CPE_p (its
 //    cycles over its events in and out) follow.
 //
-// Filters are taken to pass every tuple, and a key split to keep events
-// whole: the model counts what the calibration runs measured (chains of
-// pass-everything filters), and says so rather than guess a selectivity.
+// Filters are taken to pass every tuple (the calibration runs' filters pass
+// all; the model says so rather than guess a selectivity). A stream split
+// sends whole events round-robin; a key split sends each output an event
+// with its share of every input event's tuples, and its hashing is taken as
+// free (not calibrated).
 #pragma once
 
 #include <map>
@@ -56,6 +58,7 @@ struct Prediction {
   double events_per_s = 0;  // per loadgen (one unit of flow)
   double tuples_per_s = 0;  // at the sinks, all instances together
   double cycles_per_unit = 0;
+  bool key_split = false;  // a key split's per-tuple hashing is not in the model
   std::vector<ProcessPrediction> processes;
 };
 

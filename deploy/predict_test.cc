@@ -111,6 +111,37 @@ links:
   EXPECT_NEAR(p.tuples_per_s, 8910047.83, 1e-2);
 }
 
+TEST(Predict, KeySplitRepacksPerOutput) {
+  // A key split to two sinks: each sink gets one event per input event with
+  // half its 255 tuples, 64 + 127.5 * 128 = 16384 bytes:
+  //   sink: 500 + 0.5 * 16384 + 2 * 127.5 + 20 * 127.5 + 0.125 * 16384 = 13545
+  //   node: in 1 event, 255 tuples, 32704 B; out 2 events, 255 tuples, 32768 B:
+  //         2 * 1000 + 500 + 0.5 * 65472 + 2 * 510 + 2 * 100 = 36456, over 3 events
+  Deployment d = deployment(R"(
+preset: tcp-opt
+processes:
+  - {name: gen, role: loadgen}
+  - {name: node, role: node, split: key, split_key: key}
+  - {name: s1, role: sink}
+  - {name: s2, role: sink}
+links:
+  - {from: gen, to: node}
+  - {from: node, to: s1}
+  - {from: node, to: s2}
+)");
+  Prediction p;
+  Status st = predict(d, calibration(), &p);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(p.key_split);
+  EXPECT_DOUBLE_EQ(p.processes[1].cycles_per_unit, 36456);
+  EXPECT_DOUBLE_EQ(p.processes[1].cpe_p, 12152);
+  EXPECT_DOUBLE_EQ(p.processes[2].cycles_per_unit, 13545);
+  EXPECT_DOUBLE_EQ(p.processes[3].cycles_per_unit, 13545);
+  // 255 tuples reach the sinks per loadgen event: 0.8 * 4e9 / 92134 * 255.
+  EXPECT_NEAR(p.tuples_per_s, 0.8 * 4e9 / 92134 * 255, 1e-6);
+  EXPECT_NE(prediction_text(d, calibration(), p).find("not calibrated"), std::string::npos);
+}
+
 TEST(Predict, SaysWhatTheCalibrationLacks) {
   Prediction p;
   Status st = predict(deployment(kChain, {"preset=ucx-opt"}), calibration(), &p);

@@ -104,7 +104,7 @@ CSV_FIELDS = [
     "total_cycles_per_event", "cpu_util", "latency_p50_us", "latency_p99_us",
     "burst_ms", "burst_events", "bursts", "burst_processing_p50_us", "burst_processing_max_us",
     "burst_head_p50_us", "burst_tail_p50_us",
-    "sets", "procs", "raw",
+    "file", "sets", "procs", "raw",
 ]
 
 
@@ -254,6 +254,13 @@ def plan(args, tmp):
                       extra={"burst_events": n, "burst_ms": period})
             sp.params.update(burst_events=n, burst_ms=period,
                              duration=max(args.duration, 4 * period / 1000 + 0.5))
+            specs.append(sp)
+        # The cost model's graphs beyond chains, predicted by plan --predict:
+        # a key split to two sinks and a union of two loadgens.
+        for name in ("split_key", "union"):
+            sp = Spec("model", name, str(REPO / f"deploy/examples/{name}.yaml"),
+                      {"preset": "tcp-opt"}, preset="tcp-opt", carrier="", tuple_bytes="",
+                      event_bytes="", instances=1, wait="")
             specs.append(sp)
         for s in specs[first:]:
             s.params["repeat"] = r
@@ -412,6 +419,7 @@ def run_one(s, deploy, args, out, commit):
     duration = s.params.get("duration") or args.duration
     sets["duration_s"] = f"{duration:g}"
     row["sets"] = " ".join(f"{k}={v}" for k, v in sets.items())
+    row["file"] = os.path.relpath(s.yaml, REPO) if s.yaml.startswith(str(REPO)) else s.yaml
     raw = out / "raw"
     raw.mkdir(parents=True, exist_ok=True)
     rundir = Path(tempfile.mkdtemp(prefix=f"sluice-repro-{s.rid}-"))
@@ -1155,6 +1163,24 @@ def is_model_test(r):
             or (r["group"] == "operators" and r["setup"] == "pass"))
 
 
+def plan_predict(deploy, row, cal_path):
+    """`sluice-deploy plan FILE --predict` for a run's file and overrides: its
+    tuples/s and its nodes' mean CPE_p, or the error it printed."""
+    cmd = [str(deploy), "plan", str(REPO / row["file"]), "--predict", "--calibration",
+           str(cal_path)]
+    for kv in row["sets"].split():
+        cmd += ["--set", kv]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO)
+    if res.returncode != 0:
+        return (res.stderr or res.stdout).strip()[-300:]
+    m = re.search(r"^predicted: ([0-9.e+]+) tuples/s", res.stdout, re.M)
+    nodes = [float(l.split()[3]) for l in res.stdout.splitlines()
+             if len(l.split()) == 4 and l.split()[1] == "node"]
+    if not m or not nodes:
+        return "no prediction in: " + res.stdout[-300:]
+    return {"tuples_per_s": float(m.group(1)), "node_cpe_p": sum(nodes) / len(nodes)}
+
+
 def fig_costmodel(rep):
     import costmodel
     plt = plt_module()
@@ -1185,6 +1211,26 @@ def fig_costmodel(rep):
             what += f", {r['instances']} instances"
         lines.append([what, si(p["tuples_per_s"]), si(t.v), f"{et:+.0%}",
                       fmt(node_cpe, ".4g"), fmt(c.v, ".4g"), f"{ec:+.0%}", srcs(t, c)])
+    deploy = find_deploy(rep.args.build)
+    for r in rep.rows:
+        if r["group"] != "model" or r["ok"] != "true":
+            continue
+        if deploy is None:
+            rep.problems.append(f"cost model: no sluice-deploy under {rep.args.build} to "
+                                f"predict {r['setup']}")
+            continue
+        p = plan_predict(deploy, r, cal_path)
+        if isinstance(p, str):
+            rep.problems.append(f"cost model: {r['rid']} {r['setup']}: {p}")
+            continue
+        t, c = Val([r], "tuples_per_s"), Val([r], "node_cpe_p")
+        et, ec = p["tuples_per_s"] / t.v - 1, p["node_cpe_p"] / c.v - 1
+        errs_t.append(abs(et))
+        errs_c.append(abs(ec))
+        pts.append((t.v, p["tuples_per_s"], c.v, p["node_cpe_p"]))
+        lines.append([f"{r['setup']}.yaml (plan --predict)", si(p["tuples_per_s"]), si(t.v),
+                      f"{et:+.0%}", fmt(p["node_cpe_p"], ".4g"), fmt(c.v, ".4g"), f"{ec:+.0%}",
+                      srcs(t, c)])
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     for ax, i, j, what in ((axes[0], 0, 1, "tuples/s"), (axes[1], 2, 3, "node CPE_p")):
         xs, ys = [p[i] for p in pts], [p[j] for p in pts]
@@ -1209,7 +1255,11 @@ def fig_costmodel(rep):
         f"cells {', '.join(f'{t} B/{event_label(e)}' for t, e in CAL_CELLS)}, and the "
         "pass-through chains); then every other chain run (other tuple and event sizes, "
         "more instances, a one-node chain of 12 B tuples) is predicted from its "
-        "configuration alone and compared with what it measured. The model "
+        "configuration alone and compared with what it measured; the key split and the "
+        "union (deploy/examples/split_key.yaml, union.yaml) are predicted by "
+        "`sluice-deploy plan --predict` itself, from the coefficients written here. The "
+        "model has no cost for a key split's hashing and repacking, so its error there "
+        "is that cost. The model "
         "(experiments/costmodel.py) is seed 003's sum of operator and hand-off costs per "
         "tuple, with per-carrier costs per event, byte and tuple, and the study's "
         "Equation 2 for the rate. Coefficients in "

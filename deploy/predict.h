@@ -18,8 +18,8 @@
 // Filters are taken to pass every tuple (the calibration runs' filters pass
 // all; the model says so rather than guess a selectivity). A stream split
 // sends whole events round-robin; a key split sends each output an event
-// with its share of every input event's tuples, and its hashing is taken as
-// free (not calibrated).
+// with its share of every input event's tuples, and pays the `partition`
+// operator's cost per tuple (hashing and repacking, as sluice-node runs it).
 #pragma once
 
 #include <map>
@@ -58,7 +58,7 @@ struct Prediction {
   double events_per_s = 0;  // per loadgen (one unit of flow)
   double tuples_per_s = 0;  // at the sinks, all instances together
   double cycles_per_unit = 0;
-  bool key_split = false;  // a key split's per-tuple hashing is not in the model
+  bool key_split = false;  // some node splits by key
   std::vector<ProcessPrediction> processes;
 };
 

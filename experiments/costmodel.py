@@ -82,16 +82,51 @@ def roles_ops_of(row):
     return [(p["role"], p.get("operators") or []) for p in json.loads(row["procs"])]
 
 
+def measured_counts(row, procs, E):
+    """Features per loadgen event from what each process counted: for graphs
+    other than a chain (a key split), where the counts are not the chain's. A
+    key split shows as the node's `partition` operator (sluice-node adds it)."""
+    carrier = carrier_of(row)
+    out = []
+    for p in procs:
+        ein, eout = (p["events_in"] or 0) / E, (p["events_out"] or 0) / E
+        tin, tout = (p["tuples_in"] or 0) / E, (p["tuples_out"] or 0) / E
+        bin_, bout = (p["bytes_in"] or 0) / E, (p["bytes_out"] or 0) / E
+        f = {f"byte:{carrier}": bin_ + bout, f"tuple:{carrier}": tin + tout}
+        if eout:
+            f[f"send_event:{carrier}"] = eout
+        if ein:
+            f[f"recv_event:{carrier}"] = ein
+        if p["role"] == "node":
+            f["handoff"] = 2 * ein
+            for op in p.get("operators") or []:
+                f[f"op:{op}"] = f.get(f"op:{op}", 0) + tin
+        elif p["role"] == "loadgen":
+            f["gen_tuple"], f["gen_byte"] = tout, bout
+        else:
+            f["sink_tuple"], f["sink_byte"] = tin, bin_
+        out.append((p["role"], f, 0))
+    return out
+
+
+def is_chain_row(row):
+    return str(row.get("tuple_bytes", "")).isdigit() and str(row.get("event_bytes", "")).isdigit()
+
+
 def observations(row):
-    """(features, measured cycles per pipeline event, process) per process of a
-    chain run, features from the configuration."""
+    """(features, measured cycles per loadgen event, process) per process: a
+    chain's features from its configuration, any other graph's from what its
+    processes counted."""
     procs = json.loads(row["procs"])
-    E = sum(p["events_in"] or 0 for p in procs if p["role"] == "sink")
+    E = sum(p["events_out"] or 0 for p in procs if p["role"] == "loadgen")
     if not E:
         return []
     ghz = float(row["clock_ghz"])
-    counts = chain_counts(roles_ops_of(row), carrier_of(row), int(row["tuple_bytes"]),
-                          int(row["event_bytes"]))
+    if is_chain_row(row):
+        counts = chain_counts(roles_ops_of(row), carrier_of(row), int(row["tuple_bytes"]),
+                              int(row["event_bytes"]))
+    else:
+        counts = measured_counts(row, procs, E)
     obs = []
     for p, (role, f, _) in zip(procs, counts):
         cyc = ((p["user_s"] or 0) + (p["sys_s"] or 0)) * ghz * 1e9 / E
@@ -100,10 +135,14 @@ def observations(row):
 
 
 def measured_alpha(row):
-    """The alpha that makes events/s = alpha N F / sum C_p exact for this run."""
+    """The alpha that makes events/s = alpha N F / sum C_p exact for this run
+    (events per loadgen; tuples/s at the sinks over the tuples one loadgen
+    event brings them)."""
     obs = observations(row)
-    k = tuples_per_event(int(row["tuple_bytes"]), int(row["event_bytes"]))
-    eps = float(row["tuples_per_s"]) / k
+    procs = json.loads(row["procs"])
+    E = sum(p["events_out"] or 0 for p in procs if p["role"] == "loadgen")
+    sink_tuples = sum(p["tuples_in"] or 0 for p in procs if p["role"] == "sink")
+    eps = float(row["tuples_per_s"]) / (sink_tuples / E)
     total = sum(c for _, c, _ in obs)
     return eps * total / (int(row["host_cores"]) * float(row["clock_ghz"]) * 1e9)
 

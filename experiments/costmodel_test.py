@@ -28,7 +28,9 @@ def synthetic_run(rid, t, e, E=100000, chain=CHAIN):
         k = cm.tuples_per_event(t, e)
         procs.append({"role": role, "operators": ops, "user_s": cyc * E / (GHZ * 1e9),
                       "sys_s": 0.0, "events_in": 0 if role == "loadgen" else E,
-                      "events_out": 0 if role == "sink" else E, "cpe_p": 0})
+                      "events_out": 0 if role == "sink" else E,
+                      "tuples_in": 0 if role == "loadgen" else k * E,
+                      "tuples_out": 0 if role == "sink" else k * E, "cpe_p": 0})
     eps = ALPHA * CORES * GHZ * 1e9 / total
     return {"rid": rid, "preset": "tcp-opt", "carrier": "", "tuple_bytes": str(t),
             "event_bytes": str(e), "clock_ghz": str(GHZ), "host_cores": str(CORES),

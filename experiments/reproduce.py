@@ -1192,49 +1192,56 @@ def fig_costmodel(rep):
     cal = costmodel.fit(cal_rows)
     cal_path = rep.args.calibration or (rep.out / "calibration.json")
     Path(cal_path).write_text(json.dumps(cal, indent=1, sort_keys=True) + "\n")
-    lines, errs_t, errs_c, pts = [], [], [], []
+    # One prediction per configuration, against the median of its runs
+    # (its repeats): the model predicts a configuration, not one run's noise.
+    configs = {}
     for r in rep.rows:
-        if not is_model_test(r):
-            continue
-        try:
-            p = costmodel.predict(cal, costmodel.roles_ops_of(r), costmodel.carrier_of(r),
-                                  int(r["tuple_bytes"]), int(r["event_bytes"]))
-        except KeyError as e:
-            rep.problems.append(f"cost model: {r['rid']}: {e}")
-            continue
-        t, c = Val([r], "tuples_per_s"), Val([r], "node_cpe_p")
-        node_cpe = mean([cpe for role, cpe, _ in p["processes"] if role == "node"])
-        et, ec = p["tuples_per_s"] / t.v - 1, node_cpe / c.v - 1
-        errs_t.append(abs(et))
-        errs_c.append(abs(ec))
-        pts.append((t.v, p["tuples_per_s"], c.v, node_cpe))
-        what = f"{costmodel.carrier_of(r)} {r['tuple_bytes']} B {event_label(r['event_bytes'])}"
-        if r["group"] == "operators":
-            what += ", one node"
-        if str(r["instances"]) != "1":
-            what += f", {r['instances']} instances"
-        lines.append([what, si(p["tuples_per_s"]), si(t.v), f"{et:+.0%}",
-                      fmt(node_cpe, ".4g"), fmt(c.v, ".4g"), f"{ec:+.0%}", srcs(t, c)])
+        if is_model_test(r) or (r["group"] == "model" and r["ok"] == "true"
+                                and not is_calibration(r)):
+            configs.setdefault((r["group"], r["setup"], r["sets"]), []).append(r)
+    lines, errs_t, errs_c, pts, spread_t, spread_c = [], [], [], [], [], []
     deploy = find_deploy(rep.args.build)
-    for r in rep.rows:
-        if r["group"] != "model" or r["ok"] != "true" or is_calibration(r):
-            continue
-        if deploy is None:
-            rep.problems.append(f"cost model: no sluice-deploy under {rep.args.build} to "
-                                f"predict {r['setup']}")
-            continue
-        p = plan_predict(deploy, r, cal_path)
-        if isinstance(p, str):
-            rep.problems.append(f"cost model: {r['rid']} {r['setup']}: {p}")
-            continue
-        t, c = Val([r], "tuples_per_s"), Val([r], "node_cpe_p")
-        et, ec = p["tuples_per_s"] / t.v - 1, p["node_cpe_p"] / c.v - 1
+    for (group, setup, sets), runs in configs.items():
+        r = runs[0]
+        if group == "model":
+            if deploy is None:
+                rep.problems.append(f"cost model: no sluice-deploy under {rep.args.build} to "
+                                    f"predict {setup}")
+                continue
+            p = plan_predict(deploy, r, cal_path)
+            if isinstance(p, str):
+                rep.problems.append(f"cost model: {r['rid']} {setup}: {p}")
+                continue
+            pt, pc = p["tuples_per_s"], p["node_cpe_p"]
+            what = f"{r['file'].rsplit('/', 1)[-1]}"
+            extra = [kv for kv in sets.split() if not kv.startswith(("duration_s=", "preset="))]
+            what += (" " + " ".join(extra) if extra else "") + " (plan --predict)"
+        else:
+            try:
+                p = costmodel.predict(cal, costmodel.roles_ops_of(r), costmodel.carrier_of(r),
+                                      int(r["tuple_bytes"]), int(r["event_bytes"]))
+            except KeyError as e:
+                rep.problems.append(f"cost model: {r['rid']}: {e}")
+                continue
+            pt = p["tuples_per_s"]
+            pc = mean([cpe for role, cpe, _ in p["processes"] if role == "node"])
+            what = f"{costmodel.carrier_of(r)} {r['tuple_bytes']} B {event_label(r['event_bytes'])}"
+            if group == "operators":
+                what += ", one node"
+            if str(r["instances"]) != "1":
+                what += f", {r['instances']} instances"
+        t, c = Val(runs, "tuples_per_s"), Val(runs, "node_cpe_p")
+        et, ec = pt / t.v - 1, pc / c.v - 1
         errs_t.append(abs(et))
         errs_c.append(abs(ec))
-        pts.append((t.v, p["tuples_per_s"], c.v, p["node_cpe_p"]))
-        lines.append([f"{r['file'].rsplit('/', 1)[-1]} {r['sets']} (plan --predict)", si(p["tuples_per_s"]), si(t.v),
-                      f"{et:+.0%}", fmt(p["node_cpe_p"], ".4g"), fmt(c.v, ".4g"), f"{ec:+.0%}",
-                      srcs(t, c)])
+        pts.append((t.v, pt, c.v, pc))
+        if len(runs) >= 2:
+            a, b = fnum(runs[0]["tuples_per_s"]), fnum(runs[1]["tuples_per_s"])
+            spread_t.append(abs(a / b - 1))
+            a, b = fnum(runs[0]["node_cpe_p"]), fnum(runs[1]["node_cpe_p"])
+            spread_c.append(abs(a / b - 1))
+        lines.append([what, si(pt), si(t.v), f"{et:+.0%}", fmt(pc, ".4g"), fmt(c.v, ".4g"),
+                      f"{ec:+.0%}", srcs(t, c)])
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
     for ax, i, j, what in ((axes[0], 0, 1, "tuples/s"), (axes[1], 2, 3, "node CPE_p")):
         xs, ys = [p[i] for p in pts], [p[j] for p in pts]
@@ -1270,8 +1277,14 @@ def fig_costmodel(rep):
         f"`{os.path.relpath(cal_path, rep.path.parent)}`; `sluice-deploy plan --predict` "
         "reads the same file.\n\n"
         f"**median prediction error: {med * 100:.0f}%** (tuples/s and node CPE_p of "
-        f"{len(errs_t)} runs not used to calibrate; tuples/s alone {med_t * 100:.0f}%, "
-        f"node CPE_p alone {med_c * 100:.0f}%)." if med is not None else
+        f"{len(errs_t)} configurations not used to calibrate, each against the median of "
+        f"its runs; tuples/s alone {med_t * 100:.0f}%, node CPE_p alone {med_c * 100:.0f}%). "
+        + (f"For scale, two runs of the same configuration here differ by a median "
+           f"{statistics.median(spread_t) * 100:.0f}% in tuples/s and "
+           f"{statistics.median(spread_c) * 100:.0f}% in node CPE_p (first two runs of "
+           f"each of {len(spread_t)} configurations above): the machine's own noise, "
+           "shared with other work, bounds how close any prediction can come."
+           if spread_t else "") if med is not None else
         "median prediction error: n/a (no runs to predict)",
         [table(["configuration", "predicted tuples/s", "sluice tuples/s", "error",
                 "predicted node CPE_p", "sluice node CPE_p", "error", "source"], lines),

@@ -634,6 +634,8 @@ def fig_throughput(rep):
     insts = sorted({int(r["instances"]) for r in rows})
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     series = {}
+    colour = {p: f"C{j}" for j, p in enumerate(PRESETS)}
+    dash = {1: "-", 2: "--", 4: ":", 8: "-."}
     for p in PRESETS:
         for i in insts:
             xs, ys = [], []
@@ -646,7 +648,8 @@ def fig_throughput(rep):
             if i == 1 or xs:
                 series[f"{p} x{i} tuples/s"] = len(xs)
             if xs:
-                axes[0].plot(xs, ys, marker="o", label=f"{i}x {p}")
+                axes[0].plot(xs, ys, marker="o", label=f"{i}x {p}", color=colour[p],
+                             linestyle=dash.get(i, "-"))
             xs, ys = [], []
             for t in tuples:
                 v = Val(select(rows, preset=p, tuple_bytes=t, event_bytes=32768, instances=i),
@@ -655,7 +658,8 @@ def fig_throughput(rep):
                     xs.append(t)
                     ys.append(v.v)
             if xs:
-                axes[1].plot(xs, ys, marker="o", label=f"{i}x {p}")
+                axes[1].plot(xs, ys, marker="o", label=f"{i}x {p}", color=colour[p],
+                             linestyle=dash.get(i, "-"))
         xs, ys = [], []
         for e in events:
             v = Val(select(rows, preset=p, tuple_bytes=128, event_bytes=e, instances=1), "gbps")
@@ -663,7 +667,7 @@ def fig_throughput(rep):
                 xs.append(e if e else 128 + EVENT_HEADER)
                 ys.append(v.v)
         series[f"{p} Gb/s by event size"] = len(xs)
-        axes[2].plot(xs, ys, marker="o", label=p)
+        axes[2].plot(xs, ys, marker="o", label=p, color=colour[p])
     axes[0].set(xscale="log", yscale="log", xlabel="tuple bytes (32 KiB events)",
                 ylabel="tuples/s at the sink", title="tuples/s by tuple size")
     axes[1].set(xscale="log", xlabel="tuple bytes (32 KiB events)", ylabel="Gb/s",

@@ -622,10 +622,6 @@ def plt_module():
     return plt
 
 
-def node_val(rows, col="node_cpe_p"):
-    return Val(rows, col)
-
-
 def fig_throughput(rep):
     plt = plt_module()
     rows = [r for r in rep.rows if r["group"] == "throughput"]

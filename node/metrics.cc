@@ -209,6 +209,7 @@ const Field kFields[] = {
     SLUICE_F(lost), SLUICE_F(duplicated), SLUICE_F(corrupt),
     SLUICE_F(filtered), SLUICE_F(aggregated), SLUICE_F(joined), SLUICE_F(partitioned),
     SLUICE_F(credit_waits),
+    SLUICE_F(replayed), SLUICE_F(deduplicated), SLUICE_F(reconnects),
     SLUICE_F(metrics_url),
     SLUICE_F(cpus), SLUICE_F(last_cpu),
 };

@@ -204,6 +204,9 @@ struct ProcessSummary {
   uint64_t lost = 0, duplicated = 0, corrupt = 0, filtered = 0;
   uint64_t aggregated = 0, joined = 0;  // taken out upstream by operators, from END's accounts
   uint64_t partitioned = 0;  // sent to other links by a key split upstream (END's accounts)
+  // Upstream backup (acks): events sent again after a link broke, and what a
+  // sink dropped as already had; links connected again after a break.
+  uint64_t replayed = 0, deduplicated = 0, reconnects = 0;
   double latency_p50_us = 0, latency_p99_us = 0, latency_max_us = 0;
 
   uint64_t credit_waits = 0;

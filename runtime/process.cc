@@ -73,6 +73,7 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
     std::unique_ptr<Destination> dest;
     if (pc.role == Role::kSink) {
       auto v = std::make_unique<Verifier>(send_pool);
+      for (size_t l : d.inputs_of(index)) v->dedupe(v->dedupes() || d.link_options(l, k).acks);
       if (d.burst_events > 0)
         v->track_bursts(static_cast<uint64_t>(d.burst_ms * 1e6),
                         d.burst_head_events ? d.burst_head_events

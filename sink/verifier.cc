@@ -33,6 +33,15 @@ void Verifier::verify_run(const std::byte* run, const Descriptor& d, uint64_t no
       corrupt_unseen_[h.stream] += h.tuple_count;
       continue;
     }
+    if (dedupe_ && !(h.flags & kEventPart)) {
+      if (h.event_seq < last_event_[h.stream]) {
+        --c_.events;
+        c_.tuples -= h.tuple_count;
+        c_.deduplicated += h.tuple_count;
+        continue;
+      }
+      last_event_[h.stream] = h.event_seq + 1;
+    }
     seen_[h.stream] = true;
     uint64_t& next = next_seq_[h.stream];
     if (h.first_seq > next) {
@@ -163,6 +172,7 @@ Verifier::~Verifier() {
 
 void Verifier::report(ProcessSummary& s) const {
   s.lost += c_.lost;
+  s.deduplicated += c_.deduplicated;
   s.duplicated += c_.duplicated;
   s.corrupt += c_.corrupt;
   s.filtered += c_.filtered;

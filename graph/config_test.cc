@@ -423,6 +423,45 @@ TEST(Graph, APortClashNamesThePortLines) {
              "instance 1) would listen on port 65536");
 }
 
+// A wildcard address takes the port on every address of its host: 0.0.0.0:P
+// by one process and 127.0.0.1:P by another clash on one machine (the second
+// would fail to bind at start), and the error names both processes and lines.
+TEST(Graph, AWildcardAndASpecificAddressClashOnOneHost) {
+  const std::string yaml = R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node, listen: 0.0.0.0}
+  - {name: sink, role: sink}
+links:
+  - {from: loadgen, to: node-a, port: 18000}
+  - {from: node-a, to: sink, port: 18000}
+)";
+  EXPECT_HAS(parse_err(yaml),
+             "test.yaml:7: key 'links.1.port': process 'node-a' (at test.yaml:3) listens on "
+             "0.0.0.0:18000 for link 0 (loadgen -> node-a, instance 0, port at test.yaml:6) and "
+             "process 'sink' (at test.yaml:4) on 127.0.0.1:18000 for link 1 (node-a -> sink, "
+             "instance 0); a wildcard address takes the port on every address of this machine");
+  // The other order: the specific address first.
+  EXPECT_HAS(parse_err(yaml, {"processes.1.listen=127.0.0.1", "processes.2.listen=0.0.0.0"}),
+             "listens on 127.0.0.1:18000 for link 0");
+  // Two specific addresses share a port.
+  parse_ok(yaml, {"processes.1.listen=127.0.0.2"});
+  // Hosts of their own (netns): 0.0.0.0 on one does not take the other's port.
+  const std::string hosts = R"(launcher: netns
+hosts: [{name: h1, address: 10.77.0.1}, {name: h2, address: 10.77.0.2}]
+processes:
+  - {name: loadgen, role: loadgen, host: h1}
+  - {name: node-a, role: node, host: h1, listen: 0.0.0.0}
+  - {name: sink, role: sink, host: h2, listen: 0.0.0.0}
+links:
+  - {from: loadgen, to: node-a, port: 18000}
+  - {from: node-a, to: sink, port: 18000}
+)";
+  parse_ok(hosts);
+  // ...but on one host they clash.
+  EXPECT_HAS(parse_err(hosts, {"processes.2.host=h1", "processes.2.listen=10.77.0.1"}),
+             "a wildcard address takes the port on every address of host 'h1'");
+}
+
 TEST(Config, LoadDeploymentMissingFile) {
   Deployment d;
   Status st = load_deployment("/nonexistent/x.yaml", {}, &d);

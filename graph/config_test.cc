@@ -462,6 +462,34 @@ links:
              "a wildcard address takes the port on every address of host 'h1'");
 }
 
+// A top-level carrier key is the default of the links whose carrier reads
+// it; when no link's carrier does, the file says something with no effect:
+// a warning naming the key and its line (a link's own such key is an error).
+TEST(Graph, ATopLevelKeyNoLinkReadsIsAWarning) {
+  const std::string yaml = std::string("transport: fabric\nrx_poll: select\n") + kChain;
+  Deployment d = parse_ok(yaml);
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_EQ(d.warnings[0], "test.yaml:2: key 'rx_poll': 'rx_poll' is a tcp option and no link's "
+                           "transport is tcp (the links are fabric); it has no effect");
+  // Set by --set: the --set is named.
+  d = parse_ok(kChain, {"transport=ucx", "congestion=cubic"});
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_EQ(d.warnings[0], "--set congestion=cubic: 'congestion' is a tcp option and no link's "
+                           "transport is tcp (the links are ucx); it has no effect");
+  // One link reads it: no warning (the others simply do not use it).
+  d = parse_ok(std::string("rx_poll: select\n") + R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node}
+  - {name: sink, role: sink}
+links:
+  - {from: loadgen, to: node-a, transport: fabric}
+  - {from: node-a, to: sink}
+)");
+  EXPECT_TRUE(d.warnings.empty()) << d.warnings[0];
+  // Keys of every carrier, and a tcp file: none.
+  EXPECT_TRUE(parse_ok(std::string("rx_poll: select\nslots: 64\n") + kChain).warnings.empty());
+}
+
 TEST(Config, LoadDeploymentMissingFile) {
   Deployment d;
   Status st = load_deployment("/nonexistent/x.yaml", {}, &d);

@@ -233,6 +233,12 @@ const char* block_reason_name(int r) {
   return r >= 0 && r < kBlockReasons ? names[r] : "?";
 }
 
+double thread_cpu_s() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 std::string progress_line(double since_start_s, double dt_s, const ProgressCounts& now,
                           const ProgressCounts& last, bool in, bool out) {
   auto side = [&](const char* name, uint64_t ev, uint64_t ev0, uint64_t by, uint64_t by0) {

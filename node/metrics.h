@@ -75,6 +75,9 @@ enum BlockReason { kRingFull = 0, kRingEmpty = 1, kNoCredit = 2, kBlockReasons =
 const char* block_reason_name(int r);  // ring_full, ring_empty, no_credit
 
 uint64_t mono_ns();  // steady clock, ns
+// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID), seconds: what an
+// operator costs, without the time its thread waited or was preempted.
+double thread_cpu_s();
 
 // A process's once-a-second log line: events and the stream's rate on each
 // side it has, in and out apart (a relay carries the stream once, however

@@ -613,9 +613,9 @@ class Instance::ChainEmitter final : public Emitter {
     auto& c = in_->chain_.cost(op_);
     c.events_out += events;
     c.tuples_out += tuples;
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = thread_cpu_s();
     if (in_->run_chain(d, op_ + 1)) in_->push_all(1, in_->to_send_, &d, 1);
-    in_->nested_s_[op_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    in_->nested_s_[op_] += thread_cpu_s() - t0;
   }
 
   Instance* in_;
@@ -629,14 +629,14 @@ bool Instance::run_chain(Descriptor& d, size_t from) {
     c.events_in += d.events;
     c.tuples_in += d.tuples;
     Operator& op = chain_.op(i);
-    // A clock read per operator per descriptor (a batch of events), not per
-    // tuple; what it emits is timed again by the operators after it, and
-    // taken out of its own time.
+    // The thread's CPU time (not wall time: a wait for a reserve slot or a
+    // preemption is no cost of the operator), read per operator per
+    // descriptor (a batch of events), not per tuple; what it emits is timed
+    // again by the operators after it, and taken out of its own time.
     const double nested0 = nested_s_[i];
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = thread_cpu_s();
     const Operator::Result r = op.process(work_pool_->slot(d.slot) + d.offset, d, *emitters_[i]);
-    c.cpu_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
-               (nested_s_[i] - nested0);
+    c.cpu_s += thread_cpu_s() - t0 - (nested_s_[i] - nested0);
     if (Status st = op.status(); !st) {
       fail(Status::Error(fmt::format("operator {} ({}): {}", i, op.name(), st.message())));
       return false;
@@ -657,11 +657,10 @@ bool Instance::run_chain(Descriptor& d, size_t from) {
 bool Instance::end_chain(Descriptor& d) {
   for (size_t i = 0; i < chain_.size(); ++i) {
     const double nested0 = nested_s_[i];
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = thread_cpu_s();
     chain_.op(i).on_time(UINT64_MAX, *emitters_[i]);
     chain_.op(i).flush(*emitters_[i]);
-    chain_.cost(i).cpu_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
-                            (nested_s_[i] - nested0);
+    chain_.cost(i).cpu_s += thread_cpu_s() - t0 - (nested_s_[i] - nested0);
   }
   auto eos = std::make_unique<EndOfStream>();  // once, at the end
   std::byte* p = work_pool_->slot(d.slot) + d.offset;

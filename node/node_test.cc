@@ -403,6 +403,42 @@ TEST(Node, AnEmittingOperatorWaitsForItsReserveAndLosesNothing) {
   EXPECT_GT(sv->reserved_seen(), 20u);
 }
 
+// An operator that waits (a sleep, standing for a blocked call or a
+// preemption) and then spins a little per descriptor.
+struct WaitingOperator final : Operator {
+  const char* name() const override { return "waiting"; }
+  Result process(std::byte*, Descriptor&, Emitter&) override {
+    ++calls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return kKeep;
+  }
+  uint64_t calls = 0;
+};
+
+// An operator's cost is the CPU time of its thread, not the wall time it
+// took: the time it slept is no cost of it.
+TEST(Node, OperatorCostIsThreadCpuTimeNotWallTime) {
+  Deployment d = small_deployment(16, 1024, 2000);
+  auto gen = std::make_unique<Generator>(d, 0);
+  auto ver = std::make_unique<Verifier>(gen->pool());
+  OperatorChain chain;
+  ASSERT_TRUE(OperatorChain::make({}, Schema::default_for(d.tuple_bytes), &chain).ok());
+  static const OperatorSpec spec{"waiting", "test", {}};
+  auto op = std::make_unique<WaitingOperator>();
+  WaitingOperator* w = op.get();
+  chain.append(&spec, std::move(op));
+  InstanceConfig ic;
+  ic.ring_slots = d.ring_slots;
+  Instance in(ic, std::move(gen), std::move(ver), std::move(chain), [] {});
+  in.start();
+  in.join();
+  ASSERT_TRUE(in.status().ok()) << in.status().message();
+  const double slept_s = w->calls * 0.002;
+  ASSERT_GT(slept_s, 0.02) << w->calls;
+  EXPECT_EQ(in.chain().cost(0).tuples_in, 2000u);
+  EXPECT_LT(in.chain().cost(0).cpu_s, slept_s / 4) << "calls " << w->calls;
+}
+
 // ---- the filter alone ---------------------------------------------------------
 
 TEST(Filter, PassAllWritesNothing) {

@@ -353,7 +353,8 @@ Status NetDestination::route(const Descriptor& d) {
 
 // END: each link's own, after everything before it; then the slot is free.
 // A key split's links each get every stream, each stream's account with the
-// tuples the split sent to the other links added as `partitioned`.
+// tuples the split sent to the other links added as `partitioned`, and those
+// dropped before the split inside the events it cut as `filtered`.
 Status NetDestination::end(const Descriptor& d) {
   const std::byte* p = pool_.slot(d.slot) + d.offset;
   Status st;
@@ -366,9 +367,11 @@ Status NetDestination::end(const Descriptor& d) {
     for (size_t i = 0; i < links_.size() && st; ++i) {
       *end_ = all;
       end_->flags |= kEndAccounts | kEndPartitioned;
-      for (uint32_t e = 0; e < all.n_streams; ++e)
+      for (uint32_t e = 0; e < all.n_streams; ++e) {
         end_->accounts[e].partitioned +=
             tally_->not_sent(all.streams[e].stream, static_cast<uint32_t>(i));
+        end_->accounts[e].filtered += tally_->filtered_ahead(all.streams[e].stream);
+      }
       write_end(*end_, end_wire_.get());
       st = links_[i]->end(end_wire_.get(), static_cast<uint32_t>(end_->wire_bytes()));
     }

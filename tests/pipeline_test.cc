@@ -586,6 +586,9 @@ TEST(PipelineQuery, PartitionedGroupByIsExactPerKeyAndLosesNothing) {
       ++want[fill.value(0, seq)];
     }
   EXPECT_EQ(r.json["aggregated"].as<uint64_t>(), kept);
+  // Each tuple the split sent on counted once; the filter's drops are no
+  // tuple it partitioned.
+  EXPECT_EQ(r.json["partitioned"].as<uint64_t>(), kept);
   std::map<int64_t, uint64_t> got;
   std::map<int64_t, int> side;
   for (int s = 0; s < 2; ++s) {

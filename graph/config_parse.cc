@@ -51,6 +51,12 @@ Status parse_operator(const Reader& r, const YAML::Node& n, const std::string& p
     return r.error(n, path,
                    fmt::format("an operator is a map with exactly one key naming its kind ({})",
                                join(kOperatorKinds)));
+  // `aggregate` was a second, plainer group-by beside `groupby`; one remains.
+  if (n.IsMap() && n.begin()->first.IsScalar() && n.begin()->first.Scalar() == "aggregate")
+    return r.error(n.begin()->first, path + ".aggregate",
+                   "'aggregate' is now 'groupby' (one group-by operator): write {groupby: "
+                   "{group_by: FIELD, aggregates: \"count, sum(FIELD)\", window: count, size: N, "
+                   "max_groups: G}} for aggregate's {group_by, sum, window: N, groups: G}");
   std::vector<std::pair<YAML::Node, YAML::Node>> kv;
   if (Status st = r.keys_of(n, path, kOperatorKinds, &kv); !st) return st;
   op->kind = kv[0].first.Scalar();

@@ -1,4 +1,5 @@
 #include "graph/config.h"
+#include "graph/operator.h"
 
 #include <gtest/gtest.h>
 
@@ -1344,7 +1345,7 @@ processes:
     role: node
     operators:
       - filter: {field: price, op: ge, value: 10}
-      - aggregate: {group_by: sym, sum: price, window: 100}
+      - groupby: {group_by: sym, aggregates: 'count, sum(price)', window: count, size: 100}
   - {name: end, role: sink}
 )";
 
@@ -1382,13 +1383,47 @@ TEST(ConfigSchemas, ErrorsNameFileLineKeyAndOperator) {
   EXPECT_HAS(err("field: price", "field: prise"),
              "s.yaml:13: key 'processes.1.operators.0.filter.field': process 'mid', operator 0 "
              "(filter): no field 'prise' in schema trades");
-  EXPECT_HAS(err("window: 100", "windw: 100"),
-             "unknown key 'processes.1.operators.1.aggregate.windw' (did you mean 'window'?)");
-  EXPECT_HAS(err("window: 100", "window: many"),
-             "key 'processes.1.operators.1.aggregate.window': expected an unsigned integer, got 'many'");
-  // After the aggregate, the stream is its rows: a filter on price no longer fits.
-  EXPECT_HAS(err("window: 100}", "window: 100}\n      - filter: {field: price}"),
+  EXPECT_HAS(err("size: 100", "sise: 100"),
+             "unknown key 'processes.1.operators.1.groupby.sise' (did you mean 'size'?)");
+  EXPECT_HAS(err("size: 100", "size: many"),
+             "key 'processes.1.operators.1.groupby.size': expected an unsigned integer, got 'many'");
+  // After the group-by, the stream is its rows: a filter on price no longer fits.
+  EXPECT_HAS(err("size: 100}", "size: 100}\n      - filter: {field: price}"),
              "operator 2 (filter): no field 'price' in schema aggregate");
+}
+
+// One group-by operator: `aggregate` is refused with the groupby to write.
+TEST(ConfigSchemas, AggregateIsNowGroupBy) {
+  std::string y = kSchemaFile;
+  const std::string gb = "groupby: {group_by: sym, aggregates: 'count, sum(price)', window: count, size: 100}";
+  y.replace(y.find(gb), gb.size(), "aggregate: {group_by: sym, sum: price, window: 100}");
+  Deployment d;
+  Status st = parse_deployment(y, "s.yaml", {}, &d);
+  ASSERT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "s.yaml:14: key 'processes.1.operators.1.aggregate': 'aggregate' is now "
+                           "'groupby' (one group-by operator): write {groupby: {group_by: FIELD, "
+                           "aggregates: \"count, sum(FIELD)\"");
+  EXPECT_EQ(find_operator_spec("aggregate"), nullptr);
+}
+
+// Test-only operators are in no shipped program's registry: a test binary
+// registers its own, and only then may a deployment name it.
+TEST(ConfigSchemas, TestOnlyOperatorsAreRegisteredByTheTestBinary) {
+  EXPECT_EQ(find_operator_spec("miscount"), nullptr);
+  const std::string y = "processes:\n  - {name: g, role: loadgen}\n"
+                        "  - {name: n, role: node, operators: [{passthrough_for_test: {}}]}\n"
+                        "  - {name: s, role: sink}\n";
+  Deployment d;
+  EXPECT_FALSE(parse_deployment(y, "t.yaml", {}, &d).ok());
+  OperatorSpec spec{"passthrough_for_test", "test only", {}};
+  spec.output = [](const OperatorConfig&, const Schema& in, Schema* out) {
+    *out = in;
+    return Status();
+  };
+  ASSERT_TRUE(register_operator(spec));
+  EXPECT_FALSE(register_operator(spec));  // once
+  Status st = parse_deployment(y, "t.yaml", {}, &d);
+  EXPECT_TRUE(st.ok()) << st.message();
 }
 
 }  // namespace

@@ -101,7 +101,7 @@ def read_text(seg, ptr_word_index):
 def hello():
     msg = build_message(
         3,
-        [(0, "H", 2),                 # version
+        [(0, "H", 3),                 # version
          (4, "I", 0),                 # linkId: the standalone sink's one link
          (8, "I", 0),                 # instance
          (12, "I", TUPLE_BYTES),      # tupleBytes
@@ -168,9 +168,9 @@ class Credits:
         if not data:
             fail("the sink closed the connection while credits were owed")
         self.buf += data
-        while len(self.buf) >= 8:
-            magic, n = struct.unpack_from("<II", self.buf, 0)
-            self.buf = self.buf[8:]
+        while len(self.buf) >= 16:
+            magic, n, _acked = struct.unpack_from("<IIQ", self.buf, 0)
+            self.buf = self.buf[16:]
             if magic != 0x52434C53:
                 fail(f"credit magic 0x{magic:08x}")
             self.left += n

@@ -62,8 +62,9 @@ class RxCarrier {
   // Frames that have fully arrived, at most out.size(); never blocks.
   // *n = 0 and ok: nothing now (sleep on wait_fd()).
   virtual Status poll(std::span<Arrival> out, size_t* n) = 0;
-  // A credit message granting `credits` more frames.
-  virtual Status send_credits(uint32_t credits) = 0;
+  // A credit message granting `credits` more frames and acknowledging the
+  // first `acked` frames of the connection.
+  virtual Status send_credits(uint32_t credits, uint64_t acked) = 0;
   // END has passed through the node: no more credits will be sent.
   virtual void finish() = 0;
   // From any thread: make the owner's wait return and poll() fail.
@@ -94,8 +95,9 @@ class TxCarrier {
   // Pushes out whatever frame() queued.
   virtual Status flush() = 0;
   // Credits that arrived since the last call; with `block`, waits until some
-  // do (or the link fails).
-  virtual Status credits(bool block, uint32_t* got) = 0;
+  // do (or the link fails). *acked is raised to the highest acknowledgement
+  // that arrived (left as it is when none did).
+  virtual Status credits(bool block, uint32_t* got, uint64_t* acked) = 0;
   // After END and flush: waits (at most timeout_ms) for the receiver to
   // finish, then closes.
   virtual Status close(uint32_t timeout_ms) = 0;

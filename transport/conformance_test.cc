@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
+#include <memory>
 #include <chrono>
 #include <functional>
 #include <thread>
@@ -422,6 +424,211 @@ TEST_P(Conformance, ShutdownWakesAWaitingReceiver) {
   EXPECT_FALSE(r.got_end);
   EXPECT_NE(r.receive_error.find("shut down"), std::string::npos) << r.receive_error;
 }
+
+// ---- Acknowledgements and replay (LinkOptions::acks) -----------------------
+
+class Replay : public ::testing::TestWithParam<CarrierCase> {
+ protected:
+  static constexpr uint32_t kTuple = 128, kRxSlots = 8, kTxSlots = 32;
+
+  void SetUp() override {
+    ro_ = loopback_options(Encoding::kSg);
+    GetParam().setup(ro_);
+    if (ro_.tcp.async_send) GTEST_SKIP() << "acks are refused with async_send (make_sender says so)";
+    ro_.tcp.poll_timeout_us = 200;
+    ro_.tuple_bytes = kTuple;
+    ro_.slot_bytes = 4096;
+    ro_.slots = kRxSlots;
+    ro_.credit_batch = 1;
+    ro_.acks = true;
+    ro_.reconnect_timeout_ms = 8000;
+    rx_pool_ = std::make_unique<SlotPool>(kRxSlots, 4096);
+    std::vector<uint32_t> all(kRxSlots);
+    ASSERT_EQ(rx_pool_->try_acquire_n(all.data(), all.size()), all.size());
+    Status st;
+    listener_ = make_listener(ro_, *rx_pool_, 0, ctx_, &st);
+    ASSERT_TRUE(listener_) << st.message();
+    tx_pool_ = std::make_unique<SlotPool>(kTxSlots, 1024);
+  }
+
+  // One one-tuple event of event_seq e in a fresh slot of the sender's pool.
+  Descriptor event(uint64_t e) {
+    const uint32_t slot = tx_pool_->try_acquire();
+    EXPECT_NE(slot, kNoSlot);
+    const size_t n = write_event(tx_pool_->slot(slot), 0, e, e, 1, kTuple);
+    return Descriptor{slot, 0, static_cast<uint32_t>(n), 1, 1, 0};
+  }
+
+  // Polls `rx` until `want` frames arrived or END; appends their event_seqs.
+  // Slots stay held (in `held`) unless give is set.
+  void receive(Receiver& rx, size_t want, std::vector<uint64_t>* seqs, std::vector<uint32_t>* held,
+               bool* ended) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    size_t got_frames = 0;
+    while (got_frames < want && !*ended && std::chrono::steady_clock::now() < until) {
+      Descriptor d[8];
+      size_t n = 0;
+      Status st = rx.poll(d, &n);
+      ASSERT_TRUE(st.ok()) << st.message();
+      for (size_t i = 0; i < n; ++i) {
+        ++got_frames;
+        if (d[i].flags & kDescEnd) {
+          *ended = true;
+        } else {
+          for (uint32_t off = 0; off < d[i].bytes;) {
+            EventHeader h;
+            std::memcpy(&h, rx_pool_->slot(d[i].slot) + off, sizeof h);
+            seqs->push_back(h.event_seq);
+            off += static_cast<uint32_t>(h.wire_bytes());
+          }
+        }
+        held->push_back(d[i].slot);
+      }
+      if (n == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
+  LinkOptions ro_;
+  TransportContext ctx_;
+  std::unique_ptr<SlotPool> rx_pool_, tx_pool_;
+  std::unique_ptr<Listener> listener_;
+};
+
+TEST_P(Replay, SentSlotsAreHeldUntilAcknowledged) {
+  LinkOptions so = ro_;
+  so.port = listener_->port();
+  std::atomic<bool> gave_back{false};
+  size_t free_while_unacked = 0;
+  std::string sender_error;
+  std::thread sender([&] {
+    Status st;
+    auto tx = make_sender(so, *tx_pool_, ctx_, &st);
+    if (!tx) {
+      sender_error = st.message();
+      return;
+    }
+    for (uint64_t e = 0; e < 4 && st; ++e) {
+      Descriptor d = event(e);
+      st = tx->send({&d, 1});
+    }
+    // The carrier has written them (driven as a send stage drives it while
+    // idle); the receiver holds them: not safe yet.
+    auto idle = [&] {
+      if (st && tx->busy()) st = tx->progress();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    };
+    for (int i = 0; i < 100; ++i) idle();
+    free_while_unacked = tx_pool_->free_slots();
+    while (st && !gave_back) idle();
+    std::byte eos[64];
+    const size_t n = write_end(eos, 0, 4, 4);
+    if (st) st = tx->end(eos, static_cast<uint32_t>(n));
+    if (st) st = tx->close();
+    if (!st) sender_error = st.message();
+  });
+  Status st;
+  auto rx = listener_->accept(&st);
+  ASSERT_TRUE(rx) << st.message();
+  std::vector<uint64_t> seqs;
+  std::vector<uint32_t> held;
+  bool ended = false;
+  receive(*rx, 4, &seqs, &held, &ended);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(rx->acked(), 0u);
+  for (uint32_t s : held) ASSERT_TRUE(rx->give_back(s).ok());
+  EXPECT_EQ(rx->acked(), 4u);
+  gave_back = true;
+  held.clear();
+  receive(*rx, 1, &seqs, &held, &ended);
+  EXPECT_TRUE(ended);
+  for (uint32_t s : held) ASSERT_TRUE(rx->give_back(s).ok());
+  sender.join();
+  EXPECT_EQ(sender_error, "");
+  EXPECT_EQ(free_while_unacked, kTxSlots - 4u);
+  // Acknowledged, every slot came back to the sender's pool.
+  EXPECT_EQ(tx_pool_->free_slots(), kTxSlots);
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1, 2, 3}));
+}
+
+TEST_P(Replay, ABrokenLinkIsConnectedAgainAndReplaysWhatWasNotAcknowledged) {
+  // libfabric shm maps the peer's region into the process: with both ends
+  // in one process, the receiver's end dying unmaps the region the sender
+  // still writes (a crash inside fi_sendmsg). Across processes the sender's
+  // mapping stays; tests/faults covers shm with a real process killed.
+  if (ro_.transport == "fabric" && ro_.msg.fabric_provider == "shm")
+    GTEST_SKIP() << "one-process artifact of shm's shared region; covered across processes";
+  LinkOptions so = ro_;
+  so.port = listener_->port();
+  std::atomic<bool> broken{false};
+  std::string sender_error;
+  ReplayStats rs;
+  std::thread sender([&] {
+    Status st;
+    auto tx = make_sender(so, *tx_pool_, ctx_, &st);
+    if (!tx) {
+      sender_error = st.message();
+      return;
+    }
+    uint64_t e = 0;
+    for (; e < 6 && st; ++e) {
+      Descriptor d = event(e);
+      st = tx->send({&d, 1});
+    }
+    while (!broken) {
+      if (st && tx->busy()) st = tx->progress();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    for (; e < 10 && st; ++e) {
+      Descriptor d = event(e);
+      st = tx->send({&d, 1});
+    }
+    std::byte eos[64];
+    const size_t n = write_end(eos, 0, 10, 10);
+    if (st) st = tx->end(eos, static_cast<uint32_t>(n));
+    if (st) st = tx->close();
+    if (!st) sender_error = st.message();
+    rs = tx->replay_stats();
+  });
+  Status st;
+  auto rx = listener_->accept(&st);
+  ASSERT_TRUE(rx) << st.message();
+  std::vector<uint64_t> first, second;
+  std::vector<uint32_t> held;
+  bool ended = false;
+  receive(*rx, 6, &first, &held, &ended);
+  ASSERT_EQ(first.size(), 6u);
+  // Three come back (acknowledged), then the receiver dies holding three.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(rx->give_back(held[i]).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  rx.reset();
+  broken = true;
+  // Its slots are free again (the old connection is gone with them).
+  auto rx2 = listener_->accept(&st);
+  ASSERT_TRUE(rx2) << st.message();
+  held.clear();
+  ended = false;
+  while (!ended) {
+    std::vector<uint32_t> h;
+    receive(*rx2, 1, &second, &h, &ended);
+    ASSERT_FALSE(h.empty()) << "nothing more arrived";
+    for (uint32_t s : h) ASSERT_TRUE(rx2->give_back(s).ok());
+  }
+  sender.join();
+  EXPECT_EQ(sender_error, "");
+  // At least once: everything not acknowledged (3..5) came again, in order,
+  // and nothing was lost; what was acknowledged may come again only if the
+  // acknowledgement had not reached the sender.
+  ASSERT_FALSE(second.empty());
+  EXPECT_LE(second.front(), 3u);
+  for (size_t i = 0; i < second.size(); ++i) EXPECT_EQ(second[i], second.front() + i);
+  EXPECT_EQ(second.back(), 9u);
+  EXPECT_EQ(rs.reconnects, 1u);
+  EXPECT_GE(rs.replayed_events, 3u);
+  EXPECT_EQ(tx_pool_->free_slots(), kTxSlots);
+}
+
+INSTANTIATE_TEST_SUITE_P(Carriers, Replay, ::testing::ValuesIn(kCarriers),
+                         [](const auto& i) { return std::string(i.param.name); });
 
 INSTANTIATE_TEST_SUITE_P(Carriers, Conformance, ::testing::ValuesIn(kCarriers),
                          [](const auto& i) { return std::string(i.param.name); });

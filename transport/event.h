@@ -29,7 +29,10 @@ namespace sluice {
 inline constexpr uint32_t kEventMagic = 0x45434C53;  // "SLCE"
 inline constexpr uint32_t kFrameMagic = 0x52464C53;  // "SLFR"
 inline constexpr uint32_t kCreditMagic = 0x52434C53; // "SLCR"
-inline constexpr uint16_t kWireVersion = 2;  // 2: XXH3 checksum, handshake v2
+inline constexpr uint16_t kWireVersion = 2;  // the event header's version: 2, XXH3 checksum
+// The link protocol's version, sent in Hello: 3 adds the acknowledgement to
+// the credit message (transport/PROTOCOL.md).
+inline constexpr uint16_t kLinkVersion = 3;
 inline constexpr uint32_t kMinTupleBytes = 12;
 inline constexpr uint32_t kMaxStreams = 256;
 
@@ -126,12 +129,16 @@ struct FrameHeader {
 };
 static_assert(sizeof(FrameHeader) == 16);
 
-// Credit frame, 8 bytes, receiver -> sender on the same link.
+// Credit message, 16 bytes, receiver -> sender on the same link: more
+// credits, and the acknowledgement: how many frames of this connection, from
+// the first, the receiver has finished with (their slots came back), so the
+// sender may drop its copies of them (upstream backup, PROTOCOL.md section 5).
 struct CreditFrame {
   uint32_t magic;
   uint32_t credits;
+  uint64_t acked;
 };
-static_assert(sizeof(CreditFrame) == 8);
+static_assert(sizeof(CreditFrame) == 16);
 
 // End of stream, the payload of a kEnd frame. Per stream: the sequence number
 // one past the last tuple generated and the number of events generated, so the

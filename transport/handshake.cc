@@ -73,7 +73,7 @@ std::string carrier_name(const LinkOptions& opts) {
 
 HelloInfo hello_from_options(const LinkOptions& opts) {
   HelloInfo h;
-  h.version = kWireVersion;
+  h.version = kLinkVersion;
   h.link_id = opts.link_id;
   h.schema = opts.schema;
   h.tuple_bytes = opts.tuple_bytes;

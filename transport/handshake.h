@@ -29,7 +29,7 @@ inline constexpr size_t kHandshakePrefixBytes = 8;
 
 // What a sender says it was configured with (Hello).
 struct HelloInfo {
-  uint16_t version = kWireVersion;
+  uint16_t version = kLinkVersion;
   uint32_t link_id = 0;
   uint32_t instance = 0;
   std::string schema;

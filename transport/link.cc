@@ -1,9 +1,11 @@
 #include "transport/link.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 namespace sluice {
 
@@ -19,6 +21,10 @@ Receiver::Receiver(const LinkOptions& opts, std::unique_ptr<RxCarrier> carrier, 
       batch_(opts.effective_credit_batch()),
       name_(std::move(name)) {
   granted_.set(opts.slots);
+  frame_of_.assign(slots_, 0);
+  size_t ring = 2;
+  while (ring < window(slots_) + slots_ + 1) ring <<= 1;
+  back_.assign(ring, 0);
 }
 
 Receiver::~Receiver() = default;
@@ -51,6 +57,7 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
     if (!owns(a.slot))
       return fail(fmt::format("{}: carrier landed a frame in slot {}, not one of this link's",
                               name_, a.slot));
+    frame_of_[a.slot - first_slot_] = received_ - 1;
     if (received_ - returned_ > max_held_.get()) max_held_.set(received_ - returned_);
     held_.set(received_ - returned_);
     const std::byte* p = pool_.slot(a.slot);
@@ -86,15 +93,21 @@ Status Receiver::give_back(uint32_t slot) {
     return Status::Error(fmt::format("{}: slot {} given back is not one of this link's", name_, slot));
   ++returned_;
   held_.set(received_ - returned_);
-  const bool end = slot == end_slot_;
+  // The acknowledgement: the prefix of frames whose slots all came back.
+  const uint64_t mask = back_.size() - 1;
+  back_[frame_of_[slot - first_slot_] & mask] = 1;
+  while (acked_ < received_ && back_[acked_ & mask]) back_[acked_++ & mask] = 0;
+  if (slot == end_slot_) end_back_ = true;
+  // The link finishes once END's slot came back; with acks, once every
+  // slot did, so the last credit message acknowledges every frame and the
+  // sender can drop its copies before it closes.
+  const bool end =
+      !finished_ && end_back_ && (opts_.acks ? returned_ == received_ : slot == end_slot_);
   if (!error_.ok()) return {};  // the link is gone; the slot just stays here
   Status st = carrier_->post(slot);
   if (st) {
-    if (++pending_ >= batch_ || end) {
-      st = carrier_->send_credits(pending_);
-      granted_.add(pending_);
-      pending_ = 0;
-    }
+    ++pending_;
+    if (pending_ >= batch_ || end) st = send_pending(end);
   }
   // After END the sender reads credits only to see the receiver finish.
   if (end) {
@@ -103,6 +116,30 @@ Status Receiver::give_back(uint32_t slot) {
   }
   if (!st && !ended_) {
     // Shut down from another thread: that, not the write it broke, is the news.
+    if (shut_down_.load(std::memory_order_acquire)) return fail(name_ + ": receive shut down");
+    return fail(st.message());
+  }
+  return {};
+}
+
+// Credits go out at most window() frames ahead of the acknowledged prefix, so
+// a sender's replay log never needs more (the rest wait for the prefix to
+// move). After END everything owed goes: nothing new can follow it.
+Status Receiver::send_pending(bool all) {
+  const uint64_t limit = acked_ + window(slots_);
+  const uint64_t room = limit > granted_.get() ? limit - granted_.get() : 0;
+  const uint32_t n = all ? pending_ : static_cast<uint32_t>(std::min<uint64_t>(pending_, room));
+  if (n == 0) return {};
+  Status st = carrier_->send_credits(n, acked_);
+  granted_.add(n);
+  pending_ -= n;
+  return st;
+}
+
+Status Receiver::flush_credits() {
+  if (!error_.ok() || finished_ || pending_ == 0) return {};
+  Status st = send_pending(false);
+  if (!st) {
     if (shut_down_.load(std::memory_order_acquire)) return fail(name_ + ": receive shut down");
     return fail(st.message());
   }
@@ -137,10 +174,17 @@ Sender::Sender(const LinkOptions& opts, std::unique_ptr<TxCarrier> carrier, Slot
                                                        peer_slot_bytes / kEventHeaderBytes + 1))),
       max_events_(std::max<uint32_t>(1, carrier_->max_events_per_frame())),
       name_(std::move(name)),
-      gate_(*carrier_, credits, name_),
+      gate_(std::make_unique<CreditGate>(*carrier_, credits, name_)),
       pieces_(max_pieces_),
       end_buf_(new std::byte[sizeof(EndOfStream)]) {
-  carrier_takes_credits_ = carrier_->takes_credits(&gate_);
+  carrier_takes_credits_ = carrier_->takes_credits(gate_.get());
+  if (opts_.acks) {
+    // The receiver grants credit at most a window ahead of what it
+    // acknowledged; the log holds that many frames (and one being added).
+    log_.resize(Receiver::window(credits) + 2);
+    kept_pieces_.resize(log_.size() * 4 + 2 * max_pieces_);
+    scratch_.resize(max_pieces_);
+  }
 }
 
 Sender::~Sender() = default;
@@ -153,8 +197,10 @@ Status Sender::fail(Status st) {
 
 Status CreditGate::refill(bool block) {
   uint32_t got = 0;
-  Status st = carrier_.credits(block, &got);
+  uint64_t acked = acked_.load(std::memory_order_relaxed);
+  Status st = carrier_.credits(block, &got, &acked);
   if (!st) return st;
+  acked_.store(acked, std::memory_order_release);
   if (uint64_t{credits_} + got > initial_)
     return Status::Error(fmt::format(
         "{}: receiver returned {} credits, {} more than the {} it granted", name_, got,
@@ -164,14 +210,151 @@ Status CreditGate::refill(bool block) {
   return {};
 }
 
+// Releases the slots of frames the receiver acknowledged. A descriptor's
+// holder sits with the last piece of it (earlier pieces of a split one name
+// no slot), and acknowledgements are a prefix, so releasing in log order is
+// releasing each slot once its last frame is safe downstream.
+Status Sender::drop_acked() {
+  const uint64_t acked = gate_->acked();
+  while (log_head_ < log_tail_ && log_head_ - conn_base_ < acked) {
+    const Kept& k = log_[log_head_ % log_.size()];
+    for (uint64_t j = k.first_piece; j < k.first_piece + k.pieces; ++j) {
+      const uint32_t slot = kept_pieces_[j % kept_pieces_.size()].release;
+      if (slot == kNoSlot) continue;
+      Status st = pool_.release(slot);
+      if (!st) return Status::Error(fmt::format("{}: {}", name_, st.message()));
+    }
+    piece_head_ = k.first_piece + k.pieces;
+    ++log_head_;
+  }
+  held_frames_.set(log_tail_ - log_head_);
+  return {};
+}
+
+// Adds a frame to the log, waiting for acknowledgements while it is full
+// (backpressure: the receiver's window keeps that rare).
+Status Sender::keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
+                    uint32_t events) {
+  Status st = drop_acked();
+  while (st && (log_tail_ - log_head_ == log_.size() ||
+                piece_tail_ - piece_head_ + n > kept_pieces_.size())) {
+    // A carrier that takes credits itself does so on this thread (a
+    // carrier with a thread of its own for that refuses acks: tcp's
+    // async_send), so reading credit messages here is safe.
+    st = carrier_->flush();
+    if (st) st = gate_->wait_message();
+    if (!st) st = recover(st);
+    if (st) st = drop_acked();
+  }
+  if (!st) return st;
+  log_[log_tail_ % log_.size()] = Kept{kind, piece_tail_, static_cast<uint32_t>(n), payload, events};
+  for (size_t i = 0; i < n; ++i) kept_pieces_[piece_tail_++ % kept_pieces_.size()] = p[i];
+  ++log_tail_;
+  held_frames_.set(log_tail_ - log_head_);
+  if (log_tail_ - log_head_ > max_held_frames_.get()) max_held_frames_.set(log_tail_ - log_head_);
+  return {};
+}
+
 Status Sender::emit(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
                     uint32_t events) {
+  if (opts_.acks) {
+    // The log keeps the descriptors' holders: the carrier releases nothing.
+    Status st = keep(kind, p, n, payload, events);
+    if (!st) return st;
+    for (size_t i = 0; i < n; ++i) scratch_[i] = TxCarrier::Piece{p[i].p, p[i].len, kNoSlot};
+    p = scratch_.data();
+  }
+  Status st;
   if (!carrier_takes_credits_) {
     uint32_t got = 0;
-    Status st = gate_.take(1, &got, [&] { return carrier_->flush(); });
-    if (!st) return st;
+    st = gate_->take(1, &got, [&] { return carrier_->flush(); });
   }
-  return carrier_->frame(kind, p, n, payload, events);
+  if (st) st = carrier_->frame(kind, p, n, payload, events);
+  // With acks the frame is in the log: a recovery sends it again.
+  if (!st) return recover(st);
+  return {};
+}
+
+// A broken link, with acks: connect again with back-off until
+// reconnect_timeout_ms, then replay every frame not acknowledged. Without
+// acks (or a connect function) the error stands.
+Status Sender::recover(Status why) {
+  if (!opts_.acks || !connect_ || closed_without_end_) return why;
+  carrier_->abort();
+  // Carrier errors name the link already.
+  const std::string who = why.message().rfind(name_, 0) == 0 ? "" : name_ + ": ";
+  spdlog::warn("{}{}; connecting again (up to {} ms) to replay {} unacknowledged frames", who,
+               why.message(), opts_.reconnect_timeout_ms, log_tail_ - log_head_);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(opts_.reconnect_timeout_ms);
+  auto backoff = std::chrono::milliseconds(20);
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline)
+      return Status::Error(fmt::format("{}{}; not connected again within {} ms", who,
+                                       why.message(), opts_.reconnect_timeout_ms));
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+    Connection c;
+    Status st = connect_(static_cast<uint32_t>(std::min<int64_t>(left.count() + 1, 2000)), &c);
+    if (st && c.peer_slot_bytes != peer_slot_bytes_)
+      return Status::Error(fmt::format("{}: connected again, but the receiver's slot is {} bytes, "
+                                       "not {} as before",
+                                       name_, c.peer_slot_bytes, peer_slot_bytes_));
+    if (st) {
+      // The old gate refers to the old carrier: replace both together,
+      // keeping their counts (stats() reads them from another thread).
+      {
+        std::lock_guard lk(swap_mu_);
+        const LinkStats o = carrier_->stats();
+        retired_.frames += o.frames;
+        retired_.bytes += o.bytes;
+        retired_.syscalls += o.syscalls;
+        retired_.credit_waits += gate_->waits();
+        retired_.credit_wait_ns += gate_->wait_ns();
+        gate_ = std::make_unique<CreditGate>(*c.carrier, c.credits, name_);
+        carrier_ = std::move(c.carrier);
+      }
+      carrier_takes_credits_ = carrier_->takes_credits(gate_.get());
+      conn_base_ = log_head_;
+      reconnects_.add(1);
+      st = replay();
+      if (st) {
+        spdlog::info("{}: connected again after {} ms; replayed {} frames", name_,
+                     std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::steady_clock::now() - start)
+                         .count(),
+                     log_tail_ - log_head_);
+        return {};
+      }
+      carrier_->abort();
+      why = st;
+    }
+    std::this_thread::sleep_for(std::min(backoff, left));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+  }
+}
+
+// Sends every kept frame again, in order, on the new connection: they are
+// its frames 0, 1, ... and their acknowledgements count from there.
+Status Sender::replay() {
+  Status st;
+  for (uint64_t i = log_head_; i < log_tail_ && st; ++i) {
+    const Kept k = log_[i % log_.size()];
+    for (uint32_t j = 0; j < k.pieces; ++j) {
+      const TxCarrier::Piece& q = kept_pieces_[(k.first_piece + j) % kept_pieces_.size()];
+      scratch_[j] = TxCarrier::Piece{q.p, q.len, kNoSlot};
+    }
+    if (!carrier_takes_credits_) {
+      gate_->new_batch();
+      uint32_t got = 0;
+      st = gate_->take(1, &got, [&] { return carrier_->flush(); });
+    }
+    if (st) st = carrier_->frame(k.kind, scratch_.data(), k.pieces, k.payload, k.events);
+    replayed_frames_.add(1);
+    replayed_events_.add(k.events);
+  }
+  if (st) st = carrier_->flush();
+  return st;
 }
 
 Status Sender::close_frame() {
@@ -198,7 +381,7 @@ Status Sender::send(std::span<const Descriptor> descs) {
   if (!error_.ok()) return error_;
   if (closed_ || ended_)
     return Status::Error(fmt::format("{}: send after the end of stream", name_));
-  if (!carrier_takes_credits_) gate_.new_batch();  // else the carrier's thread owns the gate
+  if (!carrier_takes_credits_) gate_->new_batch();  // else the carrier's thread owns the gate
   for (const Descriptor& d : descs) {
     if (d.flags & kDescEnd)
       return fail(Status::Error(fmt::format("{}: END passed to send(); end() sends it", name_)));
@@ -245,9 +428,16 @@ Status Sender::send(std::span<const Descriptor> descs) {
     if (!st) return fail(st);
   }
   Status st = close_frame();
-  if (st) st = carrier_->flush();
+  if (st) st = flush();
   if (!st) return fail(st);
   return {};
+}
+
+Status Sender::flush() {
+  Status st = carrier_->flush();
+  if (!st) st = recover(st);
+  if (st && opts_.acks) st = drop_acked();
+  return st;
 }
 
 Status Sender::end(const std::byte* eos, uint32_t bytes) {
@@ -259,11 +449,11 @@ Status Sender::end(const std::byte* eos, uint32_t bytes) {
         peer_slot_bytes_)));
   std::memcpy(end_buf_.get(), eos, bytes);
   ended_ = true;
-  if (!carrier_takes_credits_) gate_.new_batch();
+  if (!carrier_takes_credits_) gate_->new_batch();
   TxCarrier::Piece p{end_buf_.get(), bytes, kNoSlot};
   Status st = close_frame();
   if (st) st = emit(FrameKind::kEnd, &p, 1, bytes, 0);
-  if (st) st = carrier_->flush();
+  if (st) st = flush();
   if (!st) return fail(st);
   return {};
 }
@@ -273,19 +463,63 @@ Status Sender::close() {
   closed_ = true;
   if (!error_.ok()) return error_;
   if (!ended_) return fail(Status::Error(fmt::format("{}: closed before the end of stream", name_)));
-  Status st = carrier_->close(opts_.connect_timeout_ms);
+  Status st = opts_.acks ? wait_acked() : Status();
+  if (st) st = carrier_->close(opts_.connect_timeout_ms);
+  // The receiver went away before it finished: connect again, replay, and
+  // wait for the new one to finish.
+  while (!st && opts_.acks && connect_) {
+    st = recover(st);
+    if (st) st = wait_acked();
+    if (st) st = carrier_->close(opts_.connect_timeout_ms);
+    else break;
+  }
+  if (st && opts_.acks) st = drop_acked();
   if (!st) error_ = st;
   return error_;
 }
 
-void Sender::abort() { carrier_->abort(); }
+// After END: waits until the receiver acknowledged every frame (its last
+// credit message does, once every slot came back), so nothing kept is
+// dropped before it is safe downstream.
+Status Sender::wait_acked() {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(opts_.connect_timeout_ms);
+  Status st = drop_acked();
+  while (st && log_head_ < log_tail_) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return Status::Error(fmt::format("{}: {} frames not acknowledged within {} ms of the end",
+                                       name_, log_tail_ - log_head_, opts_.connect_timeout_ms));
+    st = gate_->wait_message();
+    if (st) st = drop_acked();
+  }
+  return st;
+}
+
+void Sender::abort() {
+  closed_without_end_ = true;
+  carrier_->abort();
+}
 
 LinkStats Sender::stats() const {
+  std::lock_guard lk(swap_mu_);
   LinkStats s = carrier_->stats();
-  s.credit_waits = gate_.waits();
-  s.credit_wait_ns = gate_.wait_ns();
-  s.credits = gate_.available();
+  s.frames += retired_.frames;
+  s.bytes += retired_.bytes;
+  s.syscalls += retired_.syscalls;
+  s.credit_waits = retired_.credit_waits + gate_->waits();
+  s.credit_wait_ns = retired_.credit_wait_ns + gate_->wait_ns();
+  s.credits = gate_->available();
   return s;
+}
+
+ReplayStats Sender::replay_stats() const {
+  ReplayStats r;
+  r.reconnects = reconnects_.get();
+  r.replayed_frames = replayed_frames_.get();
+  r.replayed_events = replayed_events_.get();
+  r.held_frames = held_frames_.get();
+  r.max_held_frames = max_held_frames_.get();
+  return r;
 }
 
 }  // namespace sluice

@@ -24,11 +24,24 @@
 //      When its slot comes back, the receiver returns what credit it owes and
 //      finishes; Sender::close() waits for that, so no frame is lost to a
 //      connection torn down early.
+//   7. Acknowledgements (LinkOptions::acks): every credit message also says
+//      how many frames of the connection, from the first, came back to the
+//      receiver (a prefix: its slots were given back, so whatever the frame
+//      became downstream was itself acknowledged, or consumed). The sender
+//      keeps each frame it sent in its pool slots (the descriptor's holder,
+//      no copy) until then: memory held for replay is bounded by the sender's
+//      pool and the receiver's window, and an outage shows as backpressure.
+//      A carrier error then does not end the link: the sender connects again
+//      (back-off, within reconnect_timeout_ms), and sends every frame not yet
+//      acknowledged, in order, before anything new. The receiver's end of a
+//      broken link is replaced by the listener's next accept (node/node.cc).
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -61,6 +74,19 @@ class Receiver {
   bool owns(uint32_t slot) const { return slot - first_slot_ < slots_; }
   // Credits the sender holds now: granted and not yet spent on a frame.
   uint64_t sender_credits() const { return granted_.get() - received_; }
+  // Frames handed out whose slots have not come back.
+  uint64_t outstanding() const { return received_ - returned_; }
+  // Frames of this connection acknowledged so far (a prefix).
+  uint64_t acked() const { return acked_; }
+  // Sends the credits (and acknowledgement) held back for a batch, if any:
+  // the owner calls it before it sleeps, so a sender waiting for
+  // acknowledgements is never left waiting on a batch that is not coming.
+  Status flush_credits();
+  // Frames ahead of the acknowledged prefix a receiver grants credit for: a
+  // frame whose slot is held long (behind a slow downstream link) holds up
+  // the acknowledgement of those after it, and this bounds how far. Senders
+  // size their replay log by it.
+  static uint64_t window(uint32_t slots) { return uint64_t{slots} * 4; }
   uint32_t credit_batch() const { return batch_; }
   uint32_t first_slot() const { return first_slot_; }
   bool ended() const { return ended_; }   // END handed out
@@ -74,6 +100,7 @@ class Receiver {
 
  private:
   Status fail(std::string msg);
+  Status send_pending(bool all);
 
   LinkOptions opts_;
   std::unique_ptr<RxCarrier> carrier_;
@@ -81,11 +108,16 @@ class Receiver {
   const uint32_t first_slot_, slots_, batch_;
   std::string name_;
   Status error_;
-  bool ended_ = false, finished_ = false;
+  bool ended_ = false, finished_ = false, end_back_ = false;
   uint32_t end_slot_ = kNoSlot;
   uint64_t received_ = 0, returned_ = 0;
   Counter granted_, max_held_, held_;  // read by stats() from any thread
   uint32_t pending_ = 0;
+  // The acknowledgement: frame number per slot of the link, and which frames
+  // ahead of the acked prefix came back (a ring indexed by frame number).
+  std::vector<uint64_t> frame_of_;
+  std::vector<uint8_t> back_;
+  uint64_t acked_ = 0;
   std::atomic<bool> shut_down_{false};
 };
 
@@ -134,6 +166,11 @@ class CreditGate {
     available_.set(credits_);
     return {};
   }
+  // Waits for a credit message (any), keeping what it brings; for a sender
+  // whose replay log is full.
+  Status wait_message() { return refill(true); }
+  // Frames of the connection the receiver acknowledged (any thread).
+  uint64_t acked() const { return acked_.load(std::memory_order_acquire); }
   uint64_t waits() const { return waits_.get(); }
   uint64_t wait_ns() const { return wait_ns_.get(); }
   // Credits in hand now (a relaxed copy the owner keeps for readers elsewhere).
@@ -148,6 +185,26 @@ class CreditGate {
   const std::string& name_;
   bool refilled_ = false;
   Counter waits_, wait_ns_, available_;
+  std::atomic<uint64_t> acked_{0};
+};
+
+// A sender's connection, made by its carrier's connect function: the carrier
+// after the handshake, with the receiver's grant.
+struct Connection {
+  std::unique_ptr<TxCarrier> carrier;
+  uint32_t credits = 0;
+  uint32_t peer_slot_bytes = 0;
+};
+// Connects (once, within timeout_ms) and shakes hands.
+using Connector = std::function<Status(uint32_t timeout_ms, Connection*)>;
+
+// What a sender's upstream backup did, for the summary.
+struct ReplayStats {
+  uint64_t reconnects = 0;     // connections made again after a break
+  uint64_t replayed_frames = 0;
+  uint64_t replayed_events = 0;
+  uint64_t held_frames = 0;    // frames sent and not yet acknowledged, now
+  uint64_t max_held_frames = 0;
 };
 
 // The sending end of one link; owned by one thread (the send stage).
@@ -170,6 +227,10 @@ class Sender {
   Status close();
   // Closes at once, without END: the receiver sees the stream cut short.
   void abort();
+  // With acks: how to connect again after a break (the carrier's own
+  // connect, as make_sender used it). Without one, a break ends the link.
+  void set_connector(Connector c) { connect_ = std::move(c); }
+  ReplayStats replay_stats() const;
   // The carrier has completions to reap while nothing new is sent; the
   // owner then calls progress() and sleeps on wait_fd() with its ring.
   bool busy() const { return carrier_->busy(); }
@@ -182,8 +243,17 @@ class Sender {
   Status fail(Status st);
   Status emit(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
               uint32_t events);
+  // Upstream backup: keeps a frame until acknowledged; drops what was.
+  Status keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
+              uint32_t events);
+  Status drop_acked();
+  // After a carrier error with acks: connect again and replay; else fail.
+  Status recover(Status why);
+  Status replay();
   Status add_piece(const std::byte* p, uint32_t len, uint32_t events, uint32_t release);
   Status close_frame();
+  Status flush();  // the carrier's, recovering a broken link with acks
+  Status wait_acked();
 
   LinkOptions opts_;
   std::unique_ptr<TxCarrier> carrier_;
@@ -193,9 +263,25 @@ class Sender {
   const uint32_t max_events_;
   std::string name_;
   Status error_;
-  CreditGate gate_;
+  std::unique_ptr<CreditGate> gate_;
   bool carrier_takes_credits_ = false;
-  bool ended_ = false, closed_ = false;
+  // Upstream backup (opts_.acks): a ring of the frames sent and not yet
+  // acknowledged, their pieces in a ring of their own. Log index i holds the
+  // frame numbered i - conn_base_ on the current connection.
+  struct Kept {
+    FrameKind kind;
+    uint64_t first_piece;
+    uint32_t pieces, payload, events;
+  };
+  Connector connect_;
+  std::vector<Kept> log_;
+  std::vector<TxCarrier::Piece> kept_pieces_;
+  uint64_t log_head_ = 0, log_tail_ = 0, piece_head_ = 0, piece_tail_ = 0, conn_base_ = 0;
+  std::vector<TxCarrier::Piece> scratch_;  // a kept frame's pieces, gathered for a replay
+  Counter reconnects_, replayed_frames_, replayed_events_, held_frames_, max_held_frames_;
+  mutable std::mutex swap_mu_;  // carrier_ and gate_ replaced by a recovery, against stats()
+  LinkStats retired_;           // what the connections before this one counted
+  bool ended_ = false, closed_ = false, closed_without_end_ = false;
   // The frame being planned.
   std::vector<TxCarrier::Piece> pieces_;
   size_t np_ = 0;

@@ -47,6 +47,12 @@ struct LinkOptions {
   uint32_t connect_timeout_ms = 10000;
   std::string token;              // optional shared secret checked at handshake
   Wait wait = Wait::kBlock;       // for the transport's own internal queues
+  // Upstream backup (PROTOCOL.md section 5): the sender keeps every frame it
+  // sent, in its pool slot, until the receiver acknowledges it; a link that
+  // breaks is connected again within reconnect_timeout_ms and what was not
+  // acknowledged is sent again. Off: a broken link ends the run, as in v2.
+  bool acks = false;
+  uint32_t reconnect_timeout_ms = 10000;
 
   // Schema of the stream on this link.
   uint32_t tuple_bytes = 128;

@@ -397,10 +397,10 @@ class MsgRx final : public RxCarrier {
     return k;
   }
 
-  Status send_credits(uint32_t credits) override {
+  Status send_credits(uint32_t credits, uint64_t acked) override {
     if (!end_.error().ok()) return end_.error();
     const size_t i = next_credit_++ % credit_bufs_.size();
-    credit_bufs_[i] = CreditFrame{kCreditMagic, credits};
+    credit_bufs_[i] = CreditFrame{kCreditMagic, credits, acked};
     iovec iov{&credit_bufs_[i], sizeof(CreditFrame)};
     for (;;) {
       bool again = false;
@@ -555,7 +555,7 @@ class MsgTx final : public TxCarrier {
 
   Status flush() override { return end_.error(); }
 
-  Status credits(bool block, uint32_t* got) override {
+  Status credits(bool block, uint32_t* got, uint64_t* acked) override {
     *got = 0;
     Status st = reap(false);
     while (st && block && got_credits_ == 0) {
@@ -567,6 +567,7 @@ class MsgTx final : public TxCarrier {
     if (!st) return st;
     *got = got_credits_;
     got_credits_ = 0;
+    if (acked_ > *acked) *acked = acked_;
     return {};
   }
 
@@ -674,6 +675,7 @@ class MsgTx final : public TxCarrier {
         return end_.fail(Status::Error(fmt::format(
             "{}: malformed credit message ({} bytes, immediate {:#018x})", end_.link(), x.len, x.imm)));
       got_credits_ += cf.credits;
+      if (cf.acked > acked_) acked_ = cf.acked;  // messages may complete out of order
       Status st = end_.ep().post_recv(&credit_bufs_[b], sizeof(CreditFrame), x.ctx);
       if (!st) return end_.fail(Status::Error(fmt::format("{}: reposting a credit buffer: {}", end_.link(), st.message())));
     }
@@ -692,6 +694,7 @@ class MsgTx final : public TxCarrier {
   std::vector<uint32_t> free_;
   size_t outstanding_ = 0;
   uint32_t got_credits_ = 0;
+  uint64_t acked_ = 0;
   bool finished_ = false;
   Stats stats_;
 };
@@ -797,49 +800,58 @@ std::unique_ptr<Listener> make_listener(const LinkOptions& opts, SlotPool& pool,
   return l;
 }
 
-std::unique_ptr<Sender> make_sender(const LinkOptions& opts, SlotPool& pool,
-                                    std::shared_ptr<Factory> factory, Status* st) {
-  const std::string link = link_name(opts, factory->carrier(), opts.port);
+namespace {
+// Connects the control connection, shakes hands and opens the endpoint.
+Status connect_tx(const LinkOptions& opts, SlotPool& pool, Factory& factory, const std::string& link,
+                  uint32_t timeout_ms, Connection* c) {
   tcp::SocketOptions so;
   so.handshake_timeout_ms = opts.connect_timeout_ms;
   int raw = -1;
-  *st = tcp::connect_with_retry(opts.host, opts.port, opts.connect_timeout_ms, so, link, &raw);
-  if (!st->ok()) return nullptr;
+  Status st = tcp::connect_with_retry(opts.host, opts.port, timeout_ms, so, link, &raw);
+  if (!st) return st;
   Fd ctl(raw);
   ReplyInfo reply;
-  *st = tcp::ask_hello(ctl.get(), opts, link, &reply);
-  if (!st->ok()) return nullptr;
+  st = tcp::ask_hello(ctl.get(), opts, link, &reply);
+  if (!st) return st;
   tcp::set_recv_timeout(ctl.get(), opts.connect_timeout_ms);
   std::string page_name, peer_addr, addr;
-  *st = read_blob(ctl.get(), &page_name, link, "receiver's doorbell page");
-  if (st->ok()) *st = read_blob(ctl.get(), &peer_addr, link, "receiver's endpoint address");
-  if (!st->ok()) return nullptr;
+  st = read_blob(ctl.get(), &page_name, link, "receiver's doorbell page");
+  if (st) st = read_blob(ctl.get(), &peer_addr, link, "receiver's endpoint address");
+  if (!st) return st;
   Page page;
   if (!page_name.empty()) {
-    *st = open_page(&page, page_name);
-    if (!st->ok()) {
-      *st = Status::Error(fmt::format("{}: {}", link, st->message()));
-      return nullptr;
-    }
+    st = open_page(&page, page_name);
+    if (!st) return Status::Error(fmt::format("{}: {}", link, st.message()));
   }
-  auto ep = factory->open_tx(opts, pool, peer_addr, &addr, st);
-  if (!ep) {
-    *st = Status::Error(fmt::format("{}: {}", link, st->message()));
-    return nullptr;
-  }
-  *st = send_blob(ctl.get(), addr, link);
-  if (st->ok()) *st = ep->connect(peer_addr, opts.connect_timeout_ms);
-  if (!st->ok()) {
-    *st = Status::Error(fmt::format("{}: {}", link, st->message()));
-    return nullptr;
-  }
+  auto ep = factory.open_tx(opts, pool, peer_addr, &addr, &st);
+  if (!ep) return Status::Error(fmt::format("{}: {}", link, st.message()));
+  st = send_blob(ctl.get(), addr, link);
+  if (st) st = ep->connect(peer_addr, opts.connect_timeout_ms);
+  if (!st) return Status::Error(fmt::format("{}: {}", link, st.message()));
   auto tx = std::make_unique<MsgTx>(std::move(ep), std::move(ctl), std::move(page), opts, pool, link,
                                     reply.credits, reply.slot_bytes);
-  *st = tx->start();
-  if (st->ok()) *st = tx->wait_ready(opts.connect_timeout_ms);
+  st = tx->start();
+  if (st) st = tx->wait_ready(opts.connect_timeout_ms);
+  if (!st) return st;
+  c->carrier = std::move(tx);
+  c->credits = reply.credits;
+  c->peer_slot_bytes = reply.slot_bytes;
+  return {};
+}
+}  // namespace
+
+std::unique_ptr<Sender> make_sender(const LinkOptions& opts, SlotPool& pool,
+                                    std::shared_ptr<Factory> factory, Status* st) {
+  const std::string link = link_name(opts, factory->carrier(), opts.port);
+  Connector connect = [opts, &pool, factory, link](uint32_t timeout_ms, Connection* c) {
+    return connect_tx(opts, pool, *factory, link, timeout_ms, c);
+  };
+  Connection c;
+  *st = connect(opts.connect_timeout_ms, &c);
   if (!st->ok()) return nullptr;
-  *st = Status();
-  return std::make_unique<Sender>(opts, std::move(tx), pool, reply.credits, reply.slot_bytes, link);
+  auto s = std::make_unique<Sender>(opts, std::move(c.carrier), pool, c.credits, c.peer_slot_bytes, link);
+  if (opts.acks) s->set_connector(std::move(connect));
+  return s;
 }
 
 }  // namespace sluice::msg

@@ -124,8 +124,8 @@ class TcpRx final : public RxCarrier {
     return opts_.tcp.encoding == Encoding::kSg ? poll_sg(out, n) : poll_buffered(out, n);
   }
 
-  Status send_credits(uint32_t credits) override {
-    CreditFrame c{kCreditMagic, credits};
+  Status send_credits(uint32_t credits, uint64_t acked) override {
+    CreditFrame c{kCreditMagic, credits, acked};
     Status st = write_all(fd_.get(), reinterpret_cast<const std::byte*>(&c), sizeof c, link_, nullptr);
     stats_.syscalls.add(1);
     return st;
@@ -384,7 +384,7 @@ class TcpTx : public TxCarrier {
       : fd_(std::move(fd)), opts_(opts), pool_(pool), link_(std::move(link)) {}
 
   // Reads the credit frames that arrived (or waits for some).
-  Status credits(bool block, uint32_t* got) override {
+  Status credits(bool block, uint32_t* got, uint64_t* acked) override {
     *got = 0;
     for (;;) {
       ssize_t r = ::recv(fd_.get(), cbuf_ + chave_, sizeof cbuf_ - chave_, block ? 0 : MSG_DONTWAIT);
@@ -403,6 +403,7 @@ class TcpTx : public TxCarrier {
         if (c.magic != kCreditMagic)
           return Status::Error(fmt::format("{}: bad credit frame magic 0x{:08x}", link_, c.magic));
         *got += c.credits;
+        if (c.acked > *acked) *acked = c.acked;
       }
       std::memmove(cbuf_, cbuf_ + off, chave_ - off);
       chave_ -= off;
@@ -793,23 +794,39 @@ std::unique_ptr<Sender> make_sender(const LinkOptions& opts, SlotPool& pool, Sta
         link));
     return nullptr;
   }
-  SocketOptions so;
-  so.congestion = opts.tcp.congestion;
-  so.handshake_timeout_ms = opts.connect_timeout_ms;
-  int raw = -1;
-  *st = connect_with_retry(opts.host, opts.port, opts.connect_timeout_ms, so, link, &raw);
+  if (opts.acks && opts.tcp.async_send) {
+    *st = Status::Error(fmt::format(
+        "{}: acks are not supported with async_send (its queue's thread reads the credits, "
+        "and with them the acknowledgements); turn one off",
+        link));
+    return nullptr;
+  }
+  // Connects and shakes hands; a sender with acks connects again with it.
+  Connector connect = [opts, &pool, link](uint32_t timeout_ms, Connection* c) -> Status {
+    SocketOptions so;
+    so.congestion = opts.tcp.congestion;
+    so.handshake_timeout_ms = opts.connect_timeout_ms;
+    int raw = -1;
+    Status st = connect_with_retry(opts.host, opts.port, timeout_ms, so, link, &raw);
+    if (!st) return st;
+    Fd fd(raw);
+    ReplyInfo reply;
+    st = ask_hello(fd.get(), opts, link, &reply);
+    if (!st) return st;
+    if (opts.tcp.encoding == Encoding::kSg)
+      c->carrier = std::make_unique<SgTx>(std::move(fd), opts, pool, link);
+    else
+      c->carrier = std::make_unique<BufferedTx>(std::move(fd), opts, pool, link, reply.slot_bytes);
+    c->credits = reply.credits;
+    c->peer_slot_bytes = reply.slot_bytes;
+    return {};
+  };
+  Connection c;
+  *st = connect(opts.connect_timeout_ms, &c);
   if (!st->ok()) return nullptr;
-  Fd fd(raw);
-  ReplyInfo reply;
-  *st = ask_hello(fd.get(), opts, link, &reply);
-  if (!st->ok()) return nullptr;
-  std::unique_ptr<TxCarrier> tx;
-  if (opts.tcp.encoding == Encoding::kSg)
-    tx = std::make_unique<SgTx>(std::move(fd), opts, pool, link);
-  else
-    tx = std::make_unique<BufferedTx>(std::move(fd), opts, pool, link, reply.slot_bytes);
-  *st = Status();
-  return std::make_unique<Sender>(opts, std::move(tx), pool, reply.credits, reply.slot_bytes, link);
+  auto s = std::make_unique<Sender>(opts, std::move(c.carrier), pool, c.credits, c.peer_slot_bytes, link);
+  if (opts.acks) s->set_connector(std::move(connect));
+  return s;
 }
 
 }  // namespace sluice::tcp

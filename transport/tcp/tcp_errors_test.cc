@@ -501,13 +501,13 @@ class RawHandshake : public ::testing::Test {
 
 TEST_F(RawHandshake, BadVersion) {
   HelloInfo h = hello_from_options(sender_view(rx_opts(), 0));
-  h.version = kWireVersion + 1;
+  h.version = kLinkVersion + 1;
   raw_.write_hello(h);
   ReplyInfo reply;
   ASSERT_TRUE(raw_.read_reply(&reply));
   EXPECT_FALSE(reply.accepted);
-  EXPECT_HAS(reply.error, "wire version " + std::to_string(kWireVersion + 1) +
-                              ", receiver speaks " + std::to_string(kWireVersion));
+  EXPECT_HAS(reply.error, "wire version " + std::to_string(kLinkVersion + 1) +
+                              ", receiver speaks " + std::to_string(kLinkVersion));
   real_upstream_is_accepted();
 }
 
@@ -726,7 +726,7 @@ class RawDownstream : public ::testing::Test {
 
 TEST_F(RawDownstream, BadCreditMagic) {
   Status st = run([](RawSocket& p) {
-    CreditFrame c{0x11111111, 1};
+    CreditFrame c{0x11111111, 1, 0};
     p.write(&c, sizeof c);
   });
   ASSERT_FALSE(st.ok());
@@ -736,7 +736,7 @@ TEST_F(RawDownstream, BadCreditMagic) {
 
 TEST_F(RawDownstream, CreditsAboveTheGrant) {
   Status st = run([](RawSocket& p) {
-    CreditFrame c{kCreditMagic, 5};
+    CreditFrame c{kCreditMagic, 5, 0};
     p.write(&c, sizeof c);
   });
   ASSERT_FALSE(st.ok());

@@ -202,6 +202,7 @@ int main(int argc, char** argv) {
     }
     return kBadInput;
   }
+  for (const std::string& w : d.warnings) fmt::print(stderr, "sluice-deploy: warning: {}\n", w);
 
   if (check->parsed()) {
     fmt::print("# {}: ok ({} processes, preset {})\n{}{}", file, d.processes.size(), d.preset,

@@ -217,7 +217,8 @@ void fill_pipeline(RunReport* r) {
   for (const auto& p : r->processes) {
     if (p.role != Role::kSink || !p.have_summary) continue;
     const ProcessSummary& s = p.summary;
-    r->tuples += s.tuples_in;
+    // What a replay brought again and the sink dropped is not delivered twice.
+    r->tuples += s.tuples_in - std::min(s.tuples_in, s.deduplicated);
     bytes += s.bytes_in;
     wall = std::max(wall, s.wall_s);
     r->lost += s.lost;
@@ -226,12 +227,24 @@ void fill_pipeline(RunReport* r) {
     r->filtered += s.filtered;
     r->aggregated += s.aggregated;
     r->joined += s.joined;
-    r->partitioned += s.partitioned;
+    r->deduplicated += s.deduplicated;
     // Percentiles do not add up: report the worst sink's.
     r->latency_p50_us = std::max(r->latency_p50_us, s.latency_p50_us);
     r->latency_p99_us = std::max(r->latency_p99_us, s.latency_p99_us);
     r->latency_max_us = std::max(r->latency_max_us, s.latency_max_us);
   }
+  for (const auto& p : r->processes) {
+    r->replayed += p.summary.replayed;
+    r->reconnects += p.summary.reconnects;
+  }
+  // Each sink behind a key split counts the tuples it did not get (n - 1
+  // times a tuple over n sinks); the pipeline counts each tuple a split sent
+  // on once: the tuples into the splits' partition operators.
+  for (const auto& p : r->processes)
+    if (p.have_summary)
+      for (const OperatorSummary& o : p.summary.operators)
+        if (o.name.size() > 10 && o.name.compare(o.name.size() - 10, 10, ":partition") == 0)
+          r->partitioned += o.tuples_in;
   r->tuples_per_s = wall > 0 ? r->tuples / wall : 0;
   r->gbps = wall > 0 ? bytes * 8.0 / wall / 1e9 : 0;
 }
@@ -753,11 +766,13 @@ std::string report_json(const RunReport& r) {
   return fmt::format(
       "{{\"deployment\":{},\"preset\":{},\"run_dir\":{},\"ok\":{},\"error\":{},"
       "\"tuples\":{},\"tuples_per_s\":{},\"gbps\":{},\"lost\":{},\"duplicated\":{},"
-      "\"corrupt\":{},\"filtered\":{},\"aggregated\":{},\"joined\":{},\"partitioned\":{},\"latency_us\":{{\"p50\":{},\"p99\":{},\"max\":{}}},"
+      "\"corrupt\":{},\"filtered\":{},\"aggregated\":{},\"joined\":{},\"partitioned\":{},"
+      "\"replayed\":{},\"deduplicated\":{},\"reconnects\":{},\"latency_us\":{{\"p50\":{},\"p99\":{},\"max\":{}}},"
       "\"processes\":[{}]{}}}",
       str(r.deployment), str(r.preset), str(r.run_dir), r.ok ? "true" : "false", str(r.error),
       r.tuples, num(r.tuples_per_s), num(r.gbps), r.lost, r.duplicated, r.corrupt, r.filtered,
-      r.aggregated, r.joined, r.partitioned, num(r.latency_p50_us), num(r.latency_p99_us), num(r.latency_max_us), procs, prometheus_json(r));
+      r.aggregated, r.joined, r.partitioned, r.replayed, r.deduplicated, r.reconnects,
+      num(r.latency_p50_us), num(r.latency_p99_us), num(r.latency_max_us), procs, prometheus_json(r));
 }
 
 std::string report_table(const RunReport& r) {
@@ -784,14 +799,18 @@ std::string report_table(const RunReport& r) {
                        s.rss_max_bytes / 1048576.0);
   }
   out += fmt::format("pipeline: {} tuples, {:.0f} tuples/s, {:.2f} Gb/s, lost {}, duplicated {}, "
-                     "corrupt {}, filtered {}{}{}, latency p50/p99/max {:.1f}/{:.1f}/{:.1f} us\n",
+                     "corrupt {}, filtered {}{}{}{}, latency p50/p99/max {:.1f}/{:.1f}/{:.1f} us\n",
                      r.tuples, r.tuples_per_s, r.gbps, r.lost, r.duplicated, r.corrupt, r.filtered,
                      r.aggregated || r.joined
                          ? fmt::format(", aggregated {}, joined {}", r.aggregated, r.joined)
                          : "",
-                     r.partitioned ? fmt::format(", partitioned {} (split by key: each sink counts "
-                                                 "the tuples it did not get)", r.partitioned)
+                     r.partitioned ? fmt::format(", partitioned {} (tuples a key split sent on, each "
+                                                 "once)", r.partitioned)
                                    : "",
+                     r.reconnects || r.replayed || r.deduplicated
+                         ? fmt::format(", reconnects {}, replayed {} events, deduplicated {} tuples",
+                                       r.reconnects, r.replayed, r.deduplicated)
+                         : "",
                      r.latency_p50_us, r.latency_p99_us, r.latency_max_us);
   for (const auto& p : r.processes) {
     const BurstSummary& b = p.summary.burst;

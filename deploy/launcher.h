@@ -130,6 +130,7 @@ struct RunReport {
   // each sink counts what it did not get, so with a split over n sinks a
   // tuple is counted by n - 1 of them; `tuples` adds up every sink's.
   uint64_t partitioned = 0;
+  uint64_t replayed = 0, deduplicated = 0, reconnects = 0;  // acks: see ProcessSummary
   double latency_p50_us = 0, latency_p99_us = 0, latency_max_us = 0;
 
   // --prometheus: the server, and per process what it recorded.

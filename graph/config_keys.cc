@@ -58,7 +58,7 @@ const std::vector<std::string> kWaits = {"block", "spin", "hybrid"};
 const std::vector<std::string> kRoles = {"loadgen", "node", "sink"};
 const std::vector<std::string> kGenKinds = {"sequence", "uniform", "zipf", "constant", "random"};
 const std::vector<std::string> kLaunchers = {"local", "netns", "ssh"};
-const std::vector<std::string>& kOperatorKinds = *new std::vector<std::string>(operator_kinds());
+const std::vector<std::string>& kOperatorKinds = operator_kind_list();  // with test binaries' kinds
 const std::vector<std::string> kSendQueues = {"sync", "async"};
 const std::vector<std::string> kRxPolls = {"block", "select"};
 const std::vector<std::string> kHandovers = {"descriptor", "copy"};
@@ -220,6 +220,16 @@ const std::vector<LinkKey>& link_keys() {
       link_uint("connect_timeout_ms", nullptr,
                 +[](LinkOptions& l) -> uint32_t& { return l.connect_timeout_ms; },
                 "how long a sender keeps retrying to connect to its receiver, in milliseconds"),
+      link_enum("acks", nullptr, &kOnOff,
+                [](LinkOptions* l, const std::string& v) { l->acks = v == "on"; },
+                [](const LinkOptions& l) { return std::string(l.acks ? "on" : "off"); },
+                "on: upstream backup: a sender keeps what it sent until the receiver "
+                "acknowledges it, connects again after a break and replays the rest (nothing "
+                "lost when a node dies and restarts; transport/PROTOCOL.md section 5)"),
+      link_uint("reconnect_timeout_ms", nullptr,
+                +[](LinkOptions& l) -> uint32_t& { return l.reconnect_timeout_ms; },
+                "with acks: how long a sender whose link broke keeps trying to connect again "
+                "before the run fails, in milliseconds"),
       link_enum("fabric_provider", "fabric", &kFabricProviders,
                 [](LinkOptions* l, const std::string& v) { l->msg.fabric_provider = v; },
                 [](const LinkOptions& l) { return l.msg.fabric_provider; },

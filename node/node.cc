@@ -44,6 +44,9 @@ std::string link_label(const LinkOptions& o) {
 NetSource::NetSource(const std::vector<LinkOptions>& links) : opts_(links) {}
 
 NetSource::~NetSource() {
+  for (auto& l : listeners_) l->shutdown();
+  for (auto& r : rejoin_)
+    if (r && r->accepting.joinable()) r->accepting.join();
   if (epfd_ >= 0) ::close(epfd_);
 }
 
@@ -114,6 +117,8 @@ Status NetSource::start() {
     return Status::Error("shut down while accepting");
   }
   watching_.assign(links_.size(), true);
+  rejoin_.clear();
+  for (size_t i = 0; i < links_.size(); ++i) rejoin_.push_back(std::make_unique<Rejoin>());
   for (size_t i = 0; i < links_.size(); ++i) {
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -129,9 +134,60 @@ Status NetSource::give_back_freed() {
   size_t n;
   while ((n = pool_->try_acquire_n(freed, 64)) > 0)
     for (size_t i = 0; i < n; ++i) {
-      Status st = links_[owner_[freed[i]]]->give_back(freed[i]);
+      const uint16_t l = owner_[freed[i]];
+      Status st = links_[l]->give_back(freed[i]);
+      if (!st) st = link_broke(l, st);  // a credit message to an upstream that is gone
       if (!st) return st;
     }
+  return {};
+}
+
+// A link with acks broke (its upstream died, or the network between): what
+// it had handed out goes on through the node; once every slot of it came
+// back, the listener waits for the upstream to connect again, and its sender
+// replays what was not acknowledged. Without acks the error ends the stage.
+Status NetSource::link_broke(size_t i, const Status& why) {
+  if (!opts_[i].acks || shut_ || pool_->closed()) return why;
+  if (rejoin_[i]->down) return {};
+  spdlog::warn("{}; waiting for its upstream to connect again", why.message());
+  if (watching_[i]) {
+    epoll_ctl(epfd_, EPOLL_CTL_DEL, links_[i]->wait_fd(), nullptr);
+    watching_[i] = false;
+  }
+  rejoin_[i]->down = true;
+  return {};
+}
+
+Status NetSource::tend_broken() {
+  for (size_t i = 0; i < links_.size(); ++i) {
+    Rejoin& r = *rejoin_[i];
+    if (!r.down) continue;
+    if (!r.accepting.joinable()) {
+      // Its slots must all be back before a new connection posts them.
+      if (links_[i]->outstanding() > 0) continue;
+      r.done = false;
+      r.accepting = std::thread([this, i, &r] {
+        r.next = listeners_[i]->accept(&r.error);
+        r.done.store(true, std::memory_order_release);
+      });
+      continue;
+    }
+    if (!r.done.load(std::memory_order_acquire)) continue;
+    r.accepting.join();
+    if (!r.next) return r.error.ok() ? Status::Error("shut down while accepting") : r.error;
+    {
+      std::lock_guard lk(mu_);
+      links_[i] = std::move(r.next);
+    }
+    r.down = false;
+    ++reconnects_;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = i;
+    epoll_ctl(epfd_, EPOLL_CTL_ADD, links_[i]->wait_fd(), &ev);
+    watching_[i] = true;
+    spdlog::info("{}: connected again", links_[i]->name());
+  }
   return {};
 }
 
@@ -162,11 +218,26 @@ Status NetSource::sleep() {
   int timeout = -1;
   size_t threshold = end_out_ ? 1 : pool_->reserve_first();
   for (size_t i = 0; i < links_.size(); ++i) {
+    if (rejoin_[i]->down) timeout = 20;  // look at the accept now and then
     if (!watching_[i]) continue;
+    // With acks, nothing owed waits for a batch while this stage sleeps: a
+    // sender may be waiting for acknowledgements (its replay log full, or
+    // its close).
+    if (opts_[i].acks) {
+      Status st = links_[i]->flush_credits();
+      if (!st) {
+        st = link_broke(i, st);
+        if (!st) return st;
+        continue;
+      }
+    }
     const int p = links_[i]->poll_period_ms();
     if (p >= 0 && (timeout < 0 || p < timeout)) timeout = p;
     const Receiver& l = *links_[i];
     if (l.sender_credits() < l.credit_batch()) threshold = std::min<size_t>(threshold, l.credit_batch());
+    // With acks, a slot that comes back is an acknowledgement an upstream
+    // may be waiting for (its log, its pool, its close): return it at once.
+    if (opts_[i].acks && l.outstanding() > 0) threshold = 1;
   }
   if (threshold != wake_threshold_) pool_->set_wake_threshold(wake_threshold_ = threshold);
   EventCount& freed = pool_->freed();
@@ -191,6 +262,8 @@ Status NetSource::next(std::span<Descriptor> out, size_t* n) {
     if (pool_->closed()) return Status::Error("receive stage shut down");
     Status st = give_back_freed();
     if (!st) return st;
+    st = tend_broken();
+    if (!st) return st;
     if (end_out_) {
       // The stream has ended; stay until every END slot came back, so each
       // link returns its last credits and finishes cleanly.
@@ -205,10 +278,14 @@ Status NetSource::next(std::span<Descriptor> out, size_t* n) {
     for (size_t j = 0; j < links_.size() && k < out.size(); ++j) {
       const size_t i = (rr_ + j) % links_.size();
       Receiver& l = *links_[i];
-      if (l.ended()) continue;
+      if (l.ended() || rejoin_[i]->down) continue;
       size_t got = 0;
       st = l.poll(out.subspan(k), &got);
-      if (!st) return st;
+      if (!st) {
+        st = link_broke(i, st);
+        if (!st) return st;
+        continue;
+      }
       for (size_t e = k; e < k + got; ++e) {
         if (!(out[e].flags & kDescEnd)) continue;
         if (watching_[i]) {
@@ -243,13 +320,13 @@ Status NetSource::next(std::span<Descriptor> out, size_t* n) {
 
 void NetSource::shutdown() {
   std::lock_guard lk(mu_);
-  shut_ = true;
+  shut_ = true;  // read unlocked by the stage: a broken link then just ends it
   for (auto& l : listeners_) l->shutdown();
   for (auto& r : links_) r->shutdown();
   pool_->close();
 }
 
-void NetSource::report(ProcessSummary& s) const {}
+void NetSource::report(ProcessSummary& s) const { s.reconnects += reconnects_; }
 
 void NetSource::live_links(std::vector<LiveLink>* out) const {
   std::lock_guard lk(mu_);
@@ -353,7 +430,8 @@ Status NetDestination::route(const Descriptor& d) {
 
 // END: each link's own, after everything before it; then the slot is free.
 // A key split's links each get every stream, each stream's account with the
-// tuples the split sent to the other links added as `partitioned`.
+// tuples the split sent to the other links added as `partitioned`, and those
+// dropped before the split inside the events it cut as `filtered`.
 Status NetDestination::end(const Descriptor& d) {
   const std::byte* p = pool_.slot(d.slot) + d.offset;
   Status st;
@@ -366,9 +444,11 @@ Status NetDestination::end(const Descriptor& d) {
     for (size_t i = 0; i < links_.size() && st; ++i) {
       *end_ = all;
       end_->flags |= kEndAccounts | kEndPartitioned;
-      for (uint32_t e = 0; e < all.n_streams; ++e)
+      for (uint32_t e = 0; e < all.n_streams; ++e) {
         end_->accounts[e].partitioned +=
             tally_->not_sent(all.streams[e].stream, static_cast<uint32_t>(i));
+        end_->accounts[e].filtered += tally_->filtered_ahead(all.streams[e].stream);
+      }
       write_end(*end_, end_wire_.get());
       st = links_[i]->end(end_wire_.get(), static_cast<uint32_t>(end_->wire_bytes()));
     }
@@ -449,7 +529,12 @@ void NetDestination::wait_fds(std::vector<int>* fds) const {
 }
 
 void NetDestination::report(ProcessSummary& s) const {
-  for (const auto& l : links_) s.credit_waits += l->stats().credit_waits;
+  for (const auto& l : links_) {
+    s.credit_waits += l->stats().credit_waits;
+    const ReplayStats r = l->replay_stats();
+    s.replayed += r.replayed_events;
+    s.reconnects += r.reconnects;
+  }
 }
 
 void NetDestination::live_links(std::vector<LiveLink>* out) const {
@@ -613,9 +698,9 @@ class Instance::ChainEmitter final : public Emitter {
     auto& c = in_->chain_.cost(op_);
     c.events_out += events;
     c.tuples_out += tuples;
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = thread_cpu_s();
     if (in_->run_chain(d, op_ + 1)) in_->push_all(1, in_->to_send_, &d, 1);
-    in_->nested_s_[op_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    in_->nested_s_[op_] += thread_cpu_s() - t0;
   }
 
   Instance* in_;
@@ -629,14 +714,14 @@ bool Instance::run_chain(Descriptor& d, size_t from) {
     c.events_in += d.events;
     c.tuples_in += d.tuples;
     Operator& op = chain_.op(i);
-    // A clock read per operator per descriptor (a batch of events), not per
-    // tuple; what it emits is timed again by the operators after it, and
-    // taken out of its own time.
+    // The thread's CPU time (not wall time: a wait for a reserve slot or a
+    // preemption is no cost of the operator), read per operator per
+    // descriptor (a batch of events), not per tuple; what it emits is timed
+    // again by the operators after it, and taken out of its own time.
     const double nested0 = nested_s_[i];
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = thread_cpu_s();
     const Operator::Result r = op.process(work_pool_->slot(d.slot) + d.offset, d, *emitters_[i]);
-    c.cpu_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
-               (nested_s_[i] - nested0);
+    c.cpu_s += thread_cpu_s() - t0 - (nested_s_[i] - nested0);
     if (Status st = op.status(); !st) {
       fail(Status::Error(fmt::format("operator {} ({}): {}", i, op.name(), st.message())));
       return false;
@@ -657,11 +742,10 @@ bool Instance::run_chain(Descriptor& d, size_t from) {
 bool Instance::end_chain(Descriptor& d) {
   for (size_t i = 0; i < chain_.size(); ++i) {
     const double nested0 = nested_s_[i];
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = thread_cpu_s();
     chain_.op(i).on_time(UINT64_MAX, *emitters_[i]);
     chain_.op(i).flush(*emitters_[i]);
-    chain_.cost(i).cpu_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
-                            (nested_s_[i] - nested0);
+    chain_.cost(i).cpu_s += thread_cpu_s() - t0 - (nested_s_[i] - nested0);
   }
   auto eos = std::make_unique<EndOfStream>();  // once, at the end
   std::byte* p = work_pool_->slot(d.slot) + d.offset;

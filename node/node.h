@@ -116,6 +116,10 @@ class NetSource final : public Source {
   Status give_back_freed();
   Status sleep();
   bool merge_end(const Descriptor& d);
+  // acks: a link that broke waits for its slots, then for its upstream to
+  // connect again (the listener's next accept, on a thread of its own).
+  Status link_broke(size_t i, const Status& why);
+  Status tend_broken();
 
   std::vector<LinkOptions> opts_;
   std::unique_ptr<SlotPool> pool_;
@@ -129,7 +133,17 @@ class NetSource final : public Source {
   bool end_out_ = false;
   std::unique_ptr<EndOfStream> merged_;
   mutable std::mutex mu_;  // guards links_ against shutdown() and live_links() from other threads
-  bool shut_ = false;
+  std::atomic<bool> shut_{false};
+  // Broken links (acks): down, and the accept that will replace them.
+  struct Rejoin {
+    bool down = false;
+    std::thread accepting;
+    std::atomic<bool> done{false};
+    std::unique_ptr<Receiver> next;
+    Status error;
+  };
+  std::vector<std::unique_ptr<Rejoin>> rejoin_;
+  uint64_t reconnects_ = 0;
 };
 
 // The downstream links of one instance. With one link, descriptors go

@@ -43,6 +43,8 @@ struct VerifyCounts {
   uint64_t partitioned = 0;
   // Tuples operators claimed to take out that no stream missed (also corrupt).
   uint64_t miscounted = 0;
+  // Tuples of events that came again after a replay (acks) and were dropped.
+  uint64_t deduplicated = 0;
   bool end_seen = false;
 };
 
@@ -65,6 +67,11 @@ class Verifier final : public Destination {
   const LiveHistogram* live_latency() const override { return &live_latency_; }
   // Burst mode: bursts of the generator, one every period_ns (bursts.h).
   void track_bursts(uint64_t period_ns, uint32_t head) { bursts_.emplace(period_ns, head); }
+  // Upstream links with acks replay what they were not sure of: drop an
+  // event whose stream already had an event_seq as high (each stream travels
+  // one path, in order). Key-split parts are not deduplicated.
+  void dedupe(bool on) { dedupe_ = on; }
+  bool dedupes() const { return dedupe_; }
   const BurstStats* bursts() const { return bursts_ ? &*bursts_ : nullptr; }
 
   // Checks one run of events (exposed for tests).
@@ -80,6 +87,8 @@ class Verifier final : public Destination {
   LiveHistogram live_latency_;  // the same samples, for the exporter while it runs
   std::optional<BurstStats> bursts_;
   std::array<uint64_t, kMaxStreams> next_seq_{};
+  bool dedupe_ = false;
+  std::array<uint64_t, kMaxStreams> last_event_{};  // highest event_seq + 1 per stream (dedupe)
   std::array<bool, kMaxStreams> seen_{};
   std::array<uint64_t, kMaxStreams> corrupt_unseen_{};  // corrupt tuples not yet met as a gap
   std::array<uint64_t, kMaxStreams> missing_{};  // gaps counted lost, until END's accounts explain them

@@ -357,6 +357,18 @@ Status Sender::replay() {
   return st;
 }
 
+Status Sender::progress() {
+  if (!error_.ok()) return error_;
+  Status st = carrier_->progress();
+  // The carriers that take credits themselves do it on this thread (acks
+  // refuse the one that does not: tcp's async_send).
+  if (st && opts_.acks && !ended_) st = gate_->poll_messages();
+  if (!st) st = recover(st);
+  if (st && opts_.acks) st = drop_acked();
+  if (!st) return fail(st);
+  return {};
+}
+
 Status Sender::close_frame() {
   if (np_ == 0) return {};
   Status st = emit(FrameKind::kEvents, pieces_.data(), np_, payload_, events_);

@@ -169,6 +169,8 @@ class CreditGate {
   // Waits for a credit message (any), keeping what it brings; for a sender
   // whose replay log is full.
   Status wait_message() { return refill(true); }
+  // Takes in the credit messages that arrived, without waiting.
+  Status poll_messages() { return refill(false); }
   // Frames of the connection the receiver acknowledged (any thread).
   uint64_t acked() const { return acked_.load(std::memory_order_acquire); }
   uint64_t waits() const { return waits_.get(); }
@@ -233,8 +235,11 @@ class Sender {
   ReplayStats replay_stats() const;
   // The carrier has completions to reap while nothing new is sent; the
   // owner then calls progress() and sleeps on wait_fd() with its ring.
-  bool busy() const { return carrier_->busy(); }
-  Status progress() { return carrier_->progress(); }
+  // With acks, frames not yet acknowledged are work too: their
+  // acknowledgements free the pool's slots, so the owner reads them even
+  // while nothing new is to be sent.
+  bool busy() const { return carrier_->busy() || (opts_.acks && log_head_ < log_tail_); }
+  Status progress();
   int wait_fd() const { return carrier_->wait_fd(); }
   const std::string& name() const { return name_; }
   LinkStats stats() const;

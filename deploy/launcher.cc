@@ -603,7 +603,7 @@ std::string plan_text(const Deployment& d, const Programs& programs, const Execu
     if (!listens.empty()) out += fmt::format("    listens: {}\n", fmt::join(listens, ", "));
     if (d.metrics)
       out += fmt::format("    metrics: http://{}:{}/metrics\n",
-                         d.metrics_address.empty() ? p.bind_address() : d.metrics_address,
+                         metrics_bind_address(d, p),
                          d.metrics_port ? std::to_string(d.metrics_port + k) : "<any free port>");
     out += fmt::format("    log: {}\n    summary: {}\n", (run / (p.name + ".log")).string(), summary);
   }
@@ -671,7 +671,7 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
     for (size_t i = 0; i < d.processes.size(); ++i) {
       const ProcessConfig& p = d.processes[i];
       targets.push_back({p.name, role_name(p.role),
-                         fmt::format("{}:{}", d.metrics_address.empty() ? p.bind_address() : d.metrics_address,
+                         fmt::format("{}:{}", metrics_bind_address(d, p),
                                      d.metrics_port + i)});
     }
     prom = PrometheusServer::start(r.run_dir, targets, o.prometheus_rules, o.prometheus_consoles, &st);

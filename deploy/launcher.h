@@ -102,6 +102,10 @@ struct ProcessOutcome {
   int exit_code = -1;        // once exited: its code, or -1 when killed by a signal
   int term_signal = 0;       // the signal that killed it
   bool stopped = false;  // still running when sluice-deploy stopped the run
+  // restart: on-failure: how many times the supervisor started it again, and
+  // when (seconds after the run's processes were all started).
+  uint32_t restarts = 0;
+  std::vector<double> restarted_at_s;
   bool ok = false;
   std::string error;
   std::string log_path;

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "deploy/launcher.h"
+#include "deploy/predict.h"
 #include "deploy/session.h"
 #include "graph/config.h"
 
@@ -119,6 +120,14 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"local", "netns", "ssh"}));
   }
   plan->add_option("--run-dir", run_dir, "As for run");
+  bool predict_flag = false;
+  std::string calibration_path = std::string(SLUICE_SOURCE_DIR) + "/experiments/calibration.json";
+  plan->add_flag("--predict", predict_flag,
+                 "Instead of the plan, print the cost model's prediction: tuples/s, and CPE_p per\n"
+                 "process (experiments/costmodel.py; coefficients from --calibration)");
+  plan->add_option("--calibration", calibration_path,
+                   "The cost model's coefficients, as experiments/reproduce.py writes them")
+      ->capture_default_str();
 
   // up / status / down: a deployment that outlives this program (session.h).
   CLI::App* up = app.add_subcommand(
@@ -193,6 +202,7 @@ int main(int argc, char** argv) {
     }
     return kBadInput;
   }
+  for (const std::string& w : d.warnings) fmt::print(stderr, "sluice-deploy: warning: {}\n", w);
 
   if (check->parsed()) {
     fmt::print("# {}: ok ({} processes, preset {})\n{}{}", file, d.processes.size(), d.preset,
@@ -203,6 +213,19 @@ int main(int argc, char** argv) {
   if (!launcher.empty()) d.launcher = launcher;
   std::unique_ptr<Executor> executor;
   st = make_executor(d, stderr, &executor);
+
+  if (plan->parsed() && predict_flag) {
+    Calibration cal;
+    Prediction pred;
+    st = load_calibration(calibration_path, &cal);
+    if (st) st = predict(d, cal, &pred);
+    if (!st) {
+      fmt::print(stderr, "sluice-deploy: {}\n", st.message());
+      return kBadInput;
+    }
+    fmt::print("{}", prediction_text(d, cal, pred));
+    return kOk;
+  }
 
   if (plan->parsed()) {
     Programs programs;

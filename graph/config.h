@@ -215,6 +215,9 @@ struct Deployment {
   bool chain = false;              // true when `links:` was left out
 
   std::string file;                // where it came from
+  // What the file says that has no effect, one "file:line: ..." each (a
+  // top-level carrier key no link's carrier reads); sluice-deploy prints them.
+  std::vector<std::string> warnings;
   // Set by a program run from flags (--listen/--connect) rather than a file:
   // it knows only its own links, so each is link 0 and a Hello names no
   // receiver. Not a key of the file.

@@ -22,7 +22,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -49,6 +51,12 @@ Status parse_operator(const Reader& r, const YAML::Node& n, const std::string& p
     return r.error(n, path,
                    fmt::format("an operator is a map with exactly one key naming its kind ({})",
                                join(kOperatorKinds)));
+  // `aggregate` was a second, plainer group-by beside `groupby`; one remains.
+  if (n.IsMap() && n.begin()->first.IsScalar() && n.begin()->first.Scalar() == "aggregate")
+    return r.error(n.begin()->first, path + ".aggregate",
+                   "'aggregate' is now 'groupby' (one group-by operator): write {groupby: "
+                   "{group_by: FIELD, aggregates: \"count, sum(FIELD)\", window: count, size: N, "
+                   "max_groups: G}} for aggregate's {group_by, sum, window: N, groups: G}");
   std::vector<std::pair<YAML::Node, YAML::Node>> kv;
   if (Status st = r.keys_of(n, path, kOperatorKinds, &kv); !st) return st;
   op->kind = kv[0].first.Scalar();
@@ -568,7 +576,27 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
   // (`congestion` for the tcp links, `fabric_provider` for the fabric ones)
   // and is unused by the others, so `--set preset=fabric-opt` runs a file
   // written for tcp. On a link of `links:`, a key its carrier does not have
-  // is an error (parse_link).
+  // is an error (parse_link). A top-level key that no link's carrier reads
+  // is a warning: the file says something that has no effect.
+  for (const auto& key : link_keys()) {
+    if (!key.only || !places.of.count(key.name)) continue;
+    std::vector<std::string> carriers;
+    bool read = false;
+    for (const LinkConfig& l : d->links) {
+      read = read || key_applies(key.only, l.options.transport);
+      if (std::find(carriers.begin(), carriers.end(), l.options.transport) == carriers.end())
+        carriers.push_back(l.options.transport);
+    }
+    if (read) continue;
+    std::string only = key.only;
+    for (size_t bar; (bar = only.find('|')) != std::string::npos;) only.replace(bar, 1, " or ");
+    const std::string w = places.at(key.name);
+    d->warnings.push_back(fmt::format(
+        "{}: {}'{}' is a {} option and no link's transport is {} (the links are {}); it has no "
+        "effect",
+        w, w.rfind("--set ", 0) == 0 ? "" : fmt::format("key '{}': ", key.name), key.name,
+        key.only, only, fmt::join(carriers, ", ")));
+  }
   if (Status st = validate(*d, places, link_places, process_places); !st) return st;
   if (Status st = resolve_schemas(d, places); !st) return st;
   if (Status st = validate_split_keys(*d, process_places); !st) return st;

@@ -1,4 +1,5 @@
 #include "graph/config.h"
+#include "graph/operator.h"
 
 #include <gtest/gtest.h>
 
@@ -421,6 +422,73 @@ TEST(Graph, APortClashNamesThePortLines) {
                        "  - name: sink\n    role: sink\n    port: 65535\n"),
              "test.yaml:6: key 'processes.1.port': process 'sink': link 0 (loadgen -> sink, "
              "instance 1) would listen on port 65536");
+}
+
+// A wildcard address takes the port on every address of its host: 0.0.0.0:P
+// by one process and 127.0.0.1:P by another clash on one machine (the second
+// would fail to bind at start), and the error names both processes and lines.
+TEST(Graph, AWildcardAndASpecificAddressClashOnOneHost) {
+  const std::string yaml = R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node, listen: 0.0.0.0}
+  - {name: sink, role: sink}
+links:
+  - {from: loadgen, to: node-a, port: 18000}
+  - {from: node-a, to: sink, port: 18000}
+)";
+  EXPECT_HAS(parse_err(yaml),
+             "test.yaml:7: key 'links.1.port': process 'node-a' (at test.yaml:3) listens on "
+             "0.0.0.0:18000 for link 0 (loadgen -> node-a, instance 0, port at test.yaml:6) and "
+             "process 'sink' (at test.yaml:4) on 127.0.0.1:18000 for link 1 (node-a -> sink, "
+             "instance 0); a wildcard address takes the port on every address of this machine");
+  // The other order: the specific address first.
+  EXPECT_HAS(parse_err(yaml, {"processes.1.listen=127.0.0.1", "processes.2.listen=0.0.0.0"}),
+             "listens on 127.0.0.1:18000 for link 0");
+  // Two specific addresses share a port.
+  parse_ok(yaml, {"processes.1.listen=127.0.0.2"});
+  // Hosts of their own (netns): 0.0.0.0 on one does not take the other's port.
+  const std::string hosts = R"(launcher: netns
+hosts: [{name: h1, address: 10.77.0.1}, {name: h2, address: 10.77.0.2}]
+processes:
+  - {name: loadgen, role: loadgen, host: h1}
+  - {name: node-a, role: node, host: h1, listen: 0.0.0.0}
+  - {name: sink, role: sink, host: h2, listen: 0.0.0.0}
+links:
+  - {from: loadgen, to: node-a, port: 18000}
+  - {from: node-a, to: sink, port: 18000}
+)";
+  parse_ok(hosts);
+  // ...but on one host they clash.
+  EXPECT_HAS(parse_err(hosts, {"processes.2.host=h1", "processes.2.listen=10.77.0.1"}),
+             "a wildcard address takes the port on every address of host 'h1'");
+}
+
+// A top-level carrier key is the default of the links whose carrier reads
+// it; when no link's carrier does, the file says something with no effect:
+// a warning naming the key and its line (a link's own such key is an error).
+TEST(Graph, ATopLevelKeyNoLinkReadsIsAWarning) {
+  const std::string yaml = std::string("transport: fabric\nrx_poll: select\n") + kChain;
+  Deployment d = parse_ok(yaml);
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_EQ(d.warnings[0], "test.yaml:2: key 'rx_poll': 'rx_poll' is a tcp option and no link's "
+                           "transport is tcp (the links are fabric); it has no effect");
+  // Set by --set: the --set is named.
+  d = parse_ok(kChain, {"transport=ucx", "congestion=cubic"});
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_EQ(d.warnings[0], "--set congestion=cubic: 'congestion' is a tcp option and no link's "
+                           "transport is tcp (the links are ucx); it has no effect");
+  // One link reads it: no warning (the others simply do not use it).
+  d = parse_ok(std::string("rx_poll: select\n") + R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node}
+  - {name: sink, role: sink}
+links:
+  - {from: loadgen, to: node-a, transport: fabric}
+  - {from: node-a, to: sink}
+)");
+  EXPECT_TRUE(d.warnings.empty()) << d.warnings[0];
+  // Keys of every carrier, and a tcp file: none.
+  EXPECT_TRUE(parse_ok(std::string("rx_poll: select\nslots: 64\n") + kChain).warnings.empty());
 }
 
 TEST(Config, LoadDeploymentMissingFile) {
@@ -1343,7 +1411,7 @@ processes:
     role: node
     operators:
       - filter: {field: price, op: ge, value: 10}
-      - aggregate: {group_by: sym, sum: price, window: 100}
+      - groupby: {group_by: sym, aggregates: 'count, sum(price)', window: count, size: 100}
   - {name: end, role: sink}
 )";
 
@@ -1381,13 +1449,47 @@ TEST(ConfigSchemas, ErrorsNameFileLineKeyAndOperator) {
   EXPECT_HAS(err("field: price", "field: prise"),
              "s.yaml:13: key 'processes.1.operators.0.filter.field': process 'mid', operator 0 "
              "(filter): no field 'prise' in schema trades");
-  EXPECT_HAS(err("window: 100", "windw: 100"),
-             "unknown key 'processes.1.operators.1.aggregate.windw' (did you mean 'window'?)");
-  EXPECT_HAS(err("window: 100", "window: many"),
-             "key 'processes.1.operators.1.aggregate.window': expected an unsigned integer, got 'many'");
-  // After the aggregate, the stream is its rows: a filter on price no longer fits.
-  EXPECT_HAS(err("window: 100}", "window: 100}\n      - filter: {field: price}"),
+  EXPECT_HAS(err("size: 100", "sise: 100"),
+             "unknown key 'processes.1.operators.1.groupby.sise' (did you mean 'size'?)");
+  EXPECT_HAS(err("size: 100", "size: many"),
+             "key 'processes.1.operators.1.groupby.size': expected an unsigned integer, got 'many'");
+  // After the group-by, the stream is its rows: a filter on price no longer fits.
+  EXPECT_HAS(err("size: 100}", "size: 100}\n      - filter: {field: price}"),
              "operator 2 (filter): no field 'price' in schema aggregate");
+}
+
+// One group-by operator: `aggregate` is refused with the groupby to write.
+TEST(ConfigSchemas, AggregateIsNowGroupBy) {
+  std::string y = kSchemaFile;
+  const std::string gb = "groupby: {group_by: sym, aggregates: 'count, sum(price)', window: count, size: 100}";
+  y.replace(y.find(gb), gb.size(), "aggregate: {group_by: sym, sum: price, window: 100}");
+  Deployment d;
+  Status st = parse_deployment(y, "s.yaml", {}, &d);
+  ASSERT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "s.yaml:14: key 'processes.1.operators.1.aggregate': 'aggregate' is now "
+                           "'groupby' (one group-by operator): write {groupby: {group_by: FIELD, "
+                           "aggregates: \"count, sum(FIELD)\"");
+  EXPECT_EQ(find_operator_spec("aggregate"), nullptr);
+}
+
+// Test-only operators are in no shipped program's registry: a test binary
+// registers its own, and only then may a deployment name it.
+TEST(ConfigSchemas, TestOnlyOperatorsAreRegisteredByTheTestBinary) {
+  EXPECT_EQ(find_operator_spec("miscount"), nullptr);
+  const std::string y = "processes:\n  - {name: g, role: loadgen}\n"
+                        "  - {name: n, role: node, operators: [{passthrough_for_test: {}}]}\n"
+                        "  - {name: s, role: sink}\n";
+  Deployment d;
+  EXPECT_FALSE(parse_deployment(y, "t.yaml", {}, &d).ok());
+  OperatorSpec spec{"passthrough_for_test", "test only", {}};
+  spec.output = [](const OperatorConfig&, const Schema& in, Schema* out) {
+    *out = in;
+    return Status();
+  };
+  ASSERT_TRUE(register_operator(spec));
+  EXPECT_FALSE(register_operator(spec));  // once
+  Status st = parse_deployment(y, "t.yaml", {}, &d);
+  EXPECT_TRUE(st.ok()) << st.message();
 }
 
 }  // namespace

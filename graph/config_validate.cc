@@ -8,7 +8,8 @@
 //                        of two, streams within what a pipeline carries), an
 //                        event fits a slot on every link, the end of a stream
 //                        fits one, and no two receivers listen on one
-//                        address:port for any instance.
+//                        address:port for any instance (a wildcard
+//                        address clashes with every address of its host).
 //   validate_split_keys  split: key hashes a numeric field of what the
 //                        process sends, and only a node splits by key.
 //
@@ -228,6 +229,19 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
     if (process_at[to].of.count("port")) return process_at[to].at("port");
     return d.chain ? d.processes[to].source_line : link_at[l].root;
   };
+  // One host's ports: a wildcard address (0.0.0.0, ::) takes the port on
+  // every address of the host, so it clashes with a specific address there
+  // too. Without `hosts:`, or with the local launcher, every process runs on
+  // this machine; else on its host (its own namespace or machine).
+  auto wildcard = [](const std::string& a) { return a == "0.0.0.0" || a == "::" || a == "[::]"; };
+  const bool one_machine = d.hosts.empty() || d.launcher == "local";
+  auto host_of = [&](size_t i) { return one_machine ? std::string() : d.processes[i].host_name; };
+  struct Listener {
+    std::string address;
+    size_t link;
+    uint32_t instance;
+  };
+  std::map<std::pair<std::string, uint32_t>, std::vector<Listener>> on_host;
   std::map<std::pair<std::string, uint32_t>, std::pair<size_t, uint32_t>> used;
   for (size_t l = 0; l < d.links.size(); ++l) {
     const size_t to = d.links[l].to;
@@ -247,7 +261,8 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
         return err(fmt::format("{} would listen on port {}, beyond 65535 (lower base_port, or the "
                                "port of '{}' or of the link)",
                                link_name(d, l, instance), port, t.name));
-      auto [it, fresh] = used.emplace(std::make_pair(t.bind_address(), port), std::make_pair(l, k));
+      auto [it, fresh] = used.emplace(std::make_pair(host_of(to) + " " + t.bind_address(), port),
+                                      std::make_pair(l, k));
       if (!fresh) {
         const auto [m, mk] = it->second;
         const std::string first_at = ", at " + port_at(m);
@@ -256,6 +271,22 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
                                link_name(d, m, fmt::format(", instance {}{}", mk, first_at)),
                                link_name(d, l, instance), t.bind_address(), port));
       }
+      std::vector<Listener>& here = on_host[{host_of(to), port}];
+      for (const Listener& o : here) {
+        if (o.address == t.bind_address() ||
+            (!wildcard(o.address) && !wildcard(t.bind_address())))
+          continue;
+        const ProcessConfig& f = d.processes[d.links[o.link].to];
+        return err(fmt::format(
+            "process '{}' (at {}) listens on {}:{} for {} and process '{}' (at {}) on {}:{} for {}; "
+            "a wildcard address takes the port on every address of {}, so the second cannot "
+            "bind; give a process or a link its own port",
+            f.name, f.source_line, o.address, port,
+            link_name(d, o.link, fmt::format(", instance {}, port at {}", o.instance, port_at(o.link))),
+            t.name, t.source_line, t.bind_address(), port, link_name(d, l, instance),
+            one_machine ? std::string("this machine") : "host '" + host_of(to) + "'"));
+      }
+      here.push_back({t.bind_address(), l, k});
     }
   }
   return {};

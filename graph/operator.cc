@@ -10,23 +10,40 @@
 
 namespace sluice {
 
-// Each kind's declaration lives beside its code (filter.cc, aggregate.cc,
-// project.cc, kernel_ops.cc); this list is the one place that names them all.
+// Each kind's declaration lives beside its code (filter.cc, project.cc,
+// kernel_ops.cc); this list is the one place that names the shipped ones.
+// Test binaries add their own with register_operator.
 const OperatorSpec& filter_spec();
-const OperatorSpec& aggregate_spec();
 const OperatorSpec& project_spec();
-const OperatorSpec& miscount_spec();
 const OperatorSpec& groupby_spec();
 const OperatorSpec& correlate_spec();
 const OperatorSpec& join_spec();
 const OperatorSpec& moving_avg_spec();
 
-const std::vector<OperatorSpec>& operator_specs() {
-  static const std::vector<OperatorSpec> all = {filter_spec(), aggregate_spec(), project_spec(),
-                                                miscount_spec(), groupby_spec(), correlate_spec(),
-                                                join_spec(), moving_avg_spec()};
-  return all;
+namespace {
+
+constexpr size_t kMaxOperatorKinds = 64;  // reserved: a spec's address never changes
+
+std::vector<OperatorSpec>& registry() {
+  static std::vector<OperatorSpec>* all = [] {
+    auto* v = new std::vector<OperatorSpec>;
+    v->reserve(kMaxOperatorKinds);
+    for (const OperatorSpec* s : {&filter_spec(), &project_spec(), &groupby_spec(),
+                                  &correlate_spec(), &join_spec(), &moving_avg_spec()})
+      v->push_back(*s);
+    return v;
+  }();
+  return *all;
 }
+
+std::vector<std::string>& kind_list() {
+  static std::vector<std::string>* kinds = new std::vector<std::string>(operator_kinds());
+  return *kinds;
+}
+
+}  // namespace
+
+const std::vector<OperatorSpec>& operator_specs() { return registry(); }
 
 const OperatorSpec* find_operator_spec(std::string_view kind) {
   for (const auto& s : operator_specs())
@@ -38,6 +55,16 @@ std::vector<std::string> operator_kinds() {
   std::vector<std::string> v;
   for (const auto& s : operator_specs()) v.push_back(s.kind);
   return v;
+}
+
+const std::vector<std::string>& operator_kind_list() { return kind_list(); }
+
+bool register_operator(const OperatorSpec& spec) {
+  std::vector<OperatorSpec>& all = registry();
+  if (find_operator_spec(spec.kind) || all.size() == all.capacity()) return false;
+  all.push_back(spec);
+  kind_list().push_back(spec.kind);
+  return true;
 }
 
 const char* param_type_name(ParamType t) {

@@ -171,6 +171,13 @@ struct OperatorSpec {
 const std::vector<OperatorSpec>& operator_specs();
 const OperatorSpec* find_operator_spec(std::string_view kind);
 std::vector<std::string> operator_kinds();
+// The kinds, kept current as kinds are registered (the parser's list).
+const std::vector<std::string>& operator_kind_list();
+// Adds a kind to the registry: for test binaries (an operator that
+// miscounts on purpose, say) so that shipped programs never offer them.
+// Call before any deployment is read; false if the kind exists or the
+// registry is full (specs never move once registered).
+bool register_operator(const OperatorSpec& spec);
 
 // One operator from its configuration, over a stream of schema `in`.
 std::unique_ptr<Operator> make_operator(const OperatorConfig& cfg, const Schema& in, Status* st);

@@ -34,7 +34,9 @@ size_t write_parts(const std::byte* run, uint32_t events, const FieldRef& key, u
       w += h.tuple_bytes;
       ++k;
     }
-    tally->not_sent(h.stream, link) += h.tuple_span - k;
+    tally->not_sent(h.stream, link) += h.tuple_count - k;
+    if (link == 0 && !(h.flags & kEventPart))
+      tally->filtered_ahead(h.stream) += h.tuple_span - h.tuple_count;
     if (k == 0) continue;  // nothing for this link: no part
     std::memcpy(w, t, h.data_bytes);  // the event's array data goes with every part
     EventHeader ph = h;

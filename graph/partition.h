@@ -11,10 +11,13 @@
 // SAME first_seq and tuple_span, resealed, so the sink's per-tuple sequence
 // check stays exact. Parts go into slots of the pool's reserve (one held at
 // a time) and carry their link in the descriptor (kDescRouted). For each
-// link and stream the tally counts the tuples of the spans it cut that did
-// not go to that link; the send stage puts that count into each link's END
-// as the stream's `partitioned` account, so each sink explains the tuples it
-// did not get and still ends with lost = 0.
+// link and stream the tally counts the tuples of the events it cut that went
+// to other links, and per stream the tuples dropped inside those events
+// before the split (a filter ahead of it: span less count); the send stage
+// puts the first into each link's END as the stream's `partitioned` account
+// and adds the second to its `filtered` one, so each sink explains the
+// tuples it did not get and still ends with lost = 0, and a tuple a filter
+// dropped is never counted partitioned.
 #pragma once
 
 #include <cstdint>
@@ -41,12 +44,14 @@ inline uint32_t key_link(uint64_t v, uint32_t links) {
   return static_cast<uint32_t>(key_hash(v) % links);
 }
 
-// Per link and stream: tuples of the spans the split cut that the link did
-// not get. Written by the process stage, read by the send stage at END (the
-// END descriptor's trip through the ring orders the two). Sized when made.
+// Per link and stream: tuples of the events the split cut that went to other
+// links; per stream: tuples dropped inside those events before the split.
+// Written by the process stage, read by the send stage at END (the END
+// descriptor's trip through the ring orders the two). Sized when made.
 class PartitionTally {
  public:
-  explicit PartitionTally(uint32_t links) : links_(links), not_sent_(size_t{links} * kMaxStreams) {}
+  explicit PartitionTally(uint32_t links)
+      : links_(links), not_sent_(size_t{links} * kMaxStreams), filtered_ahead_(kMaxStreams) {}
   uint32_t links() const { return links_; }
   uint64_t& not_sent(uint32_t stream, uint32_t link) {
     return not_sent_[size_t{stream < kMaxStreams ? stream : kMaxStreams - 1} * links_ + link];
@@ -54,17 +59,27 @@ class PartitionTally {
   uint64_t not_sent(uint32_t stream, uint32_t link) const {
     return const_cast<PartitionTally*>(this)->not_sent(stream, link);
   }
+  uint64_t& filtered_ahead(uint32_t stream) {
+    return filtered_ahead_[stream < kMaxStreams ? stream : kMaxStreams - 1];
+  }
+  uint64_t filtered_ahead(uint32_t stream) const {
+    return const_cast<PartitionTally*>(this)->filtered_ahead(stream);
+  }
 
  private:
   uint32_t links_;
   std::vector<uint64_t> not_sent_;
+  std::vector<uint64_t> filtered_ahead_;
 };
 
 // Writes the parts of the `events` events at `run` bound for `link` into
 // `out` (room for `capacity` bytes) starting at event *next; stops before
 // the first part that does not fit. Returns bytes written; *next moves past
 // every event handled, *parts and *tuples count what was written. Each
-// handled event adds its span less the tuples written to tally (stream, link).
+// handled event adds its tuples less those written to tally (stream, link),
+// and (once, on link 0) its span less its tuples to the stream's
+// filtered_ahead, unless it is itself a part of an earlier split (whose
+// accounts, carried in END, already explain what it lacks).
 size_t write_parts(const std::byte* run, uint32_t events, const FieldRef& key, uint32_t link,
                    uint32_t links, std::byte* out, size_t capacity, uint32_t* next,
                    uint32_t* parts, uint32_t* tuples, PartitionTally* tally);

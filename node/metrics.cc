@@ -234,6 +234,26 @@ const char* block_reason_name(int r) {
   return r >= 0 && r < kBlockReasons ? names[r] : "?";
 }
 
+double thread_cpu_s() {
+  timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+std::string progress_line(double since_start_s, double dt_s, const ProgressCounts& now,
+                          const ProgressCounts& last, bool in, bool out) {
+  auto side = [&](const char* name, uint64_t ev, uint64_t ev0, uint64_t by, uint64_t by0) {
+    const double dt = dt_s > 0 ? dt_s : 1;
+    return fmt::format("{} {} events ({:.0f}/s, {:.2f} Gb/s)", name, ev, (ev - ev0) / dt,
+                       (by - by0) * 8.0 / dt / 1e9);
+  };
+  std::string line = fmt::format("{:.0f} s:", since_start_s);
+  if (in) line += " " + side("in", now.events_in, last.events_in, now.bytes_in, last.bytes_in);
+  if (in && out) line += ",";
+  if (out) line += " " + side("out", now.events_out, last.events_out, now.bytes_out, last.bytes_out);
+  return line;
+}
+
 uint64_t mono_ns() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

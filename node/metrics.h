@@ -75,6 +75,21 @@ enum BlockReason { kRingFull = 0, kRingEmpty = 1, kNoCredit = 2, kBlockReasons =
 const char* block_reason_name(int r);  // ring_full, ring_empty, no_credit
 
 uint64_t mono_ns();  // steady clock, ns
+// CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID), seconds: what an
+// operator costs, without the time its thread waited or was preempted.
+double thread_cpu_s();
+
+// A process's once-a-second log line: events and the stream's rate on each
+// side it has, in and out apart (a relay carries the stream once, however
+// many sides count it):
+//   "3 s: in 12000 events (4000/s, 1.02 Gb/s), out 12000 events (4000/s, 1.02 Gb/s)"
+// `in`/`out`: whether the process has that side (a loadgen has no in, a sink
+// no out); counters are totals since the start, `last` those `dt_s` ago.
+struct ProgressCounts {
+  uint64_t events_in = 0, events_out = 0, bytes_in = 0, bytes_out = 0;
+};
+std::string progress_line(double since_start_s, double dt_s, const ProgressCounts& now,
+                          const ProgressCounts& last, bool in, bool out);
 
 // A latency histogram a single writer fills and anyone reads while it runs
 // (relaxed atomics): fixed bounds in seconds, the Prometheus histogram of the

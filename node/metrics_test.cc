@@ -19,6 +19,22 @@ TEST(LatencyHistogram, PercentilesWithinABucket) {
   EXPECT_EQ(small.percentile(50), 3u);
 }
 
+// The once-a-second line says each side's rate apart: a relay that takes in
+// and sends 1 Gb/s shows 1 Gb/s in and 1 Gb/s out, never their 2 Gb/s sum.
+TEST(ProgressLine, EachSideItsOwnRateNeverTheSum) {
+  ProgressCounts last{1000, 1000, 125'000'000, 125'000'000};
+  ProgressCounts now{5000, 4000, 375'000'000, 375'000'000};
+  EXPECT_EQ(progress_line(3.0, 2.0, now, last, true, true),
+            "3 s: in 5000 events (2000/s, 1.00 Gb/s), out 4000 events (1500/s, 1.00 Gb/s)");
+  // A loadgen has no in side, a sink no out side.
+  EXPECT_EQ(progress_line(3.0, 2.0, now, last, false, true), "3 s: out 4000 events (1500/s, 1.00 Gb/s)");
+  EXPECT_EQ(progress_line(3.0, 2.0, now, last, true, false), "3 s: in 5000 events (2000/s, 1.00 Gb/s)");
+  // A filter sends less than it takes: each side its own bytes.
+  now.bytes_out = 187'500'000;
+  EXPECT_EQ(progress_line(1.0, 1.0, now, last, true, true),
+            "1 s: in 5000 events (4000/s, 2.00 Gb/s), out 4000 events (3000/s, 0.50 Gb/s)");
+}
+
 TEST(ProcessSummary, CyclesPerEventFollowTheStudysFormulas) {
   ProcessSummary s;
   s.events_in = 1'000'000;

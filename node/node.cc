@@ -430,7 +430,8 @@ Status NetDestination::route(const Descriptor& d) {
 
 // END: each link's own, after everything before it; then the slot is free.
 // A key split's links each get every stream, each stream's account with the
-// tuples the split sent to the other links added as `partitioned`.
+// tuples the split sent to the other links added as `partitioned`, and those
+// dropped before the split inside the events it cut as `filtered`.
 Status NetDestination::end(const Descriptor& d) {
   const std::byte* p = pool_.slot(d.slot) + d.offset;
   Status st;
@@ -443,9 +444,11 @@ Status NetDestination::end(const Descriptor& d) {
     for (size_t i = 0; i < links_.size() && st; ++i) {
       *end_ = all;
       end_->flags |= kEndAccounts | kEndPartitioned;
-      for (uint32_t e = 0; e < all.n_streams; ++e)
+      for (uint32_t e = 0; e < all.n_streams; ++e) {
         end_->accounts[e].partitioned +=
             tally_->not_sent(all.streams[e].stream, static_cast<uint32_t>(i));
+        end_->accounts[e].filtered += tally_->filtered_ahead(all.streams[e].stream);
+      }
       write_end(*end_, end_wire_.get());
       st = links_[i]->end(end_wire_.get(), static_cast<uint32_t>(end_->wire_bytes()));
     }
@@ -695,9 +698,9 @@ class Instance::ChainEmitter final : public Emitter {
     auto& c = in_->chain_.cost(op_);
     c.events_out += events;
     c.tuples_out += tuples;
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = thread_cpu_s();
     if (in_->run_chain(d, op_ + 1)) in_->push_all(1, in_->to_send_, &d, 1);
-    in_->nested_s_[op_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    in_->nested_s_[op_] += thread_cpu_s() - t0;
   }
 
   Instance* in_;
@@ -711,14 +714,14 @@ bool Instance::run_chain(Descriptor& d, size_t from) {
     c.events_in += d.events;
     c.tuples_in += d.tuples;
     Operator& op = chain_.op(i);
-    // A clock read per operator per descriptor (a batch of events), not per
-    // tuple; what it emits is timed again by the operators after it, and
-    // taken out of its own time.
+    // The thread's CPU time (not wall time: a wait for a reserve slot or a
+    // preemption is no cost of the operator), read per operator per
+    // descriptor (a batch of events), not per tuple; what it emits is timed
+    // again by the operators after it, and taken out of its own time.
     const double nested0 = nested_s_[i];
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = thread_cpu_s();
     const Operator::Result r = op.process(work_pool_->slot(d.slot) + d.offset, d, *emitters_[i]);
-    c.cpu_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
-               (nested_s_[i] - nested0);
+    c.cpu_s += thread_cpu_s() - t0 - (nested_s_[i] - nested0);
     if (Status st = op.status(); !st) {
       fail(Status::Error(fmt::format("operator {} ({}): {}", i, op.name(), st.message())));
       return false;
@@ -739,11 +742,10 @@ bool Instance::run_chain(Descriptor& d, size_t from) {
 bool Instance::end_chain(Descriptor& d) {
   for (size_t i = 0; i < chain_.size(); ++i) {
     const double nested0 = nested_s_[i];
-    const auto t0 = std::chrono::steady_clock::now();
+    const double t0 = thread_cpu_s();
     chain_.op(i).on_time(UINT64_MAX, *emitters_[i]);
     chain_.op(i).flush(*emitters_[i]);
-    chain_.cost(i).cpu_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
-                            (nested_s_[i] - nested0);
+    chain_.cost(i).cpu_s += thread_cpu_s() - t0 - (nested_s_[i] - nested0);
   }
   auto eos = std::make_unique<EndOfStream>();  // once, at the end
   std::byte* p = work_pool_->slot(d.slot) + d.offset;

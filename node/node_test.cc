@@ -403,6 +403,87 @@ TEST(Node, AnEmittingOperatorWaitsForItsReserveAndLosesNothing) {
   EXPECT_GT(sv->reserved_seen(), 20u);
 }
 
+// An operator that waits (a sleep, standing for a blocked call or a
+// preemption) and then spins a little per descriptor.
+struct WaitingOperator final : Operator {
+  const char* name() const override { return "waiting"; }
+  Result process(std::byte*, Descriptor&, Emitter&) override {
+    ++calls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    return kKeep;
+  }
+  uint64_t calls = 0;
+};
+
+// An operator's cost is the CPU time of its thread, not the wall time it
+// took: the time it slept is no cost of it.
+TEST(Node, OperatorCostIsThreadCpuTimeNotWallTime) {
+  Deployment d = small_deployment(16, 1024, 2000);
+  auto gen = std::make_unique<Generator>(d, 0);
+  auto ver = std::make_unique<Verifier>(gen->pool());
+  OperatorChain chain;
+  ASSERT_TRUE(OperatorChain::make({}, Schema::default_for(d.tuple_bytes), &chain).ok());
+  static const OperatorSpec spec{"waiting", "test", {}};
+  auto op = std::make_unique<WaitingOperator>();
+  WaitingOperator* w = op.get();
+  chain.append(&spec, std::move(op));
+  InstanceConfig ic;
+  ic.ring_slots = d.ring_slots;
+  Instance in(ic, std::move(gen), std::move(ver), std::move(chain), [] {});
+  in.start();
+  in.join();
+  ASSERT_TRUE(in.status().ok()) << in.status().message();
+  const double slept_s = w->calls * 0.002;
+  ASSERT_GT(slept_s, 0.02) << w->calls;
+  EXPECT_EQ(in.chain().cost(0).tuples_in, 2000u);
+  EXPECT_LT(in.chain().cost(0).cpu_s, slept_s / 4) << "calls " << w->calls;
+}
+
+// A deliberately wrong operator (test only, in no shipped registry): it
+// consumes everything and reports `by` tuples fewer aggregated than it took.
+struct Miscount final : Operator {
+  explicit Miscount(uint64_t by) : by_(by) {}
+  const char* name() const override { return "miscount"; }
+  Result process(std::byte* run, Descriptor& d, Emitter&) override {
+    size_t off = 0;
+    for (uint32_t e = 0; e < d.events; ++e) {
+      EventHeader h;
+      std::memcpy(&h, run + off, sizeof h);
+      off += h.wire_bytes();
+      accounts_.filtered(h.stream, filtered_inside(h));
+      const uint64_t less = std::min<uint64_t>(h.tuple_count, by_ - taken_);
+      taken_ += less;
+      accounts_.aggregated(h.stream, h.tuple_count - less);
+    }
+    return kConsumed;
+  }
+  void end(EndOfStream* eos) override { accounts_.add_to(eos); }
+  uint64_t by_, taken_ = 0;
+  StreamAccounts accounts_;
+};
+
+// An operator that reports fewer tuples taken than it took: the sink sees
+// the gap its count does not explain, as lost.
+TEST(Node, AnOperatorThatMiscountsIsCaughtAsLost) {
+  Deployment d = small_deployment(32, 4096, 20000);
+  auto gen = std::make_unique<Generator>(d, 0);
+  auto ver = std::make_unique<Verifier>(gen->pool());
+  Verifier* v = ver.get();
+  OperatorChain chain;
+  ASSERT_TRUE(OperatorChain::make({}, Schema::default_for(d.tuple_bytes), &chain).ok());
+  static const OperatorSpec spec{"miscount", "test only", {}};
+  chain.append(&spec, std::make_unique<Miscount>(3));
+  InstanceConfig ic;
+  ic.ring_slots = d.ring_slots;
+  Instance in(ic, std::move(gen), std::move(ver), std::move(chain), [] {});
+  in.start();
+  in.join();
+  ASSERT_TRUE(in.status().ok()) << in.status().message();
+  EXPECT_TRUE(v->counts().end_seen);
+  EXPECT_EQ(v->counts().lost, 3u);
+  EXPECT_EQ(v->counts().aggregated, 20000u - 3);
+}
+
 // ---- the filter alone ---------------------------------------------------------
 
 TEST(Filter, PassAllWritesNothing) {

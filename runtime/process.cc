@@ -191,7 +191,8 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
 
   const double start = now_s();
   double last_print = start;
-  uint64_t last_in = 0, last_out = 0, last_bytes = 0;
+  ProgressCounts last;
+  const bool has_in = !d.inputs_of(index).empty(), has_out = !d.outputs_of(index).empty();
   bool stopping = false;
   for (;;) {
     bool all_done = true;
@@ -205,22 +206,18 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
     }
     double now = now_s();
     if (d.progress_s > 0 && now - last_print >= d.progress_s) {
-      uint64_t ev_in = 0, ev_out = 0, bytes = 0;
+      ProgressCounts now_counts;
       LiveInstance li;
       for (auto& in : b.instances) {
         in->live(&li);
-        ev_in += li.in.events;
-        ev_out += li.out.events;
-        bytes += li.in.bytes + li.out.bytes;
+        now_counts.events_in += li.in.events;
+        now_counts.events_out += li.out.events;
+        now_counts.bytes_in += li.in.bytes;
+        now_counts.bytes_out += li.out.bytes;
       }
-      double dt = now - last_print;
-      spdlog::info("{:.0f} s: events in {} ({:.0f}/s), out {} ({:.0f}/s), {:.2f} Gb/s",
-                   now - start, ev_in, (ev_in - last_in) / dt, ev_out, (ev_out - last_out) / dt,
-                   (bytes - last_bytes) * 8 / dt / 1e9);
+      spdlog::info("{}", progress_line(now - start, now - last_print, now_counts, last, has_in, has_out));
       last_print = now;
-      last_in = ev_in;
-      last_out = ev_out;
-      last_bytes = bytes;
+      last = now_counts;
     }
   }
   for (auto& in : b.instances) in->join();

@@ -18,6 +18,7 @@ PACKAGES=(
   clang libclang-rt-14-dev   # sanitizer and libFuzzer runtimes for clang builds
   prometheus                 # sluice-deploy run --prometheus, and its test
   tmux                       # the live table's test: a run on a terminal, captured
+  python3-matplotlib         # experiments/reproduce.py: the plots of REPORT.md
   chromium                   # the console's test: the page in headless Chromium
   openssh-client openssh-server   # the ssh launcher, and its test (sshd in namespaces)
 )

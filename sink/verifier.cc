@@ -105,28 +105,24 @@ void Verifier::verify_end(const std::byte* p, uint32_t bytes) {
       c_.corrupt += got - e.next_seq;  // tuples nobody generated
     }
     const EndOfStreamAccount& a = eos.accounts[i];
-    // A key split's account: first what this link's parts lack, then whole
-    // events that sent nothing this way; the rest of the parts' lack was
-    // dropped inside them (filtered).
-    uint64_t& in_parts = part_missing_[e.stream];
-    const uint64_t from_parts = std::min(a.partitioned, in_parts);
-    const uint64_t from_gaps = std::min(a.partitioned - from_parts, missing_[e.stream]);
     c_.partitioned += a.partitioned;
-    c_.filtered += in_parts - from_parts;
-    in_parts = 0;
-    missing_[e.stream] -= from_gaps;
-    c_.lost -= from_gaps;
-    c_.miscounted += a.partitioned - from_parts - from_gaps;
-    c_.corrupt += a.partitioned - from_parts - from_gaps;
     c_.filtered += a.filtered;
     c_.aggregated += a.aggregated;
     c_.joined += a.joined;
-    const uint64_t claimed = a.filtered + a.aggregated + a.joined;
-    const uint64_t explained = std::min(claimed, missing_[e.stream]);
+    // The accounts explain first what this link's parts lack (behind a key
+    // split: tuples sent to other links, or dropped before the split), then
+    // the gaps; what of the parts' lack no account claims was dropped inside
+    // them (filtered), a claim beyond every gap is a miscount.
+    const uint64_t claimed = a.partitioned + a.filtered + a.aggregated + a.joined;
+    uint64_t& in_parts = part_missing_[e.stream];
+    const uint64_t from_parts = std::min(claimed, in_parts);
+    c_.filtered += in_parts - from_parts;
+    in_parts = 0;
+    const uint64_t explained = std::min(claimed - from_parts, missing_[e.stream]);
     missing_[e.stream] -= explained;
     c_.lost -= explained;
-    c_.miscounted += claimed - explained;
-    c_.corrupt += claimed - explained;
+    c_.miscounted += claimed - from_parts - explained;
+    c_.corrupt += claimed - from_parts - explained;
   }
 }
 

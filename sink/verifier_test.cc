@@ -90,6 +90,66 @@ TEST(VerifierKeySplit, PartsAndThePartitionedAccountLoseNothing) {
   EXPECT_EQ(v.counts().partitioned, kEvents * kPerEvent - l.tuples);
 }
 
+// A filter ahead of the split dropped every third tuple inside the events:
+// each sink counts those filtered, never partitioned, and ends with lost = 0;
+// over both sinks a tuple that passed the filter is partitioned once (n - 1
+// times over n sinks, here once).
+TEST(VerifierKeySplit, TuplesFilteredBeforeTheSplitAreFilteredNotPartitioned) {
+  std::vector<std::byte> src = source_run();
+  std::vector<std::byte> run;
+  uint64_t dropped = 0, kept = 0;
+  for (size_t off = 0; off < src.size();) {
+    EventHeader h;
+    std::memcpy(&h, src.data() + off, sizeof h);
+    std::vector<std::byte> ev(kEventHeaderBytes);
+    for (uint32_t i = 0; i < h.tuple_count; ++i) {
+      const std::byte* t = src.data() + off + kEventHeaderBytes + i * kTupleBytes;
+      if (tuple_seq(t) % 3 == 0) {
+        ++dropped;
+        continue;
+      }
+      ev.insert(ev.end(), t, t + kTupleBytes);
+      ++kept;
+    }
+    off += h.wire_bytes();
+    h.tuple_count = static_cast<uint32_t>((ev.size() - kEventHeaderBytes) / kTupleBytes);
+    std::memcpy(ev.data(), &h, sizeof h);
+    seal_event(ev.data());
+    run.insert(run.end(), ev.begin(), ev.end());
+  }
+  FieldRef key{8, FieldType::kU32, 4};
+  PartitionTally tally(2);
+  uint64_t partitioned = 0, filtered = 0, tuples = 0;
+  for (uint32_t link = 0; link < 2; ++link) {
+    std::vector<std::byte> parts(run.size());
+    uint32_t next = 0, events = 0, n = 0;
+    parts.resize(write_parts(run.data(), kEvents, key, link, 2, parts.data(), parts.size(), &next,
+                             &events, &n, &tally));
+    ASSERT_EQ(next, kEvents);
+    SlotPool pool(1, 64);
+    Verifier v(pool);
+    v.verify_run(parts.data(), Descriptor{0, 0, static_cast<uint32_t>(parts.size()), events, n, 0}, 0);
+    EndOfStream eos{};
+    eos.n_streams = 1;
+    eos.flags = kEndAccounts | kEndPartitioned;
+    eos.streams[0] = {0, 0, uint64_t{kEvents} * kPerEvent, kEvents};
+    eos.accounts[0].partitioned = tally.not_sent(0, link);
+    eos.accounts[0].filtered = tally.filtered_ahead(0);
+    std::vector<std::byte> wire(eos.wire_bytes());
+    write_end(eos, wire.data());
+    v.verify_end(wire.data(), static_cast<uint32_t>(wire.size()));
+    EXPECT_EQ(v.counts().lost, 0u) << "link " << link;
+    EXPECT_EQ(v.counts().corrupt, 0u) << "link " << link;
+    EXPECT_EQ(v.counts().filtered, dropped) << "link " << link;
+    EXPECT_EQ(v.counts().partitioned, kept - n) << "link " << link;
+    partitioned += v.counts().partitioned;
+    filtered += v.counts().filtered;
+    tuples += n;
+  }
+  EXPECT_EQ(tuples, kept);
+  EXPECT_EQ(partitioned, kept);
+}
+
 TEST(VerifierKeySplit, AClaimBeyondWhatIsMissingIsCorrupt) {
   Link0 l = cut();
   SlotPool pool(1, 64);

@@ -83,12 +83,7 @@ std::string death_words(int status) {
   return fmt::format("wait status {}", status);
 }
 
-// The wait before restart number `attempt` (1, 2, ...): restart_backoff_ms,
-// doubled per attempt, at most 10 s.
-double restart_backoff_s(const Deployment& d, uint32_t attempt) {
-  const double ms = double(d.restart_backoff_ms) * std::ldexp(1.0, int(std::min(attempt, 32u)) - 1);
-  return std::min(ms, 10000.0) / 1e3;
-}
+
 
 // Tells the launcher which children exited, in the order they exited. A
 // pidfd per child in one epoll set: the kernel queues each pidfd on the ready
@@ -617,6 +612,12 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
 }
 
 }  // namespace
+
+double restart_backoff_s(const Deployment& d, uint32_t attempt) {
+  const double ms =
+      double(d.restart_backoff_ms) * std::ldexp(1.0, int(std::clamp(attempt, 1u, 32u)) - 1);
+  return std::min(ms, 10000.0) / 1e3;
+}
 
 std::vector<std::string> process_args(const std::string& resolved, const std::string& name,
                                       const std::string& summary) {

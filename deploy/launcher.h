@@ -91,6 +91,10 @@ struct LaunchOptions {
 // 120 s when sending a fixed number of tuples, else duration_s + 60.
 double default_timeout_s(const Deployment& d);
 
+// restart: on-failure: the wait before restart number `attempt` (1, 2, ...),
+// in seconds: restart_backoff_ms, doubled per attempt, at most 10 s.
+double restart_backoff_s(const Deployment& d, uint32_t attempt);
+
 struct ProcessOutcome {
   std::string name;
   Role role = Role::kNode;

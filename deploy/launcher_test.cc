@@ -400,6 +400,20 @@ TEST(LauncherHelpers, LastErrorLine) {
   EXPECT_EQ(last_error_line("/nonexistent"), "");
 }
 
+TEST(LauncherHelpers, RestartBackoffDoublesUpToTenSeconds) {
+  Deployment d;
+  EXPECT_EQ(restart_backoff_s(d, 1), 0.5);
+  EXPECT_EQ(restart_backoff_s(d, 2), 1.0);
+  EXPECT_EQ(restart_backoff_s(d, 3), 2.0);
+  EXPECT_EQ(restart_backoff_s(d, 5), 8.0);
+  EXPECT_EQ(restart_backoff_s(d, 6), 10.0);
+  EXPECT_EQ(restart_backoff_s(d, 1000), 10.0);
+  d.restart_backoff_ms = 0;
+  EXPECT_EQ(restart_backoff_s(d, 3), 0.0);
+  d.restart_backoff_ms = 30000;  // a first wait beyond the cap is capped too
+  EXPECT_EQ(restart_backoff_s(d, 1), 10.0);
+}
+
 TEST(LauncherHelpers, DefaultTimeout) {
   Deployment d;
   d.duration_s = 5;

@@ -65,7 +65,25 @@ struct Child {
   // it; the first to exit is the one the run names.
   double exited_at = -1;
   uint64_t exit_order = 0;
+  // restart: on-failure: when (mono_s) it is started again after dying; -1:
+  // no restart pending. While one is, it is neither running nor failed.
+  double restart_at = -1;
 };
+
+bool exited_ok(const Child& c) { return WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0; }
+
+// "signal KILL", "exit code 1": how a process died, for the restart line.
+std::string death_words(int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    const char* abbrev = sigabbrev_np(sig);
+    return abbrev ? fmt::format("signal {}", abbrev) : fmt::format("signal {}", sig);
+  }
+  if (WIFEXITED(status)) return fmt::format("exit code {}", WEXITSTATUS(status));
+  return fmt::format("wait status {}", status);
+}
+
+
 
 // Tells the launcher which children exited, in the order they exited. A
 // pidfd per child in one epoll set: the kernel queues each pidfd on the ready
@@ -437,6 +455,56 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
   for (;;) {
     size_t alive = watch.reap(children, 50);
     if (sync_exits(children, r) && o.on_change) o.on_change(r, "running");
+    // restart: on-failure. A process that died (a signal or a non-zero
+    // code) and has restarts left is started again after its back-off, with
+    // the same command through the same executor, so on its own host for
+    // every launcher. Its previous log is kept as LOG.N.
+    size_t pending = 0;
+    for (size_t slot = 0; slot < children.size(); ++slot) {
+      Child& c = children[slot];
+      ProcessOutcome& p = r.processes[c.index];
+      if (c.running || exited_ok(c)) continue;
+      if (c.restart_at < 0) {
+        if (!restarts_on_failure(d, d.processes[c.index]) || p.restarts >= d.restart_limit ||
+            !p.error.empty())
+          continue;
+        c.restart_at = c.exited_at + restart_backoff_s(d, p.restarts + 1);
+        if (o.progress) {
+          fmt::print(o.progress, "sluice-deploy: {} died ({}); restarting ({}/{}) in {:.0f} ms\n",
+                     p.name, death_words(c.status), p.restarts + 1, d.restart_limit,
+                     restart_backoff_s(d, p.restarts + 1) * 1e3);
+          std::fflush(o.progress);
+        }
+      }
+      if (mono_s() < c.restart_at) {
+        ++pending;
+        continue;
+      }
+      c.restart_at = -1;
+      ++p.restarts;
+      p.restarted_at_s.push_back(mono_s() - t0);
+      std::error_code ec;
+      fs::rename(p.log_path, fmt::format("{}.{}", p.log_path, p.restarts), ec);
+      pid_t pid = -1;
+      Status st = ex.start(c.index, o.programs.of(p.role),
+                           process_args(resolved, p.name, p.summary_path), p.log_path, &pid);
+      if (!st) {
+        p.error = fmt::format("could not be restarted ({}/{}): {}", p.restarts, d.restart_limit,
+                              st.message());
+        continue;
+      }
+      c.pid = pid;
+      c.running = true;
+      c.status = 0;
+      p.pid = pid;
+      p.running = true;
+      p.exit_code = -1;
+      p.term_signal = 0;
+      p.start_ticks = process_start_ticks(pid);
+      watch.watch(slot, pid);
+      ++alive;
+      if (o.on_change) o.on_change(r, "running");
+    }
     // The child that failed first ends the run and is the one it names: when
     // a process dies, its upstream and downstream fail a moment later for
     // want of it, and are stopped (or, if they were quicker than the
@@ -452,24 +520,26 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
     const Child* first = nullptr;
     bool any_failed = false;
     for (const auto& c : children) {
-      if (c.running || (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0)) continue;
+      if (c.running || c.restart_at >= 0 || exited_ok(c)) continue;
       any_failed = true;
       ProcessOutcome& p = r.processes[c.index];
       if (p.error.empty()) {
         std::string why = last_error_line(p.log_path);
         p.error = fmt::format("{}{}{}", describe_exit(c.status), why.empty() ? "" : ": ", why);
+        if (restarts_on_failure(d, d.processes[c.index]))
+          p.error += fmt::format("; restarts exhausted ({} of {})", p.restarts, d.restart_limit);
       }
       if (WIFSIGNALED(c.status) && (!first || c.exit_order < first->exit_order)) first = &c;
     }
     // A failure that is not a signal is judged a moment later (kBlameWait),
     // so that the process whose error caused it has logged and exited too.
-    const bool judge = first || alive == 0 ||
+    const bool judge = first || alive + pending == 0 ||
                        (any_failed && blame_at > 0 && mono_s() >= blame_at);
     if (any_failed && blame_at < 0) blame_at = mono_s() + kBlameWait;
     if (any_failed && !first && judge) {
       std::string first_at;
       for (const auto& c : children) {
-        if (!c.running && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0) continue;
+        if ((!c.running && exited_ok(c)) || c.restart_at >= 0) continue;
         const std::string at = error_timestamp(logged_error(r.processes[c.index].log_path));
         if (at.empty()) continue;
         if (!first || at < first_at || (at == first_at && !c.running && first->running)) {
@@ -485,7 +555,7 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
     }
     if (any_failed && !first && judge)  // no timestamps (not sluice's programs): exit order
       for (const auto& c : children)
-        if (!c.running && !(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0) &&
+        if (!c.running && !exited_ok(c) && c.restart_at < 0 &&
             (!first || c.exit_order < first->exit_order))
           first = &c;
     if (first) {
@@ -495,7 +565,7 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
       stop_all(children, watch, ex, SIGTERM, o.grace_s);
       break;
     }
-    if (alive == 0) break;
+    if (alive + pending == 0) break;
     const double now = mono_s();
     // Ctrl-C: the load generator ends its stream, everything queued drains
     // through, and every process reports. Past the drain deadline, or on any
@@ -542,6 +612,12 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
 }
 
 }  // namespace
+
+double restart_backoff_s(const Deployment& d, uint32_t attempt) {
+  const double ms =
+      double(d.restart_backoff_ms) * std::ldexp(1.0, int(std::clamp(attempt, 1u, 32u)) - 1);
+  return std::min(ms, 10000.0) / 1e3;
+}
 
 std::vector<std::string> process_args(const std::string& resolved, const std::string& name,
                                       const std::string& summary) {
@@ -610,7 +686,7 @@ std::string plan_text(const Deployment& d, const Programs& programs, const Execu
     if (!listens.empty()) out += fmt::format("    listens: {}\n", fmt::join(listens, ", "));
     if (d.metrics)
       out += fmt::format("    metrics: http://{}:{}/metrics\n",
-                         d.metrics_address.empty() ? p.bind_address() : d.metrics_address,
+                         metrics_bind_address(d, p),
                          d.metrics_port ? std::to_string(d.metrics_port + k) : "<any free port>");
     out += fmt::format("    log: {}\n    summary: {}\n", (run / (p.name + ".log")).string(), summary);
   }
@@ -678,7 +754,7 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
     for (size_t i = 0; i < d.processes.size(); ++i) {
       const ProcessConfig& p = d.processes[i];
       targets.push_back({p.name, role_name(p.role),
-                         fmt::format("{}:{}", d.metrics_address.empty() ? p.bind_address() : d.metrics_address,
+                         fmt::format("{}:{}", metrics_bind_address(d, p),
                                      d.metrics_port + i)});
     }
     prom = PrometheusServer::start(r.run_dir, targets, o.prometheus_rules, o.prometheus_consoles, &st);
@@ -756,23 +832,30 @@ std::string prometheus_json(const RunReport& r) {
 std::string report_json(const RunReport& r) {
   auto str = [](std::string_view s) { return "\"" + json_escape(s) + "\""; };
   std::string procs;
+  uint64_t restarts = 0;
   // Each process: where and how it ran, then its own summary's fields
   // (ProcessSummary::measured_json, the one list of them).
-  for (const auto& p : r.processes)
+  for (const auto& p : r.processes) {
+    std::string at;
+    for (double t : p.restarted_at_s) at += (at.empty() ? "" : ",") + num(t);
+    restarts += p.restarts;
     procs += fmt::format(
-        "{}{{\"name\":{},\"role\":{},\"host\":{},\"where\":{},\"ok\":{},\"error\":{},\"log\":{},{}}}",
+        "{}{{\"name\":{},\"role\":{},\"host\":{},\"where\":{},\"ok\":{},\"error\":{},\"log\":{},"
+        "\"restarts\":{},\"restarted_at_s\":[{}],{}}}",
         procs.empty() ? "" : ",", str(p.name), str(role_name(p.role)), str(p.host), str(p.where),
-        p.ok ? "true" : "false", str(p.error), str(p.log_path), p.summary.measured_json());
+        p.ok ? "true" : "false", str(p.error), str(p.log_path), p.restarts, at,
+        p.summary.measured_json());
+  }
   return fmt::format(
       "{{\"deployment\":{},\"preset\":{},\"run_dir\":{},\"ok\":{},\"error\":{},"
       "\"tuples\":{},\"tuples_per_s\":{},\"gbps\":{},\"lost\":{},\"duplicated\":{},"
       "\"corrupt\":{},\"filtered\":{},\"aggregated\":{},\"joined\":{},\"partitioned\":{},"
-      "\"replayed\":{},\"deduplicated\":{},\"reconnects\":{},\"latency_us\":{{\"p50\":{},\"p99\":{},\"max\":{}}},"
+      "\"replayed\":{},\"deduplicated\":{},\"reconnects\":{},\"restarts\":{},\"latency_us\":{{\"p50\":{},\"p99\":{},\"max\":{}}},"
       "\"processes\":[{}]{}}}",
       str(r.deployment), str(r.preset), str(r.run_dir), r.ok ? "true" : "false", str(r.error),
       r.tuples, num(r.tuples_per_s), num(r.gbps), r.lost, r.duplicated, r.corrupt, r.filtered,
       r.aggregated, r.joined, r.partitioned, r.replayed, r.deduplicated, r.reconnects,
-      num(r.latency_p50_us), num(r.latency_p99_us), num(r.latency_max_us), procs, prometheus_json(r));
+      restarts, num(r.latency_p50_us), num(r.latency_p99_us), num(r.latency_max_us), procs, prometheus_json(r));
 }
 
 std::string report_table(const RunReport& r) {

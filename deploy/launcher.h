@@ -91,6 +91,10 @@ struct LaunchOptions {
 // 120 s when sending a fixed number of tuples, else duration_s + 60.
 double default_timeout_s(const Deployment& d);
 
+// restart: on-failure: the wait before restart number `attempt` (1, 2, ...),
+// in seconds: restart_backoff_ms, doubled per attempt, at most 10 s.
+double restart_backoff_s(const Deployment& d, uint32_t attempt);
+
 struct ProcessOutcome {
   std::string name;
   Role role = Role::kNode;
@@ -102,6 +106,10 @@ struct ProcessOutcome {
   int exit_code = -1;        // once exited: its code, or -1 when killed by a signal
   int term_signal = 0;       // the signal that killed it
   bool stopped = false;  // still running when sluice-deploy stopped the run
+  // restart: on-failure: how many times the supervisor started it again, and
+  // when (seconds after the run's processes were all started).
+  uint32_t restarts = 0;
+  std::vector<double> restarted_at_s;
   bool ok = false;
   std::string error;
   std::string log_path;

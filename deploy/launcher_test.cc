@@ -211,6 +211,86 @@ TEST_F(Launcher, TheProcessThatDiedFirstIsNamedNotItsNeighbours) {
 // own error (caused by node-a's) 100 ms later and exits at once, so it is
 // the first to exit. The run names node-a, whose error came first, though
 // it was still running when the sink exited.
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// restart: on-failure: node-a is killed once, started again after its
+// back-off, and the run succeeds counting one restart; its first log is kept.
+TEST_F(Launcher, ADeadProcessIsRestartedAndCounted) {
+  d_.restart = "on-failure";
+  d_.restart_backoff_ms = 100;
+  std::FILE* progress = std::tmpfile();
+  opts_.progress = progress;
+  RunReport r = run_with("node-a:killed-once");
+  EXPECT_TRUE(r.ok) << r.error;
+  const ProcessOutcome& a = r.processes[1];
+  EXPECT_EQ(a.restarts, 1u);
+  ASSERT_EQ(a.restarted_at_s.size(), 1u);
+  EXPECT_GE(a.restarted_at_s[0], 0.3);  // 200 ms alive, then the 100 ms back-off
+  EXPECT_HAS(slurp(a.log_path + ".1"), "mode killed-once");
+  EXPECT_HAS(slurp(a.log_path), "fake node-a done");
+  for (size_t i : {0, 2, 3}) EXPECT_EQ(r.processes[i].restarts, 0u);
+  std::rewind(progress);
+  std::string said(4096, '\0');
+  said.resize(std::fread(said.data(), 1, said.size(), progress));
+  std::fclose(progress);
+  EXPECT_HAS(said, "node-a died (signal KILL); restarting (1/3) in 100 ms");
+  YAML::Node j = YAML::Load(report_json(r));
+  EXPECT_EQ(j["restarts"].as<int>(), 1);
+  EXPECT_EQ(j["processes"][1]["restarts"].as<int>(), 1);
+  EXPECT_EQ(j["processes"][1]["restarted_at_s"].size(), 1u);
+  EXPECT_EQ(j["processes"][0]["restarts"].as<int>(), 0);
+  expect_nothing_left(r);
+}
+
+// restart: never (the default): the same death ends the run and names it.
+TEST_F(Launcher, WithoutRestartADeadProcessFailsTheRun) {
+  RunReport r = run_with("node-a:killed-once,loadgen:hang,node-b:hang,sink:hang");
+  EXPECT_FALSE(r.ok);
+  EXPECT_HAS(r.error, "process 'node-a' (role node, pid " + std::to_string(r.processes[1].pid) +
+                          ") was killed by signal 9");
+  EXPECT_EQ(r.error.find("restart"), std::string::npos) << r.error;
+  EXPECT_EQ(r.processes[1].restarts, 0u);
+  EXPECT_FALSE(fs::exists(r.processes[1].log_path + ".1"));
+  expect_nothing_left(r);
+}
+
+// A process that keeps dying is restarted restart_limit times, each back-off
+// twice the last, then the run fails naming it and saying so.
+TEST_F(Launcher, RestartsExhaustedFailTheRun) {
+  d_.restart = "on-failure";
+  d_.restart_limit = 2;
+  d_.restart_backoff_ms = 100;
+  RunReport r = run_with("node-a:killed,loadgen:hang,node-b:hang,sink:hang");
+  EXPECT_FALSE(r.ok);
+  const ProcessOutcome& a = r.processes[1];
+  EXPECT_HAS(r.error, "process 'node-a' (role node, pid " + std::to_string(a.pid) +
+                          ") was killed by signal 9");
+  EXPECT_HAS(r.error, "restarts exhausted (2 of 2)");
+  EXPECT_EQ(a.restarts, 2u);
+  ASSERT_EQ(a.restarted_at_s.size(), 2u);
+  // 200 ms alive, then a back-off of 200 ms (twice 100) before the second.
+  EXPECT_GE(a.restarted_at_s[1] - a.restarted_at_s[0], 0.4);
+  EXPECT_TRUE(fs::exists(a.log_path + ".1"));
+  EXPECT_TRUE(fs::exists(a.log_path + ".2"));
+  for (size_t i : {0, 2, 3}) EXPECT_HAS(r.processes[i].error, "stopped by sluice-deploy");
+  expect_nothing_left(r);
+}
+
+// A process that sets restart: never is not restarted under a top-level on-failure.
+TEST_F(Launcher, AProcessOwnRestartNeverBeatsTheTopLevel) {
+  d_.restart = "on-failure";
+  d_.restart_backoff_ms = 50;
+  d_.processes[1].restart = "never";
+  RunReport r = run_with("node-a:killed-once,loadgen:hang,node-b:hang,sink:hang");
+  EXPECT_FALSE(r.ok);
+  EXPECT_HAS(r.error, "process 'node-a'");
+  EXPECT_EQ(r.processes[1].restarts, 0u);
+  expect_nothing_left(r);
+}
+
 TEST_F(Launcher, TheFirstErrorIsNamedNotTheFirstExit) {
   for (int i = 0; i < 2; ++i) {
     opts_.run_dir = dir_ + "/run" + std::to_string(i);
@@ -318,6 +398,20 @@ TEST(LauncherHelpers, LastErrorLine) {
   EXPECT_EQ(last_error_line(tmpl), "last words");
   unlink(tmpl);
   EXPECT_EQ(last_error_line("/nonexistent"), "");
+}
+
+TEST(LauncherHelpers, RestartBackoffDoublesUpToTenSeconds) {
+  Deployment d;
+  EXPECT_EQ(restart_backoff_s(d, 1), 0.5);
+  EXPECT_EQ(restart_backoff_s(d, 2), 1.0);
+  EXPECT_EQ(restart_backoff_s(d, 3), 2.0);
+  EXPECT_EQ(restart_backoff_s(d, 5), 8.0);
+  EXPECT_EQ(restart_backoff_s(d, 6), 10.0);
+  EXPECT_EQ(restart_backoff_s(d, 1000), 10.0);
+  d.restart_backoff_ms = 0;
+  EXPECT_EQ(restart_backoff_s(d, 3), 0.0);
+  d.restart_backoff_ms = 30000;  // a first wait beyond the cap is capped too
+  EXPECT_EQ(restart_backoff_s(d, 1), 10.0);
 }
 
 TEST(LauncherHelpers, DefaultTimeout) {

@@ -31,6 +31,7 @@ struct ProcState {
   uint64_t start_ticks = 0;
   std::string state = "not started";  // not started | running | exited | killed
   int exit_code = -1, signal = 0;
+  uint32_t restarts = 0;  // restart: on-failure: times the supervisor started it again
   std::string log, summary, metrics_url, error;
 };
 
@@ -52,10 +53,10 @@ std::string state_json(const State& s) {
     procs += fmt::format(
         "{}\n    {{\"name\":{},\"role\":{},\"host\":{},\"where\":{},\"pid\":{},\"start_ticks\":{},"
         "\"state\":{},\"exit_code\":{},\"signal\":{},\"log\":{},\"summary\":{},\"metrics_url\":{},"
-        "\"error\":{}}}",
+        "\"error\":{},\"restarts\":{}}}",
         procs.empty() ? "" : ",", jstr(p.name), jstr(p.role), jstr(p.host), jstr(p.where),
         p.pid, p.start_ticks, jstr(p.state), p.exit_code, p.signal, jstr(p.log),
-        jstr(p.summary), jstr(p.metrics_url), jstr(p.error));
+        jstr(p.summary), jstr(p.metrics_url), jstr(p.error), p.restarts);
   std::string ns;
   for (const auto& n : s.namespaces) ns += (ns.empty() ? "" : ",") + jstr(n);
   return fmt::format(
@@ -118,6 +119,7 @@ State state_of(const RunReport& r, const char* phase) {
     q.metrics_url = p.have_summary && !p.summary.metrics_url.empty() ? p.summary.metrics_url
                                                                       : metrics_url_in_log(p.log_path);
     q.error = p.error;
+    q.restarts = p.restarts;
     s.processes.push_back(std::move(q));
   }
   return s;
@@ -168,6 +170,7 @@ Status read_state(const std::string& where, State* out) {
       p.summary = e["summary"].as<std::string>("");
       p.metrics_url = e["metrics_url"].as<std::string>("");
       p.error = e["error"].as<std::string>("");
+      p.restarts = e["restarts"].as<uint32_t>(0);
       s.processes.push_back(std::move(p));
     }
     if (s.run_dir.empty()) s.run_dir = path.parent_path().string();
@@ -189,7 +192,17 @@ bool alive(pid_t pid, uint64_t ticks) {
   return process_start_ticks(pid) == ticks;
 }
 
+std::string describe_state(const ProcState& p, bool supervised);
+
+// What status says of a process: its state, and how often it was restarted.
 std::string describe(const ProcState& p, bool supervised) {
+  std::string d = describe_state(p, supervised);
+  if (p.restarts > 0)
+    d += fmt::format(" (restarted {} time{})", p.restarts, p.restarts == 1 ? "" : "s");
+  return d;
+}
+
+std::string describe_state(const ProcState& p, bool supervised) {
   if (p.state == "running") {
     if (supervised) return fmt::format("running, pid {}", p.pid);
     return alive(p.pid, p.start_ticks)
@@ -428,10 +441,11 @@ SessionResult deployment_status(const std::string& where, bool json) {
       if (state == "running" && !supervised) state = alive(p.pid, p.start_ticks) ? "running" : "unknown";
       procs += fmt::format(
           "{}{{\"name\":{},\"role\":{},\"host\":{},\"where\":{},\"pid\":{},\"state\":{},"
-          "\"exit_code\":{},\"signal\":{},\"describe\":{},\"metrics_url\":{},\"log\":{}}}",
+          "\"exit_code\":{},\"signal\":{},\"describe\":{},\"metrics_url\":{},\"log\":{},"
+          "\"restarts\":{}}}",
           procs.empty() ? "" : ",", jstr(p.name), jstr(p.role), jstr(p.host), jstr(p.where),
           p.pid, jstr(state), p.exit_code, p.signal, jstr(describe(p, supervised)),
-          jstr(p.metrics_url), jstr(p.log));
+          jstr(p.metrics_url), jstr(p.log), p.restarts);
     }
     std::string ns;
     for (const auto& n : s.namespaces) ns += (ns.empty() ? "" : ",") + jstr(n);

@@ -131,6 +131,7 @@ struct ProcessConfig {
   std::string schema;              // a loadgen's stream schema; "": the top-level `schema`
   std::string results;             // a sink: write every tuple it receives to this CSV file
                                    // ({instance} is replaced by the instance's number)
+  std::string restart;             // `restart`: never | on-failure; "": the top-level `restart`
   // Resolved: the schema of the stream into it (a loadgen: none) and out of
   // it (after its operators).
   Schema in_schema, out_schema;
@@ -180,8 +181,18 @@ struct Deployment {
 
   // The Prometheus endpoint of every process (http://ADDRESS:PORT/metrics).
   bool metrics = true;                        // metrics: on | off
-  std::string metrics_address;  // "": the address the process binds (its host's)
+  // Loopback unless the file says otherwise; "host": the address the process
+  // binds (its host's), for a Prometheus that scrapes from another machine or
+  // network namespace.
+  std::string metrics_address = "127.0.0.1";
   uint16_t metrics_port = 0;                  // process i on metrics_port + i; 0: any free port
+
+  // The supervisor of `run` and `up`: a process that dies (non-zero status or
+  // a signal) with restart on-failure is started again on its host, at most
+  // restart_limit times, after restart_backoff_ms doubling per attempt (<= 10 s).
+  std::string restart = "never";   // never | on-failure: every process's unless it sets its own
+  uint32_t restart_limit = 3;
+  uint32_t restart_backoff_ms = 500;
 
   uint16_t base_port = 17100;
   // Where the processes run. Without `hosts:` every process's `host` is an
@@ -268,6 +279,18 @@ bool parse_subnet(const std::string& text, uint32_t* network, unsigned* prefix);
 // "0-3", "0,2,4-5" -> CPUs, sorted; false on a bad range or a repeat.
 bool parse_cpu_list(const std::string& text, std::vector<unsigned>* cpus);
 std::string cpu_list_name(const std::vector<unsigned>& cpus);  // "0-3,6"
+
+// The address process `p`'s metrics endpoint binds: metrics_address, or with
+// "host" (or "") the address the process binds.
+inline const std::string& metrics_bind_address(const Deployment& d, const ProcessConfig& p) {
+  return d.metrics_address.empty() || d.metrics_address == "host" ? p.bind_address()
+                                                                  : d.metrics_address;
+}
+// Whether the supervisor restarts process `p` when it dies (its own `restart`,
+// else the top level's).
+inline bool restarts_on_failure(const Deployment& d, const ProcessConfig& p) {
+  return (p.restart.empty() ? d.restart : p.restart) == "on-failure";
+}
 
 // Applies a preset's choices to `link`. Unknown preset: error.
 Status apply_preset(const std::string& preset, LinkOptions* link);

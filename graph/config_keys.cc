@@ -63,6 +63,7 @@ const std::vector<std::string> kSendQueues = {"sync", "async"};
 const std::vector<std::string> kRxPolls = {"block", "select"};
 const std::vector<std::string> kHandovers = {"descriptor", "copy"};
 const std::vector<std::string> kOnOff = {"on", "off"};
+const std::vector<std::string> kRestarts = {"never", "on-failure"};
 const std::vector<std::string> kCongestionIn = {"", "default", "reno", "cubic", "bbr"};
 const std::vector<std::string> kSplits = {"stream", "copy", "key"};
 // Providers and UCX transports sluice knows how to drive; whether one is
@@ -359,17 +360,35 @@ const std::vector<Key>& keys() {
       enum_key("metrics", &kOnOff, [](Deployment* d, const std::string& v) { d->metrics = v == "on"; },
                [](const Deployment& d) { return std::string(d.metrics ? "on" : "off"); },
                "every process serves its counters for Prometheus at http://ADDRESS:PORT/metrics"),
-      {"metrics_address", "string",
-       "the address the metrics endpoints bind; unset: the address the process binds",
+      {"metrics_address", "IPv4 address | host",
+       "the address the metrics endpoints bind (default 127.0.0.1, loopback only); host: the "
+       "address each process binds, for a Prometheus on another machine or namespace",
        [](const Reader& r, const YAML::Node& n, Deployment* d) {
-         return r.get_string(n, "metrics_address", false, &d->metrics_address);
+         if (Status st = r.get_string(n, "metrics_address", false, &d->metrics_address); !st)
+           return st;
+         uint32_t a = 0;
+         if (d->metrics_address != "host" && !parse_ipv4(d->metrics_address, &a))
+           return r.error(n, "metrics_address",
+                          fmt::format("expected an IPv4 address (127.0.0.1, 0.0.0.0) or 'host' "
+                                      "(the address each process binds), got '{}'",
+                                      d->metrics_address));
+         return Status();
        },
        [](YAML::Emitter& e, const Deployment& d) {
-         if (!d.metrics_address.empty())  // "": the default, the process's own address
-           e << YAML::Key << "metrics_address" << YAML::Value << d.metrics_address;
+         e << YAML::Key << "metrics_address" << YAML::Value << d.metrics_address;
        }},
       uint_key("metrics_port", &Deployment::metrics_port,
                "process i serves metrics on metrics_port + i; 0: any free port"),
+      // The supervisor of run and up.
+      enum_key("restart", &kRestarts, [](Deployment* d, const std::string& v) { d->restart = v; },
+               [](const Deployment& d) { return d.restart; },
+               "what run and up do when a process dies: never (the run fails, naming it) or "
+               "on-failure (start it again on its host); a process may set its own"),
+      uint_key("restart_limit", &Deployment::restart_limit,
+               "restart: on-failure: how many times each process is restarted at most"),
+      uint_key("restart_backoff_ms", &Deployment::restart_backoff_ms,
+               "restart: on-failure: the wait before the first restart, doubled before each "
+               "next one, up to 10 s"),
   };
   return k;
 }
@@ -408,6 +427,8 @@ const std::vector<SectionKey>& process_keys() {
       {"schema", "the top-level schema", "a loadgen's stream schema, a name in schemas:"},
       {"results", "none", "a sink writes every tuple it receives to this CSV file ({instance}: "
                           "the instance's number)"},
+      {"restart", "the top-level restart", "never | on-failure: whether run and up start it "
+                                           "again when it dies"},
   };
   return k;
 }

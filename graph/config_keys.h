@@ -95,6 +95,7 @@ const std::vector<SectionKey>& link_own_keys();  // from, to, port, preset
 // The keys of the sections by name, and the values of the enums they read by hand.
 extern const std::vector<std::string> kRoles;
 extern const std::vector<std::string> kSplits;
+extern const std::vector<std::string> kRestarts;
 extern const std::vector<std::string> kProcessKeys;
 extern const std::vector<std::string> kSchemaKeys;
 extern const std::vector<std::string> kFieldKeys;

@@ -546,7 +546,7 @@ TEST(Config, TopLevelHostIsTheProcessDefault) {
 TEST(Config, MetricsKeys) {
   Deployment on = parse_ok(kChain);
   EXPECT_TRUE(on.metrics);
-  EXPECT_EQ(on.metrics_address, "");
+  EXPECT_EQ(on.metrics_address, "127.0.0.1");  // loopback unless the file says otherwise
   EXPECT_EQ(on.metrics_port, 0);
   Deployment off = parse_ok(std::string("metrics: off\nmetrics_address: 0.0.0.0\nmetrics_port: 9400\n") + kChain);
   EXPECT_FALSE(off.metrics);
@@ -558,6 +558,72 @@ TEST(Config, MetricsKeys) {
              "process 2 ('sink') would serve metrics on port 65536, beyond 65535");
   parse_ok(std::string("metrics_port: 65533\n") + kChain);
   parse_ok(std::string("metrics: off\nmetrics_port: 65534\n") + kChain);
+}
+
+TEST(Config, MetricsAddress) {
+  Deployment d = parse_ok(std::string("host: 10.1.1.1\n") + kChain);
+  EXPECT_EQ(metrics_bind_address(d, d.processes[1]), "127.0.0.1");
+  Deployment h = parse_ok(std::string("host: 10.1.1.1\nmetrics_address: host\n") + kChain);
+  EXPECT_EQ(metrics_bind_address(h, h.processes[1]), "10.1.1.1");
+  Deployment a = parse_ok(std::string("metrics_address: 0.0.0.0\n") + kChain);
+  EXPECT_EQ(metrics_bind_address(a, a.processes[0]), "0.0.0.0");
+  std::string e = parse_err(std::string("metrics_address: localhost\n") + kChain);
+  EXPECT_HAS(e, "test.yaml:1");
+  EXPECT_HAS(e, "metrics_address");
+  EXPECT_HAS(e, "'localhost'");
+}
+
+TEST(Config, RestartKeys) {
+  Deployment d = parse_ok(kChain);
+  EXPECT_EQ(d.restart, "never");
+  EXPECT_EQ(d.restart_limit, 3u);
+  EXPECT_EQ(d.restart_backoff_ms, 500u);
+  for (const auto& p : d.processes) EXPECT_FALSE(restarts_on_failure(d, p)) << p.name;
+
+  Deployment on = parse_ok(R"(restart: on-failure
+restart_limit: 5
+restart_backoff_ms: 100
+processes:
+  - {name: loadgen, role: loadgen, restart: never}
+  - {name: node-a, role: node}
+  - {name: sink, role: sink}
+)");
+  EXPECT_EQ(on.restart_limit, 5u);
+  EXPECT_EQ(on.restart_backoff_ms, 100u);
+  EXPECT_FALSE(restarts_on_failure(on, on.processes[0]));  // its own beats the top level's
+  EXPECT_TRUE(restarts_on_failure(on, on.processes[1]));
+  EXPECT_TRUE(restarts_on_failure(on, on.processes[2]));
+
+  Deployment one = parse_ok(R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node, restart: on-failure}
+  - {name: sink, role: sink}
+)");
+  EXPECT_FALSE(restarts_on_failure(one, one.processes[0]));
+  EXPECT_TRUE(restarts_on_failure(one, one.processes[1]));
+
+  // A typo'd value names the key and its line.
+  std::string e = parse_err(std::string("restart: on-failur\n") + kChain);
+  EXPECT_HAS(e, "test.yaml:1");
+  EXPECT_HAS(e, "restart");
+  EXPECT_HAS(e, "on-failure");
+  e = parse_err(R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node, restart: always}
+  - {name: sink, role: sink}
+)");
+  EXPECT_HAS(e, "test.yaml:3");
+  EXPECT_HAS(e, "restart");
+  EXPECT_HAS(e, "always");
+  e = parse_err(std::string("restart_limit: -1\n") + kChain);
+  EXPECT_HAS(e, "test.yaml:1");
+  EXPECT_HAS(e, "restart_limit");
+  // The resolved file keeps them.
+  Deployment again = parse_ok(dump_deployment(on));
+  EXPECT_EQ(again.restart, "on-failure");
+  EXPECT_EQ(again.restart_limit, 5u);
+  EXPECT_EQ(again.restart_backoff_ms, 100u);
+  EXPECT_EQ(again.processes[0].restart, "never");
 }
 
 void expect_same(const Deployment& a, const Deployment& b) {

@@ -90,6 +90,7 @@ std::string dump_deployment(const Deployment& d) {
       e << YAML::Key << "pin_stages" << YAML::Value << (p.pin_stages ? "on" : "off");
     if (!p.schema.empty()) e << YAML::Key << "schema" << YAML::Value << YAML::DoubleQuoted << p.schema;
     if (!p.results.empty()) e << YAML::Key << "results" << YAML::Value << YAML::DoubleQuoted << p.results;
+    if (!p.restart.empty()) e << YAML::Key << "restart" << YAML::Value << p.restart;
     e << YAML::Key << "operators" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const auto& op : p.operators) {
       e << YAML::BeginMap << YAML::Key << op.kind << YAML::Value << YAML::BeginMap;

@@ -163,9 +163,9 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
   if (d.metrics) {
     const ExporterIdentity id{pc.name, s.role, s.cores, d.clock_ghz, d.peak_watts};
     const uint16_t port = d.metrics_port ? static_cast<uint16_t>(d.metrics_port + index) : 0;
-    // Default: the address the process's links bind (its host's), so a
-    // Prometheus that reaches the host reaches its metrics.
-    const std::string& address = d.metrics_address.empty() ? pc.bind_address() : d.metrics_address;
+    // Loopback unless the file sets metrics_address ("host": the address its
+    // links bind, so a Prometheus that reaches the host reaches its metrics).
+    const std::string& address = metrics_bind_address(d, pc);
     exporter = Exporter::start(address, port, id, &st);
     if (!exporter) {
       s.ok = false;

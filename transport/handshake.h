@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 #include "transport/event.h"
@@ -76,5 +77,11 @@ Status decode_reply(const std::byte* p, size_t len, ReplyInfo* out);
 // mismatch in words ("schema 'sluice.tuple'/128-byte tuples, receiver expects
 // 64-byte tuples"). Tokens are compared, never printed.
 std::string hello_mismatch(const HelloInfo& got, const HelloInfo& expect);
+
+// Whether a token `got` from a peer equals the `expect`ed one, in time that
+// depends on the expected token's length only: every byte is looked at
+// whatever differs first, so a peer cannot find the token byte by byte from
+// how fast it is refused. A length that differs refuses too, after the same work.
+bool tokens_equal(std::string_view got, std::string_view expect);
 
 }  // namespace sluice

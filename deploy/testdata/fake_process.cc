@@ -10,6 +10,8 @@
 //   lost       (sink) an ok summary that counts 3 lost tuples
 //   crash      die by SIGSEGV-like abort
 //   killed     die by SIGKILL after 200 ms, as if killed from outside
+//   killed-once  the first start (no <summary>.died yet) creates <summary>.died
+//              and dies like killed; a start after that runs as ok
 //   follow=P   wait until process P has died, then fail as a neighbour of a
 //              vanished peer does ("upstream closed mid-stream")
 //   slowfail   log a timestamped error as sluice's programs do, then take
@@ -146,6 +148,11 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     log_error(process, "link " + mode.substr(6) + " -> " + process + ": upstream closed mid-stream");
     return 1;
+  }
+  if (mode == "killed-once" && !std::filesystem::exists(summary + ".died")) {
+    std::ofstream(summary + ".died") << getpid() << "\n";
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    kill(getpid(), SIGKILL);
   }
   if (mode == "killed") {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));

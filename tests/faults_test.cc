@@ -1,0 +1,140 @@
+// Faults on the real four processes on loopback (loadgen -> node-a -> node-b
+// -> sink, deploy/examples/pipeline.yaml) started by sluice-deploy: a process
+// is killed with SIGKILL mid-run and the supervisor either restarts it
+// (restart: on-failure) or fails the run naming it (restart: never). Short
+// runs (a few seconds); no timing is asserted.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDeploy = SLUICE_DEPLOY;
+const std::string kExample = std::string(SLUICE_SOURCE_DIR) + "/deploy/examples/pipeline.yaml";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The exit code of `pid`, 128 + a signal, or -1 (then killed) after timeout_s.
+int wait_exit(pid_t pid, int timeout_s) {
+  for (int i = 0; i < timeout_s * 20; ++i) {
+    int st;
+    if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+// A process of the run in `run_dir` by its command line; -1 if none within 10 s.
+pid_t find_process(const std::string& run_dir, const std::string& name) {
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      std::string cl = slurp(e.path() / "cmdline");
+      std::replace(cl.begin(), cl.end(), '\0', ' ');
+      if (cl.find(run_dir + "/") != std::string::npos &&
+          cl.find("--process " + name + " ") != std::string::npos &&
+          cl.find("sluice-") != std::string::npos)
+        return std::stoi(e.path().filename());
+    }
+  }
+  return -1;
+}
+
+struct Outcome {
+  int code = -1;
+  std::string err;
+  YAML::Node json;
+  std::string run_dir;
+};
+
+// Runs the example for duration_s with `sets`, kills `victim` with SIGKILL a
+// second after it starts, and waits for sluice-deploy to end.
+Outcome kill_mid_run(const std::string& name, int port, const std::string& victim,
+                     const std::string& sets) {
+  fs::path dir = fs::temp_directory_path() / ("sluice-faults-" + name + "-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Outcome o;
+  o.run_dir = (dir / "run").string();
+  // rate: a steady 2000 events/s, so the run stays light on a shared machine.
+  const std::string cmd = kDeploy + " run " + kExample + " --json --run-dir " + o.run_dir +
+                          " --set base_port=" + std::to_string(port) +
+                          " --set duration_s=3 --set rate=2000 --set progress_s=0 " + sets + " >" +
+                          (dir / "out").string() + " 2>" + (dir / "err").string();
+  pid_t d = fork();
+  if (d == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  pid_t v = find_process(o.run_dir, victim);
+  EXPECT_GT(v, 0) << victim << " never started";
+  if (v > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    kill(v, SIGKILL);
+  } else {
+    kill(d, SIGTERM);
+  }
+  o.code = wait_exit(d, 40);
+  o.err = slurp(dir / "err");
+  try {
+    o.json = YAML::Load(slurp(dir / "out"));
+  } catch (const YAML::Exception&) {
+  }
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+  return o;
+}
+
+// restart: on-failure with acks: node-a is killed, restarted once on its
+// host, its upstream replays what it had not acknowledged, and the run
+// succeeds with nothing lost and nothing twice at the sink.
+TEST(Faults, AKilledNodeIsRestartedAndTheRunSucceeds) {
+  Outcome o = kill_mid_run("restart", 29300, "node-a",
+                           "--set restart=on-failure --set restart_backoff_ms=200 --set acks=on");
+  ASSERT_TRUE(o.json.IsMap()) << o.err;
+  EXPECT_EQ(o.code, 0) << o.err << o.json["error"];
+  EXPECT_TRUE(o.json["ok"].as<bool>()) << o.json["error"];
+  EXPECT_EQ(o.json["restarts"].as<int>(), 1);
+  EXPECT_EQ(o.json["processes"][1]["name"].as<std::string>(), "node-a");
+  EXPECT_EQ(o.json["processes"][1]["restarts"].as<int>(), 1);
+  EXPECT_EQ(o.json["processes"][1]["restarted_at_s"].size(), 1u);
+  for (int i : {0, 2, 3}) EXPECT_EQ(o.json["processes"][i]["restarts"].as<int>(), 0);
+  EXPECT_NE(o.err.find("node-a died (signal KILL); restarting (1/3) in 200 ms"), std::string::npos)
+      << o.err;
+  EXPECT_GT(o.json["tuples"].as<uint64_t>(), 0u);
+  EXPECT_EQ(o.json["lost"].as<uint64_t>(), 0u);
+  EXPECT_EQ(o.json["duplicated"].as<uint64_t>(), 0u);
+}
+
+// restart: never (the default), acks or not: the same kill fails the run
+// and names node-a and its signal.
+TEST(Faults, WithoutRestartAKilledNodeFailsTheRunNamingIt) {
+  Outcome o = kill_mid_run("never", 29700, "node-a", "--set acks=on");
+  ASSERT_TRUE(o.json.IsMap()) << o.err;
+  EXPECT_EQ(o.code, 1) << o.err;
+  const std::string e = o.json["error"].as<std::string>();
+  EXPECT_NE(e.find("process 'node-a' (role node"), std::string::npos) << e;
+  EXPECT_NE(e.find("killed by signal 9"), std::string::npos) << e;
+  EXPECT_EQ(o.json["restarts"].as<int>(), 0);
+  EXPECT_EQ(o.err.find("restarting"), std::string::npos) << o.err;
+}
+
+}  // namespace

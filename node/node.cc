@@ -851,7 +851,9 @@ size_t Instance::next_to_send(Descriptor* batch, size_t max, Status* st) {
     for (int fd : fds) p.push_back({fd, POLLIN, 0});
     p.push_back({ready.fd(), POLLIN, 0});
     ready.prepare_fd_wait();
-    if (to_send_.size() == 0 && !to_send_.closed()) ::poll(p.data(), p.size(), -1);
+    // A bounded sleep: a carrier whose peer died may say so only when asked
+    // (progress), and unacknowledged frames must not wait on it forever.
+    if (to_send_.size() == 0 && !to_send_.closed()) ::poll(p.data(), p.size(), 200);
     ready.finish_fd_wait(p.back().revents & POLLIN);
     add_blocked(2, kRingEmpty, t);
     if (to_send_.closed() && to_send_.size() == 0) return 0;

@@ -124,6 +124,22 @@ TEST(Faults, AKilledNodeIsRestartedAndTheRunSucceeds) {
   EXPECT_EQ(o.json["duplicated"].as<uint64_t>(), 0u);
 }
 
+// The same for node-b, the sink's upstream: node-a's sender connects to
+// the restarted node-b and replays; the sink, whose upstream broke, waits
+// for it to connect again and drops what it already had (deduplicated).
+TEST(Faults, AKilledNodeBeforeTheSinkIsRestartedAndTheRunSucceeds) {
+  Outcome o = kill_mid_run("restart-b", 29500, "node-b",
+                           "--set restart=on-failure --set restart_backoff_ms=200 --set acks=on");
+  ASSERT_TRUE(o.json.IsMap()) << o.err;
+  EXPECT_EQ(o.code, 0) << o.err << o.json["error"];
+  EXPECT_EQ(o.json["processes"][2]["name"].as<std::string>(), "node-b");
+  EXPECT_EQ(o.json["processes"][2]["restarts"].as<int>(), 1);
+  EXPECT_GE(o.json["reconnects"].as<uint64_t>(), 2u);  // node-a's sender, the sink's receiver
+  EXPECT_GT(o.json["tuples"].as<uint64_t>(), 0u);
+  EXPECT_EQ(o.json["lost"].as<uint64_t>(), 0u);
+  EXPECT_EQ(o.json["duplicated"].as<uint64_t>(), 0u);
+}
+
 // restart: never (the default), acks or not: the same kill fails the run
 // and names node-a and its signal.
 TEST(Faults, WithoutRestartAKilledNodeFailsTheRunNamingIt) {

@@ -538,6 +538,12 @@ class MsgTx final : public TxCarrier {
       end_.ring_peer();
       st = reap(outstanding_ > 0 && ++tries > 64, 1);
       if (!st) return st;
+      // A peer that died leaves the send "full" for ever: only the control
+      // connection says why.
+      if (end_.eof() && !finished_)
+        return end_.fail(Status::Error(fmt::format(
+            "{}: the receiver closed its control connection (the receiving process ended)",
+            end_.link())));
       if (tries > 64 && outstanding_ == 0) usleep(50);
     }
     ++outstanding_;
@@ -601,6 +607,12 @@ class MsgTx final : public TxCarrier {
   Status progress() override {
     if (!end_.error().ok()) return end_.error();
     Status st = reap(false);
+    // A receiver that died says so only on the control connection: an idle
+    // sender with frames unacknowledged (acks) must see it too.
+    if (st && end_.eof() && !finished_)
+      return end_.fail(Status::Error(fmt::format(
+          "{}: the receiver closed its control connection (the receiving process ended)",
+          end_.link())));
     while (st && outstanding_ > 0) {
       Completion c[64];
       size_t got = 0;

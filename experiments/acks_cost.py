@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""What acknowledgements and upstream backup cost: the demo pipeline
+(loadgen -> node-a -> node-b -> sink, tcp-opt, 128 B tuples in 32 KiB events)
+with acks off and on, alternated in one run so both see the same machine.
+Prints tuples/s and node CPE_p per run, and the medians' ratio on/off.
+
+  python3 experiments/acks_cost.py [--build build] [--repeats 3] [--duration 5] [--set k=v ...]
+"""
+import argparse, json, statistics, subprocess, sys
+
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument("--build", default="build")
+ap.add_argument("--repeats", type=int, default=3)
+ap.add_argument("--duration", type=float, default=5)
+ap.add_argument("--set", action="append", default=[], help="more deployment keys, k=v")
+a = ap.parse_args()
+
+def run(acks):
+    cmd = [f"{a.build}/deploy/sluice-deploy", "run", "deploy/examples/pipeline.yaml", "--json",
+           "--set", f"acks={acks}", "--set", f"duration_s={a.duration}", "--set", "base_port=31200",
+           "--set", "tuple_bytes=128", "--set", "event_bytes=32768", "--set", "progress_s=0"]
+    for s in a.set:
+        cmd += ["--set", s]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    j = json.loads(p.stdout)
+    if not j["ok"]:
+        sys.exit(f"run with acks={acks} failed: {j['error']}")
+    nodes = [q for q in j["processes"] if q["role"] == "node"]
+    cpe = statistics.mean(q["cpe_p"] for q in nodes)
+    return j["tuples_per_s"], cpe, j["lost"]
+
+res = {"off": [], "on": []}
+for i in range(a.repeats):
+    for acks in ("off", "on"):
+        tps, cpe, lost = run(acks)
+        res[acks].append((tps, cpe))
+        print(f"run {i + 1}/{a.repeats} acks={acks}: {tps:,.0f} tuples/s, node CPE_p {cpe:,.0f}, lost {lost}",
+              flush=True)
+med = {k: (statistics.median(t for t, _ in v), statistics.median(c for _, c in v)) for k, v in res.items()}
+print(f"median tuples/s: off {med['off'][0]:,.0f}, on {med['on'][0]:,.0f}, on/off {med['on'][0] / med['off'][0]:.3f}")
+print(f"median node CPE_p: off {med['off'][1]:,.0f}, on {med['on'][1]:,.0f}, on/off {med['on'][1] / med['off'][1]:.3f}")

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/config_keys.h"
 #include "deploy/launcher.h"
 #include "deploy/predict.h"
 #include "deploy/session.h"
@@ -161,6 +162,9 @@ int main(int argc, char** argv) {
                    "what is left itself")
       ->check(CLI::Validator(check_timeout, "SECONDS"))
       ->capture_default_str();
+  CLI::App* keys_cmd = app.add_subcommand(
+      "keys", "Print the reference of every deployment key (its carrier, type, default, what each\n"
+              "preset sets and what it does) as Markdown: docs/CONFIG.md is this output");
   bool prometheus = false;
   std::string prometheus_rules = SLUICE_SOURCE_DIR "/deploy/prometheus/sluice.rules.yml";
   std::string prometheus_consoles = SLUICE_SOURCE_DIR "/deploy/prometheus/consoles";
@@ -179,6 +183,11 @@ int main(int argc, char** argv) {
     // --help prints and exits 0; any other parse error exits 2, as --help
     // says (not CLI11's own codes, 105 and up).
     return app.exit(e) == 0 ? kOk : kBadInput;
+  }
+
+  if (keys_cmd->parsed()) {
+    fmt::print("{}", cfg::config_reference_markdown());
+    return kOk;
   }
 
   if (status->parsed() || down->parsed()) {

@@ -18,6 +18,7 @@
 #include "deploy/predict.h"
 #include "deploy/session.h"
 #include "graph/config.h"
+#include "graph/config_doc.h"
 
 namespace {
 
@@ -173,12 +174,24 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   plan->add_option("--bin-dir", bin_dir, "As for run");
 
+  // keys: the schema of the deployment file (docs/CONFIG.md is its --markdown).
+  bool keys_md = false;
+  CLI::App* keys_cmd = app.add_subcommand(
+      "keys", "Print every key of a deployment file: its default and what it does (one line\n"
+              "each), or with --markdown docs/CONFIG.md (section, type, default, presets, carrier)");
+  keys_cmd->add_flag("--markdown", keys_md, "Print docs/CONFIG.md");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help prints and exits 0; any other parse error exits 2, as --help
     // says (not CLI11's own codes, 105 and up).
     return app.exit(e) == 0 ? kOk : kBadInput;
+  }
+
+  if (keys_cmd->parsed()) {
+    fmt::print("{}", keys_md ? keys_markdown() : keys_text());
+    return kOk;
   }
 
   if (status->parsed() || down->parsed()) {

@@ -180,6 +180,8 @@ int main(int argc, char** argv) {
       "keys", "Print every key of a deployment file: its default and what it does (one line\n"
               "each), or with --markdown docs/CONFIG.md (section, type, default, presets, carrier)");
   keys_cmd->add_flag("--markdown", keys_md, "Print docs/CONFIG.md");
+  bool keys_ops = false;
+  keys_cmd->add_flag("--operators", keys_ops, "Print docs/OPERATORS.md: every operator and its parameters");
 
   try {
     app.parse(argc, argv);
@@ -190,7 +192,7 @@ int main(int argc, char** argv) {
   }
 
   if (keys_cmd->parsed()) {
-    fmt::print("{}", keys_md ? keys_markdown() : keys_text());
+    fmt::print("{}", keys_ops ? operators_markdown() : keys_md ? keys_markdown() : keys_text());
     return kOk;
   }
 

@@ -13,6 +13,10 @@ namespace sluice {
 // the presets that change it, the carriers that read it and its doc line.
 std::string keys_markdown();
 
+// docs/OPERATORS.md: every kind of the operator registry, its parameters
+// (from its OperatorSpec) and its accounting.
+std::string operators_markdown();
+
 // The same, one line per key: "name<TAB>default<TAB>doc", for a terminal.
 std::string keys_text();
 

@@ -26,7 +26,7 @@ volatile std::sig_atomic_t g_stop_signal = 0;
 
 void on_stop_signal(int sig) { g_stop_signal = sig; }
 
-// Exit codes, as --help and README.md tell them.
+// Exit codes, as --help and docs/RUNNING.md tell them.
 constexpr int kOk = 0;
 constexpr int kRunFailed = 1;
 constexpr int kBadInput = 2;

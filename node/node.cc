@@ -236,8 +236,10 @@ Status NetSource::sleep() {
     const Receiver& l = *links_[i];
     if (l.sender_credits() < l.credit_batch()) threshold = std::min<size_t>(threshold, l.credit_batch());
     // With acks, a slot that comes back is an acknowledgement an upstream
-    // may be waiting for (its log, its pool, its close): return it at once.
-    if (opts_[i].acks && l.outstanding() > 0) threshold = 1;
+    // may be waiting for (its log, its pool, its close): wake for a credit
+    // batch of them, or for all it has out if fewer, so none is left unsent.
+    if (opts_[i].acks && l.outstanding() > 0)
+      threshold = std::min<size_t>(threshold, std::min<uint64_t>(l.credit_batch(), l.outstanding()));
   }
   if (threshold != wake_threshold_) pool_->set_wake_threshold(wake_threshold_ = threshold);
   EventCount& freed = pool_->freed();

@@ -37,15 +37,18 @@ Status Receiver::fail(std::string msg) {
 
 Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
   *n = 0;
+  // (An error found behind good frames was kept for this call.)
   if (!error_.ok()) return error_;
   if (ended_ || out.empty()) return {};
   if (shut_down_.load(std::memory_order_acquire)) return fail(name_ + ": receive shut down");
   Arrival arr[64];
   size_t got = 0;
   Status st = carrier_->poll(std::span<Arrival>(arr, std::min<size_t>(out.size(), 64)), &got);
+  Status carrier_error;  // found behind frames that arrived whole: those go on first
   if (!st) {
     if (shut_down_.load(std::memory_order_acquire)) return fail(name_ + ": receive shut down");
-    return fail(st.message());
+    if (got == 0) return fail(st.message());
+    carrier_error = st;
   }
   size_t k = 0;
   for (size_t i = 0; i < got; ++i) {
@@ -73,8 +76,13 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
     } else {
       err = fmt::format("frame kind {} handed up by the carrier", static_cast<unsigned>(a.kind));
     }
-    if (!err.empty())
-      return fail(fmt::format("{}: frame {}: {}", name_, received_ - 1, err));
+    if (!err.empty()) {
+      // The frames before it were good: they go on (and are counted); the
+      // next poll() returns the error.
+      Status e = fail(fmt::format("{}: frame {}: {}", name_, received_ - 1, err));
+      if (k == 0) return e;
+      break;
+    }
     const bool end = a.kind == FrameKind::kEnd;
     out[k++] = Descriptor{a.slot, 0, a.bytes, end ? 0u : a.events, static_cast<uint32_t>(tuples),
                           end ? kDescEnd : 0u};
@@ -83,6 +91,10 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
       end_slot_ = a.slot;
       break;  // nothing may follow END
     }
+  }
+  if (!carrier_error.ok()) {
+    Status e = fail(carrier_error.message());
+    if (k == 0) return e;
   }
   *n = k;
   return {};

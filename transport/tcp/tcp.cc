@@ -208,7 +208,10 @@ class TcpRx final : public RxCarrier {
   // sg: HEADER (16 bytes into hdr_) / PAYLOAD (into the slot). One recvmsg of
   // [rest of payload, next header] per frame in steady state.
   Status poll_sg(std::span<Arrival> out, size_t* n) {
-    size_t k = 0;
+    // *n counts as it goes: frames that arrived whole before an error are
+    // still handed out (the receiver keeps the error for its next poll).
+    size_t& k = *n;
+    k = 0;
     while (k < out.size() && !ended_) {
       iovec iov[2];
       int cnt = 0;
@@ -303,7 +306,8 @@ class TcpRx final : public RxCarrier {
   // copy / capnp: read read_bytes at a time into buf_, parse what is whole.
   Status poll_buffered(std::span<Arrival> out, size_t* n) {
     std::byte* buf = reinterpret_cast<std::byte*>(buf_.get());
-    size_t k = 0;
+    size_t& k = *n;  // as in poll_sg: what arrived before an error is kept
+    k = 0;
     Status st = parse(out, &k);
     while (st && k < out.size() && !ended_) {
       // Keep the partial frame at the front so a whole frame always fits.

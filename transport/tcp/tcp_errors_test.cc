@@ -195,6 +195,32 @@ TEST_P(RawUpstream, GoodFrameThenBadFrameMagic) {
   EXPECT_HAS(e, "frame 1 at byte " + std::to_string(f.size()));
 }
 
+// Seen from outside: good events, then a 70,000-byte payload. The good ones
+// are handed out (and so counted) before the error ends the link. (Two: the
+// link has two slots, and this raw sender never waits for credit.)
+TEST_P(RawUpstream, GoodFramesBeforeAnOversizedOneAreHandedOut) {
+  for (uint64_t e = 0; e < 2; ++e) {
+    auto f = good_frame(e);
+    raw_.write(f.data(), f.size());
+  }
+  FrameHeader h{kFrameMagic,
+                static_cast<uint16_t>(GetParam() == Encoding::kCapnp ? FrameKind::kCapnpEvent
+                                                                     : FrameKind::kEvents),
+                0, 70000, 1};
+  raw_.write(&h, sizeof h);
+  std::vector<Descriptor> out(8);
+  size_t good = 0;
+  Status st;
+  for (int i = 0; i < 100 && st; ++i) {
+    size_t n = 0;
+    st = receive(*receiver_, out, &n);
+    good += n;
+  }
+  EXPECT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "70000 bytes beyond");
+  EXPECT_EQ(good, 2u);
+}
+
 TEST_P(RawUpstream, UnknownFrameKind) {
   auto f = good_frame(0);
   uint16_t kind = 9;

@@ -174,12 +174,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   plan->add_option("--bin-dir", bin_dir, "As for run");
 
-  // keys: the schema of the deployment file (docs/CONFIG.md is its --markdown).
-  bool keys_md = false;
+  // keys: the reference of the deployment file and the operators, made from
+  // their declarations (graph/config_doc.h): docs/CONFIG.md, docs/OPERATORS.md.
   CLI::App* keys_cmd = app.add_subcommand(
-      "keys", "Print every key of a deployment file: its default and what it does (one line\n"
-              "each), or with --markdown docs/CONFIG.md (section, type, default, presets, carrier)");
-  keys_cmd->add_flag("--markdown", keys_md, "Print docs/CONFIG.md");
+      "keys", "Print the reference of every deployment key (its section, type, default, what\n"
+              "each preset sets, the carrier that reads it, what it does) as Markdown:\n"
+              "docs/CONFIG.md is this output; with --operators, docs/OPERATORS.md");
   bool keys_ops = false;
   keys_cmd->add_flag("--operators", keys_ops, "Print docs/OPERATORS.md: every operator and its parameters");
 
@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
   }
 
   if (keys_cmd->parsed()) {
-    fmt::print("{}", keys_ops ? operators_markdown() : keys_md ? keys_markdown() : keys_text());
+    fmt::print("{}", keys_ops ? operators_markdown() : keys_markdown());
     return kOk;
   }
 

@@ -89,6 +89,7 @@ const std::vector<SectionKey>& root_section_keys();  // preset, host, hosts, sch
 const std::vector<SectionKey>& process_keys();
 const std::vector<SectionKey>& host_keys();
 const std::vector<SectionKey>& schema_keys();
+
 const std::vector<SectionKey>& field_keys();
 const std::vector<SectionKey>& link_own_keys();  // from, to, port, preset
 

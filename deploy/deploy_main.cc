@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "graph/config_keys.h"
 #include "deploy/launcher.h"
 #include "deploy/predict.h"
 #include "deploy/session.h"
 #include "graph/config.h"
+#include "graph/config_doc.h"
 
 namespace {
 
@@ -26,7 +26,7 @@ volatile std::sig_atomic_t g_stop_signal = 0;
 
 void on_stop_signal(int sig) { g_stop_signal = sig; }
 
-// Exit codes, as --help and README.md tell them.
+// Exit codes, as --help and docs/RUNNING.md tell them.
 constexpr int kOk = 0;
 constexpr int kRunFailed = 1;
 constexpr int kBadInput = 2;
@@ -162,9 +162,6 @@ int main(int argc, char** argv) {
                    "what is left itself")
       ->check(CLI::Validator(check_timeout, "SECONDS"))
       ->capture_default_str();
-  CLI::App* keys_cmd = app.add_subcommand(
-      "keys", "Print the reference of every deployment key (its carrier, type, default, what each\n"
-              "preset sets and what it does) as Markdown: docs/CONFIG.md is this output");
   bool prometheus = false;
   std::string prometheus_rules = SLUICE_SOURCE_DIR "/deploy/prometheus/sluice.rules.yml";
   std::string prometheus_consoles = SLUICE_SOURCE_DIR "/deploy/prometheus/consoles";
@@ -177,6 +174,15 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   plan->add_option("--bin-dir", bin_dir, "As for run");
 
+  // keys: the reference of the deployment file and the operators, made from
+  // their declarations (graph/config_doc.h): docs/CONFIG.md, docs/OPERATORS.md.
+  CLI::App* keys_cmd = app.add_subcommand(
+      "keys", "Print the reference of every deployment key (its section, type, default, what\n"
+              "each preset sets, the carrier that reads it, what it does) as Markdown:\n"
+              "docs/CONFIG.md is this output; with --operators, docs/OPERATORS.md");
+  bool keys_ops = false;
+  keys_cmd->add_flag("--operators", keys_ops, "Print docs/OPERATORS.md: every operator and its parameters");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -186,7 +192,7 @@ int main(int argc, char** argv) {
   }
 
   if (keys_cmd->parsed()) {
-    fmt::print("{}", cfg::config_reference_markdown());
+    fmt::print("{}", keys_ops ? operators_markdown() : keys_markdown());
     return kOk;
   }
 

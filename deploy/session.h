@@ -46,7 +46,7 @@ void write_state(const RunReport& r, const char* phase);
 // state.json in phase "down".
 void write_final(const RunReport& r);
 
-// Exit codes of the three verbs, as README.md's table says.
+// Exit codes of the three verbs, as docs/RUNNING.md's table says.
 struct SessionResult {
   int exit_code = 0;
   std::string out;  // for stdout

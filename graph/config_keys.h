@@ -90,8 +90,6 @@ const std::vector<SectionKey>& process_keys();
 const std::vector<SectionKey>& host_keys();
 const std::vector<SectionKey>& schema_keys();
 
-// Every key above as a Markdown reference (config_doc.cc): docs/CONFIG.md.
-std::string config_reference_markdown();
 const std::vector<SectionKey>& field_keys();
 const std::vector<SectionKey>& link_own_keys();  // from, to, port, preset
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fails when an #include runs upward (DESIGN.md, Layout; README, Layout).
+"""Fails when an #include runs upward (docs/DESIGN.md, Layout).
 
 Folders, bottom to top; a folder may include its own level and any below it,
 never one above, and never a sibling at its own level:

@@ -412,6 +412,9 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
       sync_exits(children, r);
     }
   } mark{children, r};
+  // The run's clock starts with its first process: restarted_at_s counts
+  // from here, so a restart is never dated before its process had started.
+  const double t0 = mono_s();
   for (size_t k : d.start_order()) {
     ProcessOutcome& p = r.processes[k];
     const std::string& program = o.programs.of(p.role);
@@ -441,8 +444,7 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
   const double timeout = o.timeout_s > 0 ? o.timeout_s : default_timeout_s(d);
   const double period =
       o.progress_period_s >= 0 ? o.progress_period_s : (isatty(STDERR_FILENO) ? 1.0 : 5.0);
-  const double t0 = mono_s();
-  double next_progress = t0 + period;
+  double next_progress = mono_s() + period;
   std::unique_ptr<LiveTable> table;
   if (o.live_table && o.progress && period > 0) {
     std::vector<LiveTable::Process> ps;

@@ -1,7 +1,7 @@
 #include "node/metrics.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <bit>
@@ -34,24 +34,11 @@ double finite(double v) { return std::isfinite(v) ? v : 0.0; }
 }  // namespace
 
 std::string json_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) out += fmt::format("\\u{:04x}", c);
-        else out += ch;  // UTF-8 passes through as is
-    }
-  }
-  return out;
+  // nlohmann's escaping; bytes that are not UTF-8 become U+FFFD rather than
+  // a string no JSON reader takes.
+  const std::string q = nlohmann::json(std::string(s)).dump(-1, ' ', false,
+                                                             nlohmann::json::error_handler_t::replace);
+  return q.substr(1, q.size() - 2);
 }
 
 std::vector<unsigned> thread_cpu_list() {
@@ -189,22 +176,22 @@ using Member = std::variant<uint64_t ProcessSummary::*, uint32_t ProcessSummary:
 struct Field {
   const char* key;
   Member member;
-  const char* fmt = "";  // for doubles
+  int decimals = -1;  // doubles: rounded to this many decimals; -1: as they are
 };
 
 #define SLUICE_F(member, ...) \
-  Field { #member, &ProcessSummary::member, "" __VA_ARGS__ }
+  Field { #member, &ProcessSummary::member, __VA_ARGS__ }
 const Field kFields[] = {
     SLUICE_F(instances),
     SLUICE_F(events_in), SLUICE_F(events_out),
     SLUICE_F(tuples_in), SLUICE_F(tuples_out),
     SLUICE_F(bytes_in),  SLUICE_F(bytes_out),
-    SLUICE_F(wall_s, "{:.6f}"), SLUICE_F(user_s, "{:.6f}"),
-    SLUICE_F(sys_s, "{:.6f}"),  SLUICE_F(cores, "{:.3f}"),
-    SLUICE_F(clock_ghz, "{:.3f}"), SLUICE_F(peak_watts, "{:.1f}"),
-    SLUICE_F(cpe_p, "{:.2f}"), SLUICE_F(cpe_u, "{:.2f}"),
-    SLUICE_F(cpe_s, "{:.2f}"), SLUICE_F(cpe_i, "{:.2f}"),
-    SLUICE_F(cpb_p, "{:.4f}"), SLUICE_F(epe_joules, "{:.4e}"),
+    SLUICE_F(wall_s, 6), SLUICE_F(user_s, 6),
+    SLUICE_F(sys_s, 6),  SLUICE_F(cores, 3),
+    SLUICE_F(clock_ghz, 3), SLUICE_F(peak_watts, 1),
+    SLUICE_F(cpe_p, 2), SLUICE_F(cpe_u, 2),
+    SLUICE_F(cpe_s, 2), SLUICE_F(cpe_i, 2),
+    SLUICE_F(cpb_p, 4), SLUICE_F(epe_joules),
     SLUICE_F(rss_max_bytes),
     SLUICE_F(lost), SLUICE_F(duplicated), SLUICE_F(corrupt),
     SLUICE_F(filtered), SLUICE_F(aggregated), SLUICE_F(joined), SLUICE_F(partitioned),
@@ -215,16 +202,70 @@ const Field kFields[] = {
 };
 #undef SLUICE_F
 
-std::string pct_json(double p50, double p99, double max) {
-  return fmt::format(R"({{"p50":{:.1f},"p99":{:.1f},"max":{:.1f}}})", finite(p50), finite(p99),
-                     finite(max));
+using Json = nlohmann::ordered_json;  // keys in the order written
+
+// A figure for people: finite (JSON has no inf/nan), rounded where asked.
+double num(double v, int decimals = -1) {
+  v = finite(v);
+  if (decimals < 0) return v;
+  const double scale = std::pow(10.0, decimals);
+  return std::round(v * scale) / scale;
 }
 
-void pct_from(const YAML::Node& n, double* p50, double* p99, double* max) {
-  if (!n) return;
-  if (n["p50"]) *p50 = n["p50"].as<double>();
-  if (n["p99"]) *p99 = n["p99"].as<double>();
-  if (n["max"]) *max = n["max"].as<double>();
+Json pct_json(double p50, double p99, double max) {
+  return {{"p50", num(p50, 1)}, {"p99", num(p99, 1)}, {"max", num(max, 1)}};
+}
+
+void pct_from(const Json& n, const char* key, double* p50, double* p99, double* max) {
+  auto it = n.find(key);
+  if (it == n.end()) return;
+  *p50 = it->value("p50", *p50);
+  *p99 = it->value("p99", *p99);
+  *max = it->value("max", *max);
+}
+
+// Text for files and pipes: one line, bytes that are not UTF-8 replaced.
+std::string text(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+Json measured(const ProcessSummary& s) {
+  Json out = Json::object();
+  for (const Field& f : kFields)
+    std::visit(
+        [&](auto m) {
+          using T = std::remove_cvref_t<decltype(s.*m)>;
+          if constexpr (std::is_same_v<T, double>) out[f.key] = num(s.*m, f.decimals);
+          else out[f.key] = s.*m;
+        },
+        f.member);
+  out["latency_us"] = pct_json(s.latency_p50_us, s.latency_p99_us, s.latency_max_us);
+  const BurstSummary& b = s.burst;
+  if (b.bursts)
+    out["burst"] = {{"bursts", b.bursts}, {"head_events", b.head_events},
+                    {"processing_us", pct_json(b.processing_p50_us, b.processing_p99_us, b.processing_max_us)},
+                    {"head_us", pct_json(b.head_p50_us, b.head_p99_us, b.head_max_us)},
+                    {"tail_us", pct_json(b.tail_p50_us, b.tail_p99_us, b.tail_max_us)}};
+  Json stages = Json::array();
+  for (const auto& st : s.stages) {
+    Json blocked = Json::object();
+    for (int r = 0; r < kBlockReasons; ++r) blocked[block_reason_name(r)] = num(st.blocked_s[r], 6);
+    stages.push_back({{"name", st.name}, {"user_s", num(st.user_s, 6)}, {"sys_s", num(st.sys_s, 6)},
+                      {"events", st.events}, {"cpus", st.cpus}, {"last_cpu", st.last_cpu},
+                      {"blocked_s", blocked}});
+  }
+  Json links = Json::array();
+  for (const auto& l : s.links)
+    links.push_back({{"name", l.name}, {"direction", l.out ? "out" : "in"}, {"frames", l.frames},
+                     {"bytes", l.bytes}, {"syscalls", l.syscalls}, {"credit_waits", l.credit_waits},
+                     {"credit_wait_s", num(l.credit_wait_s, 6)}});
+  Json ops = Json::array();
+  for (const auto& o : s.operators)
+    ops.push_back({{"name", o.name}, {"events_in", o.events_in}, {"events_out", o.events_out},
+                   {"tuples_in", o.tuples_in}, {"tuples_out", o.tuples_out},
+                   {"cpu_s", num(o.cpu_s, 6)}, {"state_bytes", o.state_bytes}});
+  out["stages"] = std::move(stages);
+  out["links"] = std::move(links);
+  out["operators"] = std::move(ops);
+  return out;
 }
 
 }  // namespace
@@ -280,128 +321,76 @@ void LiveHistogram::merge_into(uint64_t* cum, double* sum) const {
 }
 
 std::string ProcessSummary::measured_json() const {
-  std::string out;
-  for (const Field& f : kFields) {
-    out += out.empty() ? "" : ",";
-    out += fmt::format(R"("{}":)", f.key);
-    std::visit(
-        [&](auto m) {
-          using T = std::remove_cvref_t<decltype(this->*m)>;
-          if constexpr (std::is_same_v<T, double>)
-            out += fmt::format(fmt::runtime(f.fmt), finite(this->*m));
-          else if constexpr (std::is_same_v<T, std::string>)
-            out += fmt::format(R"("{}")", json_escape(this->*m));
-          else
-            out += fmt::format("{}", this->*m);
-        },
-        f.member);
-  }
-  out += R"(,"latency_us":)" + pct_json(latency_p50_us, latency_p99_us, latency_max_us);
-  if (burst.bursts)
-    out += fmt::format(R"(,"burst":{{"bursts":{},"head_events":{},"processing_us":{},"head_us":{},"tail_us":{}}})",
-                       burst.bursts, burst.head_events,
-                       pct_json(burst.processing_p50_us, burst.processing_p99_us, burst.processing_max_us),
-                       pct_json(burst.head_p50_us, burst.head_p99_us, burst.head_max_us),
-                       pct_json(burst.tail_p50_us, burst.tail_p99_us, burst.tail_max_us));
-  std::string st;
-  for (const auto& s : stages) {
-    std::string blocked;
-    for (int r = 0; r < kBlockReasons; ++r)
-      blocked += fmt::format(R"({}"{}":{:.6f})", r ? "," : "", block_reason_name(r), finite(s.blocked_s[r]));
-    st += fmt::format(
-        R"({}{{"name":"{}","user_s":{:.6f},"sys_s":{:.6f},"events":{},"cpus":"{}","last_cpu":{},"blocked_s":{{{}}}}})",
-        st.empty() ? "" : ",", json_escape(s.name), s.user_s, s.sys_s, s.events, json_escape(s.cpus),
-        s.last_cpu, blocked);
-  }
-  std::string li;
-  for (const auto& l : links)
-    li += fmt::format(
-        R"({}{{"name":"{}","direction":"{}","frames":{},"bytes":{},"syscalls":{},"credit_waits":{},"credit_wait_s":{:.6f}}})",
-        li.empty() ? "" : ",", json_escape(l.name), l.out ? "out" : "in", l.frames, l.bytes,
-        l.syscalls, l.credit_waits, finite(l.credit_wait_s));
-  std::string ops;
-  for (const auto& o : operators)
-    ops += fmt::format(
-        R"({}{{"name":"{}","events_in":{},"events_out":{},"tuples_in":{},"tuples_out":{},"cpu_s":{:.6f},"state_bytes":{}}})",
-        ops.empty() ? "" : ",", json_escape(o.name), o.events_in, o.events_out, o.tuples_in,
-        o.tuples_out, finite(o.cpu_s), o.state_bytes);
-  out += fmt::format(R"(,"stages":[{}],"links":[{}],"operators":[{}])", st, li, ops);
-  return out;
+  const std::string j = text(measured(*this));
+  return j.substr(1, j.size() - 2);  // without the braces
 }
 
 std::string ProcessSummary::to_json() const {
-  return fmt::format(R"({{"name":"{}","role":"{}","ok":{},"error":"{}",{}}})", json_escape(name),
-                     json_escape(role), ok ? "true" : "false", json_escape(error), measured_json());
+  Json j = {{"name", name}, {"role", role}, {"ok", ok}, {"error", error}};
+  j.update(measured(*this));  // after the identity, in the order written
+  return text(j);
 }
 
 Status summary_from_json(const std::string& text, ProcessSummary* out) {
   try {
-    YAML::Node n = YAML::Load(text);
-    if (!n.IsMap()) return Status::Error("summary is not a JSON object");
+    const Json n = Json::parse(text);
+    if (!n.is_object()) return Status::Error("summary is not a JSON object");
     ProcessSummary s;
-    if (n["name"]) s.name = n["name"].as<std::string>();
-    if (n["role"]) s.role = n["role"].as<std::string>();
-    if (n["error"]) s.error = n["error"].as<std::string>();
-    if (n["ok"]) s.ok = n["ok"].as<bool>();
+    s.name = n.value("name", s.name);
+    s.role = n.value("role", s.role);
+    s.error = n.value("error", s.error);
+    s.ok = n.value("ok", s.ok);
     for (const Field& f : kFields) {
-      const YAML::Node v = n[f.key];
-      if (!v) continue;
-      std::visit(
-          [&](auto m) { s.*m = v.as<std::remove_cvref_t<decltype(s.*m)>>(); }, f.member);
+      auto v = n.find(f.key);
+      if (v == n.end()) continue;
+      std::visit([&](auto m) { v->get_to(s.*m); }, f.member);
     }
-    pct_from(n["latency_us"], &s.latency_p50_us, &s.latency_p99_us, &s.latency_max_us);
-    if (auto b = n["burst"]) {
-      if (b["bursts"]) s.burst.bursts = b["bursts"].as<uint64_t>();
-      if (b["head_events"]) s.burst.head_events = b["head_events"].as<uint64_t>();
-      pct_from(b["processing_us"], &s.burst.processing_p50_us, &s.burst.processing_p99_us,
+    pct_from(n, "latency_us", &s.latency_p50_us, &s.latency_p99_us, &s.latency_max_us);
+    if (auto b = n.find("burst"); b != n.end()) {
+      s.burst.bursts = b->value("bursts", uint64_t{0});
+      s.burst.head_events = b->value("head_events", uint64_t{0});
+      pct_from(*b, "processing_us", &s.burst.processing_p50_us, &s.burst.processing_p99_us,
                &s.burst.processing_max_us);
-      pct_from(b["head_us"], &s.burst.head_p50_us, &s.burst.head_p99_us, &s.burst.head_max_us);
-      pct_from(b["tail_us"], &s.burst.tail_p50_us, &s.burst.tail_p99_us, &s.burst.tail_max_us);
+      pct_from(*b, "head_us", &s.burst.head_p50_us, &s.burst.head_p99_us, &s.burst.head_max_us);
+      pct_from(*b, "tail_us", &s.burst.tail_p50_us, &s.burst.tail_p99_us, &s.burst.tail_max_us);
     }
-    if (auto st = n["stages"]) {
-      for (const auto& e : st) {
-        StageSummary ss;
-        ss.name = e["name"].as<std::string>();
-        ss.user_s = e["user_s"].as<double>();
-        ss.sys_s = e["sys_s"].as<double>();
-        ss.events = e["events"].as<uint64_t>();
-        if (e["cpus"]) ss.cpus = e["cpus"].as<std::string>();
-        if (e["last_cpu"]) ss.last_cpu = e["last_cpu"].as<int>();
-        if (auto b = e["blocked_s"])
-          for (int r = 0; r < kBlockReasons; ++r)
-            if (b[block_reason_name(r)]) ss.blocked_s[r] = b[block_reason_name(r)].as<double>();
-        s.stages.push_back(std::move(ss));
-      }
+    for (const Json& e : n.value("stages", Json::array())) {
+      StageSummary ss;
+      e.at("name").get_to(ss.name);
+      e.at("user_s").get_to(ss.user_s);
+      e.at("sys_s").get_to(ss.sys_s);
+      e.at("events").get_to(ss.events);
+      ss.cpus = e.value("cpus", ss.cpus);
+      ss.last_cpu = e.value("last_cpu", ss.last_cpu);
+      if (auto b = e.find("blocked_s"); b != e.end())
+        for (int r = 0; r < kBlockReasons; ++r) ss.blocked_s[r] = b->value(block_reason_name(r), 0.0);
+      s.stages.push_back(std::move(ss));
     }
-    if (auto ls = n["links"]) {
-      for (const auto& e : ls) {
-        LinkSummary l;
-        l.name = e["name"].as<std::string>();
-        l.out = e["direction"].as<std::string>() == "out";
-        l.frames = e["frames"].as<uint64_t>();
-        l.bytes = e["bytes"].as<uint64_t>();
-        l.syscalls = e["syscalls"].as<uint64_t>();
-        l.credit_waits = e["credit_waits"].as<uint64_t>();
-        l.credit_wait_s = e["credit_wait_s"].as<double>();
-        s.links.push_back(std::move(l));
-      }
+    for (const Json& e : n.value("links", Json::array())) {
+      LinkSummary l;
+      e.at("name").get_to(l.name);
+      l.out = e.at("direction").get<std::string>() == "out";
+      e.at("frames").get_to(l.frames);
+      e.at("bytes").get_to(l.bytes);
+      e.at("syscalls").get_to(l.syscalls);
+      e.at("credit_waits").get_to(l.credit_waits);
+      e.at("credit_wait_s").get_to(l.credit_wait_s);
+      s.links.push_back(std::move(l));
     }
-    if (auto ops = n["operators"]) {
-      for (const auto& e : ops) {
-        OperatorSummary o;
-        o.name = e["name"].as<std::string>();
-        o.events_in = e["events_in"].as<uint64_t>();
-        o.events_out = e["events_out"].as<uint64_t>();
-        o.tuples_in = e["tuples_in"].as<uint64_t>();
-        o.tuples_out = e["tuples_out"].as<uint64_t>();
-        o.cpu_s = e["cpu_s"].as<double>();
-        if (e["state_bytes"]) o.state_bytes = e["state_bytes"].as<uint64_t>();
-        s.operators.push_back(std::move(o));
-      }
+    for (const Json& e : n.value("operators", Json::array())) {
+      OperatorSummary o;
+      e.at("name").get_to(o.name);
+      e.at("events_in").get_to(o.events_in);
+      e.at("events_out").get_to(o.events_out);
+      e.at("tuples_in").get_to(o.tuples_in);
+      e.at("tuples_out").get_to(o.tuples_out);
+      e.at("cpu_s").get_to(o.cpu_s);
+      o.state_bytes = e.value("state_bytes", o.state_bytes);
+      s.operators.push_back(std::move(o));
     }
     *out = std::move(s);
     return {};
-  } catch (const YAML::Exception& e) {
+  } catch (const nlohmann::json::exception& e) {
     return Status::Error(fmt::format("summary is not valid JSON: {}", e.what()));
   }
 }

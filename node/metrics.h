@@ -11,8 +11,9 @@
 //   CPB_p   = (user + system) x F / bytes         (bytes in + out)
 //   EPE     = P x (CPE_p + 0.7 x CPE_i) / (N x F) joules
 //
-// The summary is one JSON object per process, written at the end of a run;
-// sluice-deploy gathers them (yaml-cpp reads JSON) into the run's report.
+// The summary is one JSON object per process, written at the end of a run
+// and read back with nlohmann-json; sluice-deploy gathers them into the
+// run's report.
 #pragma once
 
 #include <sys/resource.h>

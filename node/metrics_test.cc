@@ -77,5 +77,21 @@ TEST(ProcessSummary, JsonRoundTrip) {
   EXPECT_EQ(back.stages[0].events, 9u);
   EXPECT_FALSE(summary_from_json("[1, 2", &back).ok());
 }
+
+// The summary is JSON any reader takes: a name or error that is not UTF-8
+// (a path, a library's message) is written replaced, not as raw bytes; and
+// the reader is a JSON reader, not a YAML one that takes what JSON does not.
+TEST(ProcessSummary, JsonIsStrictBothWays) {
+  ProcessSummary s;
+  s.name = "node-a";
+  s.error = std::string("bad byte \xff here\ttab");
+  ProcessSummary back;
+  ASSERT_TRUE(summary_from_json(s.to_json(), &back).ok()) << s.to_json();
+  EXPECT_EQ(back.error, "bad byte \xef\xbf\xbd here\ttab");  // U+FFFD
+  EXPECT_EQ(s.to_json().rfind("{\"name\":\"node-a\",\"role\":", 0), 0u) << s.to_json();
+  EXPECT_FALSE(summary_from_json("{name: node-a, ok: yes}", &back).ok());
+  EXPECT_FALSE(summary_from_json("{\"ok\": \"yes\"}", &back).ok());  // a string is no bool
+  EXPECT_EQ(json_escape(std::string("a\"b\\c\n\x01")), "a\\\"b\\\\c\\n\\u0001");
+}
 }  // namespace
 }  // namespace sluice

@@ -15,6 +15,7 @@ PACKAGES=(
   libfabric-dev libucx-dev libasio-dev capnproto libcapnp-dev
   libspdlog-dev libfmt-dev prometheus-cpp-dev libyaml-cpp-dev libcli11-dev
   libbenchmark-dev libgtest-dev libxxhash-dev python3-xxhash
+  nlohmann-json3-dev         # JSON summaries and reports, written and read
   clang libclang-rt-14-dev   # sanitizer and libFuzzer runtimes for clang builds
   prometheus                 # sluice-deploy run --prometheus, and its test
   tmux                       # the live table's test: a run on a terminal, captured

@@ -61,10 +61,12 @@ class Generator final : public Source {
   void shutdown() override;
   // Ends the stream early but cleanly (SIGINT): END goes out after what was made.
   void stop() { stop_.store(true, std::memory_order_relaxed); }
+  // Makes the next event in `slot` with send timestamp `ts` (exposed for
+  // benchmarks: what next() does per event, without the schedule or the pool).
+  Descriptor make_event(uint32_t slot, uint64_t ts);
 
  private:
   size_t allowed_now(double now);
-  Descriptor make_event(uint32_t slot, uint64_t ts);
   Descriptor make_end(uint32_t slot);
 
   uint32_t tuple_bytes_, tuples_per_event_, data_bytes_, streams_, first_stream_;

@@ -3,7 +3,9 @@
 // The sink's verifier: a Destination that checks every event instead of
 // sending it on.
 //
-// Per event: the checksum (a mismatch makes its tuples corrupt, and the gap
+// Per event: the checksum (a template event's, kEventTemplate: its seq and
+// key fields one by one and one XXH3 of its body, transport/event.h; a
+// mismatch makes its tuples corrupt, and the gap
 // they leave in their stream is not counted lost as well), the stream's
 // tuple sequence (a gap is lost tuples, an overlap duplicated ones, tuples
 // dropped by operators upstream are counted as filtered), each tuple's
@@ -74,12 +76,15 @@ class Verifier final : public Destination {
   bool dedupes() const { return dedupe_; }
   const BurstStats* bursts() const { return bursts_ ? &*bursts_ : nullptr; }
 
-  // Checks one run of events (exposed for tests).
-  void verify_run(const std::byte* run, const Descriptor& d, uint64_t now_ns);
+  // Checks one run of events (exposed for tests). A template event's seq and
+  // key fields are zeroed while its body is hashed and written back after:
+  // the bytes are as they came when it returns.
+  void verify_run(std::byte* run, const Descriptor& d, uint64_t now_ns);
   void verify_end(const std::byte* p, uint32_t bytes);
 
  private:
   uint64_t gap(uint32_t stream, uint64_t missing);
+  bool template_intact(std::byte* p, const EventHeader& h);
 
   SlotPool& pool_;
   VerifyCounts c_;
@@ -93,6 +98,8 @@ class Verifier final : public Destination {
   std::array<uint64_t, kMaxStreams> corrupt_unseen_{};  // corrupt tuples not yet met as a gap
   std::array<uint64_t, kMaxStreams> missing_{};  // gaps counted lost, until END's accounts explain them
   std::array<uint64_t, kMaxStreams> part_missing_{};  // span - count of key-split parts, until END
+  uint32_t zero_body_count_ = UINT32_MAX;  // 12-byte tuples, no data: the body hash for
+  uint64_t zero_body_hash_ = 0;            // this many tuples (all zeros once masked)
   std::unique_ptr<EndOfStream> end_;
   FILE* results_ = nullptr;
   std::vector<FieldRef> result_fields_;

@@ -4,6 +4,9 @@
 #include "transport/transport.h"  // Encoding
 
 #include <fmt/format.h>
+// XXH3_state_t on the stack (no allocation per event): its layout is public
+// only with static linking in mind; the header and the library are one package.
+#define XXH_STATIC_LINKING_ONLY
 #include <xxh_x86dispatch.h>
 
 namespace sluice {
@@ -19,8 +22,85 @@ uint64_t event_checksum(const std::byte* event) {
 }
 
 void seal_event(std::byte* event) {
+  uint32_t flags;
+  std::memcpy(&flags, event + offsetof(EventHeader, flags), sizeof flags);
+  if (flags & kEventTemplate) {
+    flags &= ~kEventTemplate;
+    std::memcpy(event + offsetof(EventHeader, flags), &flags, sizeof flags);
+  }
   uint64_t c = event_checksum(event);
   std::memcpy(event + kChecksumOffset, &c, sizeof c);
+}
+
+uint64_t template_body_hash(std::byte* event) {
+  EventHeader h;
+  std::memcpy(&h, event, sizeof h);
+  std::byte* t = event + kEventHeaderBytes;
+  for (uint32_t i = 0; i < h.tuple_count; ++i, t += h.tuple_bytes) std::memset(t, 0, kMinTupleBytes);
+  return event_body_hash(event);
+}
+
+uint64_t event_body_hash(const std::byte* event) {
+  EventHeader h;
+  std::memcpy(&h, event, sizeof h);
+  return XXH3_64bits_dispatch(event + kEventHeaderBytes, h.tuple_block_bytes() + h.data_bytes);
+}
+
+namespace {
+// Tuples [0, n) from `t` on: checks seq and key (from `seq`), zeroing them
+// when `zero`; returns the OR of the differences (0: all as the template).
+uint64_t check_fields(std::byte* t, size_t tb, uint32_t n, uint64_t seq, bool zero) {
+  uint64_t mul = seq * kTemplateKeyMul, bad = 0;
+  for (uint32_t j = 0; j < n; ++j, t += tb, ++seq, mul += kTemplateKeyMul) {
+    uint64_t s;
+    uint32_t k;
+    std::memcpy(&s, t + kTupleSeqOffset, 8);
+    std::memcpy(&k, t + kTupleKeyOffset, 4);
+    bad |= (s ^ seq) | (k ^ static_cast<uint32_t>(mul >> kTemplateKeyShift));
+    if (zero) std::memset(t, 0, kMinTupleBytes);
+  }
+  return bad;
+}
+
+void write_fields(std::byte* t, size_t tb, uint32_t n, uint64_t seq) {
+  uint64_t mul = seq * kTemplateKeyMul;
+  for (uint32_t j = 0; j < n; ++j, t += tb, ++seq, mul += kTemplateKeyMul) {
+    const uint32_t k = static_cast<uint32_t>(mul >> kTemplateKeyShift);
+    std::memcpy(t + kTupleSeqOffset, &seq, 8);
+    std::memcpy(t + kTupleKeyOffset, &k, 4);
+  }
+}
+}  // namespace
+
+bool check_template_event(std::byte* event, bool hash_body, uint64_t* body_hash) {
+  EventHeader h;
+  std::memcpy(&h, event, sizeof h);
+  std::byte* body = event + kEventHeaderBytes;
+  if (!hash_body) return check_fields(body, h.tuple_bytes, h.tuple_count, h.first_seq, false) == 0;
+  // A few KiB of tuples at a time: checked and zeroed, hashed, written back
+  // while their lines are still in L1 (streaming XXH3 gives the one-shot
+  // hash), so the event's lines come from memory once.
+  const size_t tb = h.tuple_bytes;
+  constexpr size_t kChunkBytes = 4096;
+  const uint32_t per_chunk = static_cast<uint32_t>(std::max<size_t>(1, kChunkBytes / tb));
+  XXH3_state_t st;
+  XXH3_64bits_reset(&st);
+  uint64_t bad = 0;
+  for (uint32_t i = 0; i < h.tuple_count;) {
+    const uint32_t m = std::min(per_chunk, h.tuple_count - i);
+    std::byte* chunk = body + size_t{i} * tb;
+    bad |= check_fields(chunk, tb, m, h.first_seq + i, true);
+    XXH3_64bits_update_dispatch(&st, chunk, size_t{m} * tb);
+    write_fields(chunk, tb, m, h.first_seq + i);
+    i += m;
+  }
+  XXH3_64bits_update_dispatch(&st, body + h.tuple_block_bytes(), h.data_bytes);
+  *body_hash = XXH3_64bits_digest(&st);
+  return bad == 0;
+}
+
+uint64_t template_checksum(const std::byte* event, uint64_t body_hash) {
+  return XXH3_64bits_withSeed_dispatch(event, kChecksumOffset, body_hash);
 }
 
 std::string check_event_header(const std::byte* p, size_t avail, uint32_t expect_tuple_bytes) {

@@ -63,6 +63,13 @@ inline constexpr uint32_t kMaxStreams = 256;
 // `partitioned` explains them, so neither the sink nor an operator downstream
 // counts them as filtered.
 inline constexpr uint32_t kEventPart = 1;
+// kEventTemplate marks an event exactly as the load generator's template made
+// it (the default schema, nothing dropped or changed since): tuple i carries
+// seq first_seq + i and key template_key(seq), and the checksum is the
+// template form (template_checksum below), which the generator computes from
+// the header alone. Whoever changes an event reseals it (seal_event), which
+// clears the flag and writes the full checksum.
+inline constexpr uint32_t kEventTemplate = 2;
 struct EventHeader {
   uint32_t magic;
   uint16_t version;
@@ -97,6 +104,16 @@ struct TupleFields {
 };
 inline constexpr size_t kTupleSeqOffset = 0;
 inline constexpr size_t kTupleKeyOffset = 8;
+
+// The key the load generator gives tuple `seq` (a template event's keys): a
+// multiplicative hash, uniform in [0, 1024), so a filter on key selects a
+// predictable fraction. Tuple seq + 1's is (seq + 1) * kTemplateKeyMul >> 54,
+// so a loop over consecutive tuples adds kTemplateKeyMul instead.
+inline constexpr uint64_t kTemplateKeyMul = 0x9E3779B97F4A7C15ull;
+inline constexpr int kTemplateKeyShift = 54;
+inline uint32_t template_key(uint64_t seq) {
+  return static_cast<uint32_t>((seq * kTemplateKeyMul) >> kTemplateKeyShift);
+}
 
 inline uint64_t tuple_seq(const std::byte* t) {
   uint64_t v;
@@ -198,8 +215,31 @@ static_assert(sizeof(EndOfStreamEntry) == 24);
 //   checksum = XXH3_64bits_withSeed(body, len, XXH3_64bits_withSeed(header, 56, 0))
 uint64_t event_checksum(const std::byte* event);
 
-// Writes the event's checksum field.
+// Writes the event's checksum field (the full form above), clearing
+// kEventTemplate: an event resealed is no longer the template's.
 void seal_event(std::byte* event);
+
+// The template form of the checksum (kEventTemplate): the body is hashed with
+// every tuple's seq and key (its first 12 bytes) as zeros, so for a given
+// template and tuple count it is one constant the generator computes once, and
+// that hash seeds the hash of the header:
+//   body_hash = XXH3_64bits(body with bytes [0, 12) of every tuple zeroed)
+//   checksum  = XXH3_64bits_withSeed(header [0, 56), seed = body_hash)
+// The seq and key fields are checked one by one instead (tuple i: first_seq +
+// i, template_key(seq)); a payload or data byte changed changes body_hash.
+//
+// template_body_hash zeroes those 12 bytes of each tuple IN PLACE and returns
+// body_hash: the generator calls it on a fresh slot, the sink once it has
+// checked the fields (it is the event's last reader).
+uint64_t template_body_hash(std::byte* event);
+// XXH3_64bits of the body as it is (template_body_hash once the fields are zero).
+uint64_t event_body_hash(const std::byte* event);
+// The sink's side: whether every tuple's seq and key are the template's, and
+// (hash_body) *body_hash = template_body_hash of the event, in one pass over
+// it: the fields are zeroed a few KiB at a time while that piece is hashed
+// and written back after, so the bytes are as they came when it returns.
+bool check_template_event(std::byte* event, bool hash_body, uint64_t* body_hash);
+uint64_t template_checksum(const std::byte* event, uint64_t body_hash);
 
 // Checks an event header found at `p` with `avail` bytes available. Returns an
 // empty string when it is well formed and fits, else what is wrong.

@@ -1,0 +1,192 @@
+// Template events (kEventTemplate, transport/event.h) at the verifier: what
+// the one-XXH3 check and the per-tuple seq and key checks still catch, that
+// the verifier leaves the bytes as they came.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "sink/verifier.h"
+
+namespace sluice {
+namespace {
+
+// Template events of one stream, built the way the generator builds them:
+// payload byte j of a tuple is (j * 31 + 7), data byte j is (j * 17 + 3).
+struct Events {
+  uint32_t tuple_bytes, data_bytes;
+  std::vector<std::byte> buf;
+  std::vector<size_t> at;  // each event's offset
+  uint64_t next_seq = 0, next_event = 0;
+
+  explicit Events(uint32_t tb, uint32_t db = 0) : tuple_bytes(tb), data_bytes(db) {}
+
+  void add(uint32_t count, uint32_t stream = 0) {
+    const size_t off = buf.size();
+    at.push_back(off);
+    buf.resize(off + event_wire_bytes(tuple_bytes, count, data_bytes));
+    std::byte* p = &buf[off];
+    EventHeader h{};
+    h.magic = kEventMagic;
+    h.version = kWireVersion;
+    h.header_bytes = kEventHeaderBytes;
+    h.stream = stream;
+    h.tuple_bytes = tuple_bytes;
+    h.first_seq = next_seq;
+    h.tuple_count = h.tuple_span = count;
+    h.data_bytes = data_bytes;
+    h.flags = kEventTemplate;
+    h.event_seq = next_event++;
+    std::memcpy(p, &h, sizeof h);
+    std::byte* t = p + kEventHeaderBytes;
+    for (uint32_t i = 0; i < count; ++i, t += tuple_bytes)
+      for (uint32_t j = kMinTupleBytes; j < tuple_bytes; ++j) t[j] = std::byte((j * 31 + 7) & 0xff);
+    for (uint32_t j = 0; j < data_bytes; ++j) t[j] = std::byte((j * 17 + 3) & 0xff);
+    const uint64_t body = template_body_hash(p);  // zeroes the fields first
+    t = p + kEventHeaderBytes;
+    for (uint32_t i = 0; i < count; ++i, t += tuple_bytes) {
+      const uint64_t seq = next_seq + i;
+      const uint32_t key = template_key(seq);
+      std::memcpy(t + kTupleSeqOffset, &seq, 8);
+      std::memcpy(t + kTupleKeyOffset, &key, 4);
+    }
+    const uint64_t c = template_checksum(p, body);
+    std::memcpy(p + kChecksumOffset, &c, sizeof c);
+    next_seq += count;
+  }
+  std::byte* event(size_t i) { return &buf[at[i]]; }
+  Descriptor desc() const { return {0, 0, uint32_t(buf.size()), uint32_t(at.size()), 0, 0}; }
+};
+
+void end(Verifier& v, uint64_t next_seq, uint64_t events) {
+  EndOfStream eos{};
+  eos.n_streams = 1;
+  eos.streams[0] = {0, 0, next_seq, events};
+  std::vector<std::byte> wire(eos.wire_bytes());
+  write_end(eos, wire.data());
+  v.verify_end(wire.data(), static_cast<uint32_t>(wire.size()));
+}
+
+struct Check {
+  SlotPool pool{1, 64};
+  Verifier v{pool};
+  const VerifyCounts& c = v.counts();
+};
+
+TEST(VerifierTemplate, IntactEventsVerifyAndKeepTheirBytes) {
+  for (uint32_t tb : {12u, 16u, 128u, 4096u}) {
+    for (uint32_t db : {0u, 40u}) {
+      Events r(tb, db);
+      for (int e = 0; e < 4; ++e) r.add(7);
+      r.add(3);  // a short last event: another tuple count
+      const std::vector<std::byte> before = r.buf;
+      Check k;
+      k.v.verify_run(r.buf.data(), r.desc(), 0);
+      end(k.v, r.next_seq, r.next_event);
+      EXPECT_EQ(k.c.tuples, 31u) << tb << " B tuples, " << db << " B data";
+      EXPECT_EQ(k.c.corrupt + k.c.lost + k.c.duplicated, 0u) << tb << " B tuples, " << db << " B data";
+      EXPECT_TRUE(r.buf == before) << "verify_run changed the bytes of " << tb << " B tuples";
+    }
+  }
+}
+
+// A flipped payload byte, data byte or header byte makes the event's tuples
+// corrupt (the body's one hash, the header's hash); the gap it leaves is not
+// lost as well.
+TEST(VerifierTemplate, AFlippedPayloadDataOrHeaderByteIsCorruptNotLost) {
+  const size_t payload = kEventHeaderBytes + 128 + 40;  // tuple 1, payload byte 28
+  const size_t data = kEventHeaderBytes + 5 * 128 + 3;
+  const size_t header = 40;  // send_ts_ns
+  for (size_t where : {payload, data, header}) {
+    Events r(128, 16);
+    for (int e = 0; e < 3; ++e) r.add(5);
+    r.event(1)[where] ^= std::byte{0x10};
+    Check k;
+    k.v.verify_run(r.buf.data(), r.desc(), 0);
+    end(k.v, r.next_seq, r.next_event);
+    EXPECT_EQ(k.c.corrupt, 5u) << "byte " << where;
+    EXPECT_EQ(k.c.lost, 0u) << "byte " << where;
+  }
+}
+
+// The 12-byte tuples' shortcut (no payload to hash once the body's hash for a
+// tuple count is known) still checks every seq and key: a wrong one in a
+// later event is corrupt.
+TEST(VerifierTemplate, TwelveByteTuplesStillCheckEverySeqAndKey) {
+  for (size_t field : {size_t{3}, size_t{9}}) {  // a seq byte, a key byte
+    Events r(12);
+    for (int e = 0; e < 4; ++e) r.add(6);
+    r.event(2)[kEventHeaderBytes + 12 * 4 + field] ^= std::byte{1};
+    Check k;
+    k.v.verify_run(r.buf.data(), r.desc(), 0);
+    end(k.v, r.next_seq, r.next_event);
+    EXPECT_EQ(k.c.corrupt, 6u) << "byte " << field;
+    EXPECT_EQ(k.c.lost, 0u) << "byte " << field;
+  }
+}
+
+// Two tuples swapped inside an event (their seq, key and payload move
+// together): the seqs are no longer first_seq + i.
+TEST(VerifierTemplate, TuplesReorderedInsideAnEventAreCorrupt) {
+  Events r(16);
+  r.add(4);
+  std::byte* t = r.event(0) + kEventHeaderBytes;
+  std::byte tmp[16];
+  std::memcpy(tmp, t, 16);
+  std::memcpy(t, t + 16, 16);
+  std::memcpy(t + 16, tmp, 16);
+  Check k;
+  k.v.verify_run(r.buf.data(), r.desc(), 0);
+  EXPECT_EQ(k.c.corrupt, 4u);
+}
+
+TEST(VerifierTemplate, ASkippedEventIsLostAndOneComingTwiceIsDuplicated) {
+  Events r(128);
+  for (int e = 0; e < 4; ++e) r.add(5);
+  std::vector<std::byte> run;
+  auto take = [&](size_t i) {
+    const std::byte* p = r.event(i);
+    EventHeader h;
+    std::memcpy(&h, p, sizeof h);
+    run.insert(run.end(), p, p + h.wire_bytes());
+  };
+  take(0);
+  take(2);  // 1 skipped: 5 lost
+  take(2);  // again: 5 duplicated
+  take(3);
+  Check k;
+  k.v.verify_run(run.data(), Descriptor{0, 0, uint32_t(run.size()), 4, 0, 0}, 0);
+  end(k.v, r.next_seq, r.next_event);
+  EXPECT_EQ(k.c.lost, 5u);
+  EXPECT_EQ(k.c.duplicated, 5u);
+  EXPECT_EQ(k.c.corrupt, 0u);
+}
+
+// What is no longer the template is not checked as one: tuple_count below
+// tuple_span with the flag still set (an operator that dropped tuples and
+// did not reseal) is corrupt; resealed (seal_event clears the flag) it
+// verifies, the dropped tuples filtered.
+TEST(VerifierTemplate, AnEventChangedWithoutResealingIsCorruptResealedItVerifies) {
+  Events r(16);
+  r.add(6);
+  EventHeader h;
+  std::memcpy(&h, r.event(0), sizeof h);
+  h.tuple_count = 4;  // the last two dropped
+  std::memcpy(r.event(0), &h, sizeof h);
+  Descriptor d{0, 0, uint32_t(h.wire_bytes()), 1, 0, 0};
+  {
+    Check k;
+    k.v.verify_run(r.buf.data(), d, 0);
+    EXPECT_EQ(k.c.corrupt, 4u);
+  }
+  seal_event(r.event(0));
+  std::memcpy(&h, r.event(0), sizeof h);
+  EXPECT_EQ(h.flags & kEventTemplate, 0u);
+  Check k;
+  k.v.verify_run(r.buf.data(), d, 0);
+  EXPECT_EQ(k.c.corrupt, 0u);
+  EXPECT_EQ(k.c.filtered, 2u);
+}
+
+}  // namespace
+}  // namespace sluice

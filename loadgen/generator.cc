@@ -116,6 +116,12 @@ Generator::Generator(const Deployment& d, uint32_t instance, uint32_t first_stre
       next_seq_(d.streams, 0),
       events_(d.streams, 0) {
   if (schema) filler_ = std::make_unique<FieldFiller>(*schema);
+  header_.magic = kEventMagic;
+  header_.version = kWireVersion;
+  header_.header_bytes = kEventHeaderBytes;
+  header_.tuple_bytes = tuple_bytes_;
+  header_.data_bytes = data_bytes_;
+  header_.flags = filler_ ? 0 : kEventTemplate;
   // Payload bytes depend only on their offset inside a tuple (or the data
   // block), so they stay right when an operator moves tuples around.
   for (uint32_t s = 0; s < pool_.slots(); ++s) {
@@ -162,19 +168,19 @@ Descriptor Generator::make_event(uint32_t slot, uint64_t ts) {
   const uint32_t s = static_cast<uint32_t>(generated_events_ % streams_);
   uint32_t count = tuples_per_event_;
   if (tuple_limit_) count = static_cast<uint32_t>(std::min<uint64_t>(count, tuple_limit_ - generated_tuples_));
-  EventHeader h{};
-  h.magic = kEventMagic;
-  h.version = kWireVersion;
-  h.header_bytes = kEventHeaderBytes;
+  EventHeader h = header_;
   h.stream = first_stream_ + s;
-  h.tuple_bytes = tuple_bytes_;
   h.first_seq = next_seq_[s];
   h.tuple_count = count;
   h.tuple_span = count;
-  h.data_bytes = data_bytes_;
   h.send_ts_ns = ts;
   h.event_seq = events_[s];
   std::memcpy(p, &h, sizeof h);
+  if (data_bytes_ && count != tuples_per_event_) {
+    // A short last event: its data block follows its fewer tuples.
+    std::byte* data = p + kEventHeaderBytes + size_t{count} * tuple_bytes_;
+    for (uint32_t j = 0; j < data_bytes_; ++j) data[j] = std::byte((j * 17 + 3) & 0xff);
+  }
   std::byte* t = p + kEventHeaderBytes;
   if (filler_) {
     for (uint32_t i = 0; i < count; ++i, t += tuple_bytes_) {
@@ -182,19 +188,25 @@ Descriptor Generator::make_event(uint32_t slot, uint64_t ts) {
       std::memcpy(t + kTupleSeqOffset, &seq, 8);
       filler_->fill(t, seq);
     }
-  } else
-  for (uint32_t i = 0; i < count; ++i, t += tuple_bytes_) {
-    const uint64_t seq = h.first_seq + i;
-    const uint32_t key = tuple_key_for(seq);
-    std::memcpy(t + kTupleSeqOffset, &seq, 8);
-    std::memcpy(t + kTupleKeyOffset, &key, 4);
+    seal_event(p);
+  } else {
+    // Every slot's body is the template: its hash for this many tuples is
+    // made once (the first event, and a short last one), with the slot's seq
+    // and key fields zeroed before they are written below.
+    if (count != body_count_) {
+      body_hash_ = template_body_hash(p);
+      body_count_ = count;
+    }
+    uint64_t seq = h.first_seq;
+    uint64_t mul = seq * kTemplateKeyMul;  // template_key(seq) without a multiply per tuple
+    for (uint32_t i = 0; i < count; ++i, t += tuple_bytes_, ++seq, mul += kTemplateKeyMul) {
+      const uint32_t key = static_cast<uint32_t>(mul >> kTemplateKeyShift);
+      std::memcpy(t + kTupleSeqOffset, &seq, 8);
+      std::memcpy(t + kTupleKeyOffset, &key, 4);
+    }
+    const uint64_t c = template_checksum(p, body_hash_);
+    std::memcpy(p + kChecksumOffset, &c, sizeof c);
   }
-  if (data_bytes_ && count != tuples_per_event_) {
-    // A short last event: its data block follows its fewer tuples.
-    std::byte* data = p + kEventHeaderBytes + size_t{count} * tuple_bytes_;
-    for (uint32_t j = 0; j < data_bytes_; ++j) data[j] = std::byte((j * 17 + 3) & 0xff);
-  }
-  seal_event(p);
   next_seq_[s] += count;
   ++events_[s];
   ++generated_events_;

@@ -4,9 +4,15 @@
 //
 // Each event goes into its own slot of a pool sized once at start (the pool's
 // owner is this generator; senders release into it): the tuple
-// payload pattern and the constant header fields are written then, so making
-// an event costs the header, each tuple's sequence number and key, and the
-// checksum. Streams take events round-robin; each stream numbers its tuples
+// payload pattern is written into every slot then, and the constant header
+// fields into a header template, so making an event writes only what varies:
+// the header (from its template), each tuple's sequence number and key, and
+// the checksum. With the default schema an event is a template event
+// (kEventTemplate, transport/event.h): its checksum covers the payload through
+// one hash of the template body made once per tuple count, so making one
+// reads none of its payload; the sink hashes it all. A named schema's
+// fields vary per tuple, so its events carry the full checksum.
+// Streams take events round-robin; each stream numbers its tuples
 // from 0. The run ends after `duration_s` or `tuples`, or on stop(), with an
 // END descriptor that tells the sink, per stream, how many tuples and events
 // there were, so a lost tail is seen.
@@ -21,12 +27,11 @@
 
 #include "graph/config.h"
 #include "node/node.h"
+#include "transport/event.h"
 
 namespace sluice {
 
-inline uint32_t tuple_key_for(uint64_t seq) {
-  return static_cast<uint32_t>((seq * 0x9E3779B97F4A7C15ull) >> 54);
-}
+inline uint32_t tuple_key_for(uint64_t seq) { return template_key(seq); }
 
 // The values a named schema's field generators give (FieldGen), as a
 // function of the tuple's sequence number: what the load generator writes and
@@ -83,6 +88,9 @@ class Generator final : public Source {
   bool ended_ = false;
   std::atomic<bool> stop_{false};
   std::unique_ptr<FieldFiller> filler_;
+  EventHeader header_{};                 // the constant fields of every event
+  uint32_t body_count_ = UINT32_MAX;     // the tuple count body_hash_ is for
+  uint64_t body_hash_ = 0;               // template_body_hash of the template body
 };
 
 }  // namespace sluice

@@ -265,6 +265,29 @@ void fill_pipeline(RunReport* r) {
           r->partitioned += o.tuples_in;
   r->tuples_per_s = wall > 0 ? r->tuples / wall : 0;
   r->gbps = wall > 0 ? bytes * 8.0 / wall / 1e9 : 0;
+  // The links' cost apart from the endpoints': cycles over events, per side.
+  struct Side {
+    double cycles = 0, sys_cycles = 0, cpu_s = 0;
+    uint64_t events = 0;
+  } nodes, ends;
+  for (const auto& p : r->processes) {
+    if (!p.have_summary) continue;
+    const ProcessSummary& s = p.summary;
+    Side& side = p.role == Role::kNode ? nodes : ends;
+    side.cycles += (s.user_s + s.sys_s) * s.clock_ghz * 1e9;
+    side.sys_cycles += s.sys_s * s.clock_ghz * 1e9;
+    side.cpu_s += s.user_s + s.sys_s;
+    side.events += s.events_in + s.events_out;
+  }
+  if (nodes.events) {
+    r->cpe_p_nodes = nodes.cycles / nodes.events;
+    r->cpe_s_nodes = nodes.sys_cycles / nodes.events;
+  }
+  if (ends.events) {
+    r->cpe_p_endpoints = ends.cycles / ends.events;
+    r->cpe_s_endpoints = ends.sys_cycles / ends.events;
+  }
+  if (nodes.cpu_s + ends.cpu_s > 0) r->endpoints_cpu_share = ends.cpu_s / (nodes.cpu_s + ends.cpu_s);
 }
 
 }  // namespace
@@ -853,11 +876,15 @@ std::string report_json(const RunReport& r) {
       "\"tuples\":{},\"tuples_per_s\":{},\"gbps\":{},\"lost\":{},\"duplicated\":{},"
       "\"corrupt\":{},\"filtered\":{},\"aggregated\":{},\"joined\":{},\"partitioned\":{},"
       "\"replayed\":{},\"deduplicated\":{},\"reconnects\":{},\"restarts\":{},\"latency_us\":{{\"p50\":{},\"p99\":{},\"max\":{}}},"
+      "\"cpe_p_nodes\":{},\"cpe_s_nodes\":{},\"cpe_p_endpoints\":{},\"cpe_s_endpoints\":{},"
+      "\"endpoints_cpu_share\":{},"
       "\"processes\":[{}]{}}}",
       str(r.deployment), str(r.preset), str(r.run_dir), r.ok ? "true" : "false", str(r.error),
       r.tuples, num(r.tuples_per_s), num(r.gbps), r.lost, r.duplicated, r.corrupt, r.filtered,
       r.aggregated, r.joined, r.partitioned, r.replayed, r.deduplicated, r.reconnects,
-      restarts, num(r.latency_p50_us), num(r.latency_p99_us), num(r.latency_max_us), procs, prometheus_json(r));
+      restarts, num(r.latency_p50_us), num(r.latency_p99_us), num(r.latency_max_us),
+      num(r.cpe_p_nodes), num(r.cpe_s_nodes), num(r.cpe_p_endpoints), num(r.cpe_s_endpoints),
+      num(r.endpoints_cpu_share), procs, prometheus_json(r));
 }
 
 std::string report_table(const RunReport& r) {
@@ -897,6 +924,11 @@ std::string report_table(const RunReport& r) {
                                        r.reconnects, r.replayed, r.deduplicated)
                          : "",
                      r.latency_p50_us, r.latency_p99_us, r.latency_max_us);
+  if (r.cpe_p_nodes > 0 || r.cpe_p_endpoints > 0)
+    out += fmt::format("cycles per event: nodes CPE_p {:.0f} (CPE_s {:.0f}), endpoints CPE_p {:.0f} "
+                       "(CPE_s {:.0f}), {:.0f}% of the CPU time in the endpoints\n",
+                       r.cpe_p_nodes, r.cpe_s_nodes, r.cpe_p_endpoints, r.cpe_s_endpoints,
+                       100 * r.endpoints_cpu_share);
   for (const auto& p : r.processes) {
     const BurstSummary& b = p.summary.burst;
     if (!b.bursts) continue;

@@ -140,6 +140,14 @@ struct RunReport {
   uint64_t partitioned = 0;
   uint64_t replayed = 0, deduplicated = 0, reconnects = 0;  // acks: see ProcessSummary
   double latency_p50_us = 0, latency_p99_us = 0, latency_max_us = 0;
+  // Cycles per event of the node processes together (the links and the
+  // operators: what the pipeline's data path costs) and of the endpoints
+  // (load generators and sinks: making and checking the tuples) together,
+  // each their cycles (user + system, at each one's clock) over their events
+  // in + out, a process's CPE_p and CPE_s in one figure per side; and the
+  // endpoints' part of the processes' CPU time.
+  double cpe_p_nodes = 0, cpe_s_nodes = 0, cpe_p_endpoints = 0, cpe_s_endpoints = 0;
+  double endpoints_cpu_share = 0;
 
   // --prometheus: the server, and per process what it recorded.
   std::string prometheus_url;

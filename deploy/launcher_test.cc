@@ -115,6 +115,14 @@ TEST_F(Launcher, GathersSummariesOfASuccessfulRun) {
   EXPECT_DOUBLE_EQ(r.gbps, 32768000 * 8.0 / 2.0 / 1e9);
   EXPECT_DOUBLE_EQ(r.latency_p99_us, 120.5);
   EXPECT_EQ(r.lost, 0u);
+  // Every fake process takes 0.5 s user and 0.25 s system at 2.6 GHz; the
+  // two nodes count 2000 events each (in and out), the loadgen and the sink
+  // 1000 each: per event the nodes cost half what the endpoints do.
+  EXPECT_DOUBLE_EQ(r.cpe_p_nodes, 2 * 0.75 * 2.6e9 / 4000);
+  EXPECT_DOUBLE_EQ(r.cpe_s_nodes, 2 * 0.25 * 2.6e9 / 4000);
+  EXPECT_DOUBLE_EQ(r.cpe_p_endpoints, 2 * 0.75 * 2.6e9 / 2000);
+  EXPECT_DOUBLE_EQ(r.cpe_s_endpoints, 2 * 0.25 * 2.6e9 / 2000);
+  EXPECT_DOUBLE_EQ(r.endpoints_cpu_share, 0.5);
   // Each child read resolved.yaml; it is the same deployment.
   Deployment back;
   Status st = load_deployment(r.run_dir + "/resolved.yaml", {}, &back);
@@ -140,6 +148,9 @@ TEST_F(Launcher, GathersSummariesOfASuccessfulRun) {
   EXPECT_DOUBLE_EQ(j["latency_us"]["p50"].as<double>(), 40);
   EXPECT_DOUBLE_EQ(j["latency_us"]["p99"].as<double>(), 120.5);
   EXPECT_DOUBLE_EQ(j["latency_us"]["max"].as<double>(), 900);
+  EXPECT_DOUBLE_EQ(j["cpe_p_nodes"].as<double>(), r.cpe_p_nodes);
+  EXPECT_DOUBLE_EQ(j["cpe_p_endpoints"].as<double>(), r.cpe_p_endpoints);
+  EXPECT_DOUBLE_EQ(j["endpoints_cpu_share"].as<double>(), 0.5);
   ASSERT_EQ(j["processes"].size(), 4u);
   YAML::Node p = j["processes"][1];
   EXPECT_EQ(p["name"].as<std::string>(), "node-a");
@@ -158,6 +169,8 @@ TEST_F(Launcher, GathersSummariesOfASuccessfulRun) {
   EXPECT_HAS(table, "node-a");
   EXPECT_HAS(table, "CPE_p");
   EXPECT_HAS(table, "pipeline: 255000 tuples");
+  EXPECT_HAS(table, "cycles per event: nodes CPE_p 975000 (CPE_s 325000), endpoints CPE_p 1950000 "
+                    "(CPE_s 650000), 50% of the CPU time in the endpoints");
   EXPECT_HAS(table, "ok; logs and summaries in");
 }
 

@@ -81,7 +81,7 @@ bool check_template_event(std::byte* event, bool hash_body, uint64_t* body_hash)
   // while their lines are still in L1 (streaming XXH3 gives the one-shot
   // hash), so the event's lines come from memory once.
   const size_t tb = h.tuple_bytes;
-  constexpr size_t kChunkBytes = 4096;
+  constexpr size_t kChunkBytes = 16384;
   const uint32_t per_chunk = static_cast<uint32_t>(std::max<size_t>(1, kChunkBytes / tb));
   XXH3_state_t st;
   XXH3_64bits_reset(&st);

@@ -284,8 +284,10 @@ std::string pod(const Deployment& d, size_t i, const std::string& prefix,
     e << YAML::EndMap;
   }
   if (rdma) {
-    // Registering memory with the NIC locks it.
+    // Registering memory with the NIC locks it; a capability the pod adds
+    // reaches only root's effective set (the image runs as uid 10001).
     e << YAML::Key << "securityContext" << YAML::Value << YAML::BeginMap;
+    e << YAML::Key << "runAsUser" << YAML::Value << 0;
     e << YAML::Key << "capabilities" << YAML::Value << YAML::BeginMap;
     e << YAML::Key << "add" << YAML::Value << YAML::Flow << YAML::BeginSeq << "IPC_LOCK"
       << YAML::EndSeq;

@@ -187,6 +187,10 @@ TEST(K8s, RdmaResourceOnlyOnPodsWithFabricOrUcxLinksAndHostNetworkOnAll) {
     EXPECT_EQ(bool(c["resources"]["limits"]["rdma/hca"]), rdma) << name;
     EXPECT_EQ(bool(c["resources"]["requests"]["rdma/hca"]), rdma) << name;
     EXPECT_EQ(bool(c["securityContext"]), rdma) << name;
+    if (rdma) {
+      EXPECT_EQ(c["securityContext"]["capabilities"]["add"][0].as<std::string>(), "IPC_LOCK");
+      EXPECT_EQ(c["securityContext"]["runAsUser"].as<int>(), 0);
+    }
   }
 }
 

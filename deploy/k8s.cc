@@ -255,10 +255,12 @@ std::string pod(const Deployment& d, size_t i, const std::string& prefix,
   e << YAML::Key << "containers" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
   e << YAML::Key << "name" << YAML::Value << role_name(p.role);
   e << YAML::Key << "image" << YAML::Value << o.image;
+  // No --summary: the program then prints its JSON summary as the last line
+  // of its output, which `kubectl logs` still reads after the pod ended (a
+  // file in the pod would go with it).
   e << YAML::Key << "command" << YAML::Value << YAML::Flow << YAML::BeginSeq << program_of(p.role)
     << "--deployment" << std::string(kConfigDir) + "/" + kConfigKey << "--process"
-    << YAML::DoubleQuoted << p.name << "--summary"
-    << YAML::DoubleQuoted << std::string(kRunDir) + "/" + p.name + ".json" << YAML::EndSeq;
+    << YAML::DoubleQuoted << p.name << YAML::EndSeq;
   e << YAML::Key << "workingDir" << YAML::Value << kRunDir;
   const std::vector<Port> ports = ports_of(d, i);
   if (!ports.empty()) {

@@ -79,8 +79,7 @@ TEST(K8s, APodAndAHeadlessServicePerProcessAndOneConfigMap) {
     EXPECT_EQ(c["image"].as<std::string>(), kImage);
     const auto cmd = c["command"].as<std::vector<std::string>>();
     EXPECT_EQ(cmd, (std::vector<std::string>{program.at(p.name), "--deployment",
-                                             "/etc/sluice/deployment.yaml", "--process", p.name,
-                                             "--summary", "/var/run/sluice/" + p.name + ".json"}));
+                                             "/etc/sluice/deployment.yaml", "--process", p.name}));
     EXPECT_EQ(pod["spec"]["restartPolicy"].as<std::string>(), "Never");
     EXPECT_EQ(c["readinessProbe"]["httpGet"]["port"].as<std::string>(), "metrics");
     EXPECT_EQ(pod["metadata"]["annotations"]["prometheus.io/scrape"].as<std::string>(), "true");

@@ -193,6 +193,23 @@ TEST(K8s, RdmaResourceOnlyOnPodsWithFabricOrUcxLinksAndHostNetworkOnAll) {
   }
 }
 
+TEST(K8s, InstancesGetAPortEachAndMetricsOffDropsProbeAndAnnotations) {
+  const Deployment d = load({"instances=2", "metrics=off"});
+  auto objs = objects(render(d, options()));
+  const YAML::Node pod = objs["Pod/cluster-node-a"];
+  const YAML::Node ports = pod["spec"]["containers"][0]["ports"];
+  ASSERT_EQ(ports.size(), 2u);
+  EXPECT_EQ(ports[0]["name"].as<std::string>(), "link0-0");
+  EXPECT_EQ(ports[1]["name"].as<std::string>(), "link0-1");
+  EXPECT_EQ(ports[1]["containerPort"].as<uint32_t>(), d.link_port(0, 1));
+  EXPECT_FALSE(pod["spec"]["containers"][0]["readinessProbe"]);
+  EXPECT_FALSE(pod["metadata"]["annotations"]["prometheus.io/scrape"]);
+  // Without a metrics port to knock on, the wait is for the name.
+  const std::string wait = pod["spec"]["initContainers"][0]["args"][0].as<std::string>();
+  EXPECT_NE(wait.find("getent hosts cluster-node-b"), std::string::npos) << wait;
+  EXPECT_FALSE(objs["Service/cluster-loadgen"]["spec"]["ports"]);  // nothing to reach it on
+}
+
 TEST(K8s, BadOptionsAreNamed) {
   for (const char* image : {"", "Sluice:1.0", "sluice 1.0", "sluice:", "registry/Upper/x",
                             "sluice@sha256:abc", "-sluice", "sluice:-tag"}) {

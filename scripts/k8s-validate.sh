@@ -10,8 +10,9 @@
 #    and its dependencies at the versions pinned in scripts/k8s-validate.txt,
 #    made on first use (needs PyPI then; never after: the schemas ship inside
 #    the package). --setup-only stops here (scripts/setup.sh runs that).
-# 2. Renders every deploy/examples/*.yaml, and cluster.yaml with fabric/ucx
-#    links, --host-network and --rdma-resource, twice each (to standard
+# 2. Renders every deploy/examples/*.yaml, cluster.yaml with 2 instances and
+#    metrics off, and cluster.yaml with fabric/ucx links, --host-network and
+#    --rdma-resource, twice each (to standard
 #    output and with -o DIR): the two renderings must be byte-identical.
 # 3. kubernetes-validate --strict (unknown fields are errors) against
 #    Kubernetes $K8S_VERSION, every manifest; and a broken manifest must
@@ -79,6 +80,7 @@ trap 'rm -rf "$out"' EXIT
 failed=0
 cases=()
 for f in deploy/examples/*.yaml; do cases+=("$(basename "$f" .yaml)|$f|"); done
+cases+=("cluster-x2-nometrics|deploy/examples/cluster.yaml|--set instances=2 --set metrics=off --name x2")
 cases+=("cluster-rdma|deploy/examples/cluster.yaml|--host-network --rdma-resource rdma/hca --set links.0.transport=ucx --set links.1.transport=fabric --set hosts.1.cores=0-3 --set processes.2.restart=on-failure")
 for c in "${cases[@]}"; do
   IFS='|' read -r name file extra <<<"$c"

@@ -44,7 +44,7 @@ RUN ! ldd /usr/local/bin/sluice-* | grep 'not found' \
 # Not root. The pods that ask for an RDMA device run as root (render --k8s
 # sets it): a capability a pod adds (IPC_LOCK, to register memory) reaches
 # only root's effective set.
-RUN useradd --system --uid 10001 --no-create-home --shell /usr/sbin/nologin sluice \
+RUN useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin sluice \
  && mkdir -p /var/run/sluice && chown 10001 /var/run/sluice
 USER 10001
 # Where the pods mount an emptyDir for the summaries (and a sink's results).

@@ -403,6 +403,23 @@ Status k8s_deployment(const Deployment& d, const K8sOptions& o, Deployment* out)
       return Status::Error(fmt::format("metrics_port {}: process {} would be past port 65535",
                                        k.metrics_port, k.processes.size() - 1));
   }
+  // Every port a pod listens on is its own (a data port may not be a
+  // metrics port); with --host-network, pods may share a node, so every
+  // port of the deployment is.
+  {
+    std::map<std::pair<size_t, uint32_t>, std::string> used;  // (pod, port) -> what
+    for (size_t i = 0; i < k.processes.size(); ++i)
+      for (const Port& port : ports_of(k, i)) {
+        const size_t where = o.host_network ? 0 : i;
+        const std::string what = fmt::format("process '{}' port {} ({})", k.processes[i].name,
+                                             port.port, port.name);
+        if (auto [it, fresh] = used.emplace(std::make_pair(where, port.port), what); !fresh)
+          return Status::Error(fmt::format(
+              "{} and {} are one port{}; set metrics_port (or --metrics-port) or the ports "
+              "apart",
+              it->second, what, o.host_network ? " on a node (--host-network)" : " of one pod"));
+      }
+  }
   // What the pods read is what was checked: the text, parsed again.
   const std::string text = dump_deployment(k);
   const std::string name = d.file + " (for Kubernetes)";

@@ -39,7 +39,10 @@ struct K8sOptions {
   std::string name;             // the objects' name prefix and instance label; "": the file's stem
   std::string memory = "1Gi";   // every container's memory request and limit
   unsigned default_cpus = 1;    // whole cores for a process whose file gives no `cores`
-  uint16_t metrics_port = 9400; // the first metrics port when the file leaves metrics_port 0
+  // The first metrics port when the file leaves metrics_port 0: below the
+  // links' base_port (17100), and not 9400, where GPU nodes' DCGM exporter
+  // listens on the host's network.
+  uint16_t metrics_port = 17000;
   bool host_network = false;    // every pod on its node's network (hostNetwork)
   std::string rdma_resource;    // an extended resource (rdma/hca) for pods with fabric/ucx links
 };

@@ -238,6 +238,24 @@ TEST(K8s, BadOptionsAreNamed) {
   EXPECT_NE(render_k8s(load(), o, &files).message().find("--name 'Cluster_1'"), std::string::npos);
 }
 
+TEST(K8s, APortUsedTwiceInAPodOrOnANodeIsAnError) {
+  // node-a listens on 17200 for link 0; its metrics port may not be that.
+  K8sOptions o = options();
+  Deployment k;
+  Status st = k8s_deployment(load({"metrics_port=17199"}), o, &k);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("process 'node-a' port 17200 (link0-0) and process 'node-a' port "
+                              "17200 (metrics) are one port of one pod"),
+            std::string::npos)
+      << st.message();
+  // Metrics ports 17300.. clash with node-b's data port only on a shared node.
+  EXPECT_TRUE(k8s_deployment(load({"metrics_port=17299"}), o, &k).ok());
+  o.host_network = true;
+  st = k8s_deployment(load({"metrics_port=17299"}), o, &k);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("on a node (--host-network)"), std::string::npos) << st.message();
+}
+
 TEST(K8s, TwoProcessesWithOneKubernetesNameAreAnError) {
   Deployment d;
   ASSERT_TRUE(parse_deployment("processes:\n"

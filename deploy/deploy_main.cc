@@ -206,6 +206,9 @@ int main(int argc, char** argv) {
   render->add_flag("--host-network", k8s.host_network,
                    "--k8s: run every pod on its node's network (hostNetwork), as RDMA NICs\n"
                    "without an SR-IOV/RDMA CNI need for fabric and ucx links");
+  render->add_flag("--pod-monitor", k8s.pod_monitor,
+                   "--k8s: also a PodMonitor (Prometheus Operator) scraping every pod each second,\n"
+                   "labelled process and role as the shipped rules, console and dashboard expect");
   render->add_option("--rdma-resource", k8s.rdma_resource,
                      "--k8s: an extended resource (e.g. rdma/hca) each pod with a fabric or ucx\n"
                      "link asks for, one unit, with IPC_LOCK to register memory");

@@ -316,6 +316,41 @@ std::string pod(const Deployment& d, size_t i, const std::string& prefix,
   return document(e);
 }
 
+// For the Prometheus Operator: every pod's metrics port, each second (the
+// shipped rules take rates over 5 s), with the labels the shipped console
+// and dashboard select on, `process` and `role`, as `run --prometheus` sets.
+std::string pod_monitor(const std::string& prefix) {
+  YAML::Emitter e;
+  e << YAML::BeginMap;
+  e << YAML::Key << "apiVersion" << YAML::Value << "monitoring.coreos.com/v1";
+  e << YAML::Key << "kind" << YAML::Value << "PodMonitor";
+  e << YAML::Key << "metadata" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "name" << YAML::Value << prefix;
+  labels(e, prefix, "monitoring", "");
+  e << YAML::EndMap;
+  e << YAML::Key << "spec" << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "selector" << YAML::Value << YAML::BeginMap << YAML::Key << "matchLabels"
+    << YAML::Value << YAML::BeginMap;
+  e << YAML::Key << "app.kubernetes.io/name" << YAML::Value << "sluice";
+  e << YAML::Key << "app.kubernetes.io/instance" << YAML::Value << prefix;
+  e << YAML::EndMap << YAML::EndMap;
+  e << YAML::Key << "podMetricsEndpoints" << YAML::Value << YAML::BeginSeq << YAML::BeginMap;
+  e << YAML::Key << "port" << YAML::Value << "metrics";
+  e << YAML::Key << "path" << YAML::Value << "/metrics";
+  e << YAML::Key << "interval" << YAML::Value << "1s";
+  e << YAML::Key << "relabelings" << YAML::Value << YAML::BeginSeq;
+  e << YAML::BeginMap << YAML::Key << "sourceLabels" << YAML::Value << YAML::Flow << YAML::BeginSeq
+    << "__meta_kubernetes_pod_annotation_sluice_process_name" << YAML::EndSeq;
+  e << YAML::Key << "targetLabel" << YAML::Value << "process" << YAML::EndMap;
+  e << YAML::BeginMap << YAML::Key << "sourceLabels" << YAML::Value << YAML::Flow << YAML::BeginSeq
+    << "__meta_kubernetes_pod_label_app_kubernetes_io_component" << YAML::EndSeq;
+  e << YAML::Key << "targetLabel" << YAML::Value << "role" << YAML::EndMap;
+  e << YAML::EndSeq;
+  e << YAML::EndMap << YAML::EndSeq;
+  e << YAML::EndMap << YAML::EndMap;
+  return document(e);
+}
+
 }  // namespace
 
 std::string k8s_object_name(const std::string& prefix, const std::string& process) {
@@ -445,6 +480,12 @@ Status render_k8s(const Deployment& d, const K8sOptions& o, std::vector<K8sFile>
   for (size_t i = 0; i < k.processes.size(); ++i)
     out->push_back({objects[i] + ".yaml",
                     service(k, i, prefix, objects[i]) + "---\n" + pod(k, i, prefix, objects, o)});
+  if (o.pod_monitor) {
+    if (!k.metrics)
+      return Status::Error(fmt::format("--pod-monitor: {} sets metrics: off, so there is nothing "
+                                       "to scrape", d.file));
+    out->push_back({prefix + "-podmonitor.yaml", pod_monitor(prefix)});
+  }
   return {};
 }
 

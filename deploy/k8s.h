@@ -19,6 +19,9 @@
 //     init container that waits until each downstream process answers on
 //     its metrics port (or, with metrics off, its name resolves), since the
 //     pods start in any order and a sender gives up after connect_timeout_ms.
+//     The program runs without --summary, so its JSON summary is the last
+//     line of its log (kubectl logs), which outlives the pod;
+//   - with pod_monitor, a PodMonitor for the Prometheus Operator.
 //
 // Rendering is a function of the deployment and the options alone (no
 // clock, no host name, no CPU count of this machine): the same input gives
@@ -45,6 +48,7 @@ struct K8sOptions {
   uint16_t metrics_port = 17000;
   bool host_network = false;    // every pod on its node's network (hostNetwork)
   std::string rdma_resource;    // an extended resource (rdma/hca) for pods with fabric/ucx links
+  bool pod_monitor = false;     // also a PodMonitor (Prometheus Operator) with process/role labels
 };
 
 // One file of the output: `path` its name in -o DIR, `yaml` its documents.
@@ -60,7 +64,8 @@ Status check_k8s_options(const K8sOptions& o);
 Status k8s_deployment(const Deployment& d, const K8sOptions& o, Deployment* out);
 
 // Every manifest: NAME-deployment.yaml (the ConfigMap) first, then one file
-// per process (its Service and Pod), in the file's order.
+// per process (its Service and Pod), in the file's order; with pod_monitor,
+// NAME-podmonitor.yaml last.
 Status render_k8s(const Deployment& d, const K8sOptions& o, std::vector<K8sFile>* out);
 
 // The files as one YAML stream ("---" between documents), for standard output.

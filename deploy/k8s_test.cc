@@ -210,6 +210,34 @@ TEST(K8s, InstancesGetAPortEachAndMetricsOffDropsProbeAndAnnotations) {
   EXPECT_FALSE(objs["Service/cluster-loadgen"]["spec"]["ports"]);  // nothing to reach it on
 }
 
+TEST(K8s, APodMonitorSelectsThePodsAndLabelsThemAsTheConsoleExpects) {
+  K8sOptions o = options();
+  o.pod_monitor = true;
+  const Deployment d = load();
+  auto objs = objects(render(d, o));
+  ASSERT_TRUE(objs.count("PodMonitor/cluster"));
+  const YAML::Node spec = objs["PodMonitor/cluster"]["spec"];
+  // It selects every pod: each carries every label it matches.
+  for (const auto& p : d.processes)
+    for (const auto& kv : spec["selector"]["matchLabels"])
+      EXPECT_EQ(objs["Pod/cluster-" + p.name]["metadata"]["labels"][kv.first.as<std::string>()]
+                    .as<std::string>(), kv.second.as<std::string>());
+  const YAML::Node ep = spec["podMetricsEndpoints"][0];
+  EXPECT_EQ(ep["port"].as<std::string>(), "metrics");
+  // `process` from the annotation holding the process's own name (Prometheus
+  // turns sluice/process-name into sluice_process_name).
+  EXPECT_EQ(ep["relabelings"][0]["targetLabel"].as<std::string>(), "process");
+  EXPECT_EQ(ep["relabelings"][0]["sourceLabels"][0].as<std::string>(),
+            "__meta_kubernetes_pod_annotation_sluice_process_name");
+  EXPECT_TRUE(objs["Pod/cluster-node-a"]["metadata"]["annotations"]["sluice/process-name"]);
+  EXPECT_EQ(ep["relabelings"][1]["targetLabel"].as<std::string>(), "role");
+  // Off by default; refused with metrics off.
+  EXPECT_FALSE(objects(render(d, options())).count("PodMonitor/cluster"));
+  std::vector<K8sFile> files;
+  EXPECT_NE(render_k8s(load({"metrics=off"}), o, &files).message().find("--pod-monitor"),
+            std::string::npos);
+}
+
 TEST(K8s, BadOptionsAreNamed) {
   for (const char* image : {"", "Sluice:1.0", "sluice 1.0", "sluice:", "registry/Upper/x",
                             "sluice@sha256:abc", "-sluice", "sluice:-tag"}) {

@@ -11,11 +11,12 @@
 #    made on first use (needs PyPI then; never after: the schemas ship inside
 #    the package). --setup-only stops here (scripts/setup.sh runs that).
 # 2. Renders every deploy/examples/*.yaml, cluster.yaml with 2 instances and
-#    metrics off, and cluster.yaml with fabric/ucx links, --host-network and
-#    --rdma-resource, twice each (to standard
+#    metrics off, and cluster.yaml with fabric/ucx links, --host-network,
+#    --rdma-resource and --pod-monitor, twice each (to standard
 #    output and with -o DIR): the two renderings must be byte-identical.
 # 3. kubernetes-validate --strict (unknown fields are errors) against
-#    Kubernetes $K8S_VERSION, every manifest; and a broken manifest must
+#    Kubernetes $K8S_VERSION, every manifest but the PodMonitor (a custom
+#    resource, whose schema the validator lacks); and a broken manifest must
 #    fail, so a validator that passes everything is caught.
 #
 # Exit 0: every manifest valid and rendering deterministic; 1: a manifest
@@ -81,7 +82,7 @@ failed=0
 cases=()
 for f in deploy/examples/*.yaml; do cases+=("$(basename "$f" .yaml)|$f|"); done
 cases+=("cluster-x2-nometrics|deploy/examples/cluster.yaml|--set instances=2 --set metrics=off --name x2")
-cases+=("cluster-rdma|deploy/examples/cluster.yaml|--host-network --rdma-resource rdma/hca --set links.0.transport=ucx --set links.1.transport=fabric --set hosts.1.cores=0-3 --set processes.2.restart=on-failure")
+cases+=("cluster-rdma|deploy/examples/cluster.yaml|--pod-monitor --host-network --rdma-resource rdma/hca --set links.0.transport=ucx --set links.1.transport=fabric --set hosts.1.cores=0-3 --set processes.2.restart=on-failure")
 for c in "${cases[@]}"; do
   IFS='|' read -r name file extra <<<"$c"
   # shellcheck disable=SC2086
@@ -105,7 +106,11 @@ for c in "${cases[@]}"; do
 done
 
 # 3. Validate every manifest file.
-manifests=("$out"/*/*.yaml)
+# A PodMonitor is a custom resource: no schema ships with the validator
+# (it would pass with a warning), so it is left out here and counted apart.
+manifests=()
+for m in "$out"/*/*.yaml; do [[ "$m" == *-podmonitor.yaml ]] || manifests+=("$m"); done
+n_pm=$(ls "$out"/*/*-podmonitor.yaml 2>/dev/null | wc -l)
 n_docs=$(cat "${manifests[@]}" | grep -c '^kind: ' || true)
 if ! "$venv/bin/kubernetes-validate" --strict --quiet -k "$K8S_VERSION" "${manifests[@]}" >"$out/validate.log" 2>&1; then
   say "FAIL: manifests invalid for Kubernetes $K8S_VERSION:"; cat "$out/validate.log" >&2; failed=1
@@ -122,4 +127,4 @@ for b in field port; do
 done
 
 if [[ $failed -ne 0 ]]; then exit 1; fi
-say "ok: ${#cases[@]} renderings deterministic; ${#manifests[@]} files, $n_docs objects valid for Kubernetes $K8S_VERSION (--strict); two broken Pods rejected"
+say "ok: ${#cases[@]} renderings deterministic; ${#manifests[@]} files, $n_docs objects valid for Kubernetes $K8S_VERSION (--strict); two broken Pods rejected; $n_pm PodMonitor rendered, not validated (no schema)"

@@ -717,11 +717,15 @@ class MsgTx final : public TxCarrier {
       const size_t b = x.ctx & ~kCreditCtx;
       if (!(x.ctx & kCreditCtx) || b >= credit_bufs_.size())
         return end_.fail(Status::Error(fmt::format("{}: a message landed in unknown buffer {}", end_.link(), x.ctx)));
-      const CreditFrame cf = credit_bufs_[b];
-      if ((x.imm & kImmChannelMask) != channel_of(Dir::kCredit) || imm_kind(x.imm) != kCreditKind ||
-          x.len != sizeof(CreditFrame) || cf.magic != kCreditMagic || cf.credits != imm_value(x.imm))
-        return end_.fail(Status::Error(fmt::format(
-            "{}: malformed credit message ({} bytes, immediate {:#018x})", end_.link(), x.len, x.imm)));
+      CreditFrame cf;
+      std::string err =
+          (x.imm & kImmChannelMask) != channel_of(Dir::kCredit) || imm_kind(x.imm) != kCreditKind
+              ? std::string("not on the credit channel")
+              : check_credit_message(reinterpret_cast<const std::byte*>(&credit_bufs_[b]), x.len,
+                                     static_cast<uint32_t>(imm_value(x.imm)), &cf);
+      if (!err.empty())
+        return end_.fail(Status::Error(fmt::format("{}: malformed credit message ({} bytes, immediate {:#018x}): {}",
+                                                   end_.link(), x.len, x.imm, err)));
       got_credits_ += cf.credits;
       if (cf.acked > acked_) acked_ = cf.acked;  // messages may complete out of order
       Status st = end_.ep().post_recv(&credit_bufs_[b], sizeof(CreditFrame), x.ctx);

@@ -11,7 +11,9 @@
 # What it does not check: the cluster itself (scheduling, the CPU manager,
 # DNS, probes); scripts/k8s-validate.sh checks the manifests' schema.
 #
-#   scripts/k8s-pods-local.sh [--build-dir DIR] [--deploy PATH]
+#   scripts/k8s-pods-local.sh [--build-dir DIR] [--deploy PATH] [-- RENDER_ARGS...]
+#
+# RENDER_ARGS go to render (e.g. -- --set preset=ucx-opt --set ucx_tls=tcp).
 #
 # Exit 0: the pipeline ran as rendered; 1: it did not; 2: bad usage or a
 # program missing; 77: skipped (no user namespaces here, or no python3 with
@@ -25,7 +27,8 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir) build_dir="${2:?--build-dir needs a directory}"; shift ;;
     --deploy) deploy="${2:?--deploy needs the path of sluice-deploy}"; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --) shift; break ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "k8s-pods-local.sh: unknown argument: $1 (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -51,7 +54,7 @@ mkdir -p "$work/bin" "$work/logs"
 ln -s "$build_dir/loadgen/sluice-loadgen" "$build_dir/node/sluice-node" "$build_dir/sink/sluice-sink" "$work/bin/"
 
 "$deploy" render --k8s deploy/examples/cluster.yaml --image registry.example.com/sluice:ci \
-  --set duration_s=2 >"$work/manifests.yaml"
+  --set duration_s=2 "$@" >"$work/manifests.yaml"
 
 # The pods as shell: per pod, its init containers' scripts, then `exec` its
 # command with the ConfigMap's file where the pod mounts it.

@@ -497,7 +497,7 @@ class Replay : public ::testing::TestWithParam<CarrierCase> {
 TEST_P(Replay, SentSlotsAreHeldUntilAcknowledged) {
   LinkOptions so = ro_;
   so.port = listener_->port();
-  std::atomic<bool> gave_back{false};
+  std::atomic<bool> gave_back{false}, looked{false};
   size_t free_while_unacked = 0;
   std::string sender_error;
   std::thread sender([&] {
@@ -519,6 +519,7 @@ TEST_P(Replay, SentSlotsAreHeldUntilAcknowledged) {
     };
     for (int i = 0; i < 100; ++i) idle();
     free_while_unacked = tx_pool_->free_slots();
+    looked = true;
     while (st && !gave_back) idle();
     std::byte eos[64];
     const size_t n = write_end(eos, 0, 4, 4);
@@ -533,7 +534,10 @@ TEST_P(Replay, SentSlotsAreHeldUntilAcknowledged) {
   std::vector<uint32_t> held;
   bool ended = false;
   receive(*rx, 4, &seqs, &held, &ended);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // The sender looks at its pool while we hold all four (however slowly
+  // a loaded machine runs its 100 idle rounds).
+  for (int i = 0; i < 10000 && !looked; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(looked);
   EXPECT_EQ(rx->acked(), 0u);
   for (uint32_t s : held) ASSERT_TRUE(rx->give_back(s).ok());
   EXPECT_EQ(rx->acked(), 4u);
@@ -548,6 +552,37 @@ TEST_P(Replay, SentSlotsAreHeldUntilAcknowledged) {
   // Acknowledged, every slot came back to the sender's pool.
   EXPECT_EQ(tx_pool_->free_slots(), kTxSlots);
   EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1, 2, 3}));
+}
+
+// Once a link has its upstream, a second sender (or any stranger) on its
+// port is answered at once, refused with the reason, and closed: not left in
+// the backlog until its own timeout. Turned off, the port accepts again.
+TEST_P(Replay, AStrangerOnAConnectedLinkIsAnsweredAndClosed) {
+  LinkOptions so = ro_;
+  so.port = listener_->port();
+  std::unique_ptr<Sender> tx;
+  Status sst;
+  std::thread first([&] { tx = make_sender(so, *tx_pool_, ctx_, &sst); });
+  Status st;
+  auto rx = listener_->accept(&st);
+  first.join();
+  ASSERT_TRUE(rx) << st.message();
+  ASSERT_TRUE(tx) << sst.message();
+  listener_->turn_away(true);
+  LinkOptions stranger = so;
+  stranger.acks = false;
+  stranger.connect_timeout_ms = 5000;
+  for (int i = 0; i < 3; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Status s2;
+    auto tx2 = make_sender(stranger, *tx_pool_, ctx_, &s2);
+    EXPECT_FALSE(tx2);
+    EXPECT_NE(s2.message().find("is connected to its upstream already"), std::string::npos)
+        << s2.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2500));
+  }
+  listener_->turn_away(false);
+  tx->abort();
 }
 
 TEST_P(Replay, ABrokenLinkIsConnectedAgainAndReplaysWhatWasNotAcknowledged) {

@@ -77,7 +77,7 @@ struct Check {
 };
 
 TEST(VerifierTemplate, IntactEventsVerifyAndKeepTheirBytes) {
-  for (uint32_t tb : {12u, 16u, 128u, 4096u}) {
+  for (uint32_t tb : {12u, 16u, 128u, 4096u, 20000u}) {  // 20000: a tuple beyond the 16 KiB piece
     for (uint32_t db : {0u, 40u}) {
       Events r(tb, db);
       for (int e = 0; e < 4; ++e) r.add(7);
@@ -109,6 +109,21 @@ TEST(VerifierTemplate, AFlippedPayloadDataOrHeaderByteIsCorruptNotLost) {
     end(k.v, r.next_seq, r.next_event);
     EXPECT_EQ(k.c.corrupt, 5u) << "byte " << where;
     EXPECT_EQ(k.c.lost, 0u) << "byte " << where;
+  }
+}
+
+// Tuples larger than the 16 KiB piece the sink masks and hashes at a time
+// are one piece each: a byte far into one still counts.
+TEST(VerifierTemplate, AFlippedByteInATupleBeyondThePieceIsCorrupt) {
+  for (size_t where : {size_t{20}, size_t{17000}, size_t{19999}}) {
+    Events r(20000);
+    r.add(2);
+    r.add(2);
+    r.event(1)[kEventHeaderBytes + 20000 + where] ^= std::byte{0x80};  // tuple 1 of event 1
+    Check k;
+    k.v.verify_run(r.buf.data(), r.desc(), 0);
+    EXPECT_EQ(k.c.corrupt, 2u) << "byte " << where;
+    EXPECT_EQ(k.c.tuples, 4u);
   }
 }
 

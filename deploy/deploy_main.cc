@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -10,6 +12,7 @@
 #include <filesystem>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "deploy/launcher.h"
 #include "deploy/predict.h"
 #include "deploy/session.h"
+#include "deploy/slurm.h"
 #include "graph/config.h"
 #include "graph/config_doc.h"
 
@@ -116,9 +120,11 @@ int main(int argc, char** argv) {
     sub->add_option("--launcher", launcher,
                     "How the processes are started, over the file's `launcher` (default local):\n"
                     "local (all on this host), netns (each host of `hosts:` in a network\n"
-                    "namespace of its own, joined by a bridge; needs root) or ssh (each process\n"
-                    "on its host over ssh: ssh_key, ssh_options, remote_dir, copy_binaries)")
-        ->check(CLI::IsMember({"local", "netns", "ssh"}));
+                    "namespace of its own, joined by a bridge; needs root), ssh (each process\n"
+                    "on its host over ssh: ssh_key, ssh_options, remote_dir, copy_binaries) or\n"
+                    "slurm (inside an allocation, SLURM_JOB_ID set: each process a job step on\n"
+                    "the node its host maps to, in order, at the node's address)")
+        ->check(CLI::IsMember({"local", "netns", "ssh", "slurm"}));
   }
   plan->add_option("--run-dir", run_dir, "As for run");
   bool predict_flag = false;
@@ -142,7 +148,8 @@ int main(int argc, char** argv) {
   up->add_option("--bin-dir", bin_dir, "As for run");
   up->add_option("--timeout", timeout_s, "As for run: past it the supervisor stops the processes")
       ->check(CLI::Validator(check_timeout, "SECONDS"));
-  up->add_option("--launcher", launcher, "As for run")->check(CLI::IsMember({"local", "netns", "ssh"}));
+  up->add_option("--launcher", launcher, "As for run")
+      ->check(CLI::IsMember({"local", "netns", "ssh", "slurm"}));
   std::string state_dir;
   bool now = false;
   double down_wait_s = 60;
@@ -173,6 +180,20 @@ int main(int argc, char** argv) {
   run->add_option("--prometheus-rules", prometheus_rules, "Recording rules for --prometheus")
       ->capture_default_str();
   plan->add_option("--bin-dir", bin_dir, "As for run");
+
+  // render: what a cluster manager takes, written from the file.
+  CLI::App* render = app.add_subcommand(
+      "render", "Write FILE.yaml as what a cluster manager runs, on stdout (or -o FILE):\n"
+                "--slurm: the batch script to submit with sbatch (one srun step per process)");
+  add_common(render);
+  bool render_slurm = false;
+  std::string render_out;
+  render->add_flag("--slurm", render_slurm,
+                   "A Slurm batch script: #SBATCH --nodes=<hosts> --exclusive, each host on a node\n"
+                   "of the job in order at its address, one `srun --nodes=1 --ntasks=1 -w NODE`\n"
+                   "step per process (CPU binding from the host's cores), sinks first");
+  render->add_option("--bin-dir", bin_dir, "As for run: where the script's programs are");
+  render->add_option("-o,--output", render_out, "Write to this file instead of stdout");
 
   // keys: the reference of the deployment file and the operators, made from
   // their declarations (graph/config_doc.h): docs/CONFIG.md, docs/OPERATORS.md.
@@ -225,7 +246,56 @@ int main(int argc, char** argv) {
     return kOk;
   }
 
+  if (render->parsed()) {
+    if (!render_slurm) {
+      fmt::print(stderr, "sluice-deploy: render: say what to write (--slurm)\n");
+      return kBadInput;
+    }
+    Programs programs;
+    if (st = find_programs(bin_dir, &programs); !st) {
+      fmt::print(stderr, "sluice-deploy: {}\n", st.message());
+      return kBadInput;
+    }
+    if (d.hosts.empty()) {
+      fmt::print(stderr, "sluice-deploy: {}: render --slurm puts each host of `hosts:` on a node, "
+                         "and this file has none\n", file);
+      return kBadInput;
+    }
+    const std::string script = slurm_batch_script(d, programs);
+    if (render_out.empty()) {
+      fmt::print("{}", script);
+      return kOk;
+    }
+    std::FILE* f = std::fopen(render_out.c_str(), "w");
+    if (!f || std::fputs(script.c_str(), f) < 0 || std::fclose(f) != 0) {
+      fmt::print(stderr, "sluice-deploy: cannot write {}\n", render_out);
+      return kRunFailed;
+    }
+    chmod(render_out.c_str(), 0755);
+    return kOk;
+  }
+
   if (!launcher.empty()) d.launcher = launcher;
+  // slurm: each host takes the address of the node it maps to, before
+  // anything is resolved, so resolved.yaml and every process agree. Without
+  // an allocation the file is left as it is, and the executor's check says
+  // why it cannot run.
+  if (d.launcher == "slurm" && !d.hosts.empty()) {
+    SlurmAllocation alloc;
+    std::map<std::string, size_t> nodes;
+    if (slurm_allocation(&alloc) && slurm_map_hosts(d, alloc, &nodes)) {
+      std::vector<std::string> with = sets;
+      for (auto& s : slurm_address_overrides(d, alloc, nodes)) with.push_back(s);
+      Deployment mapped;
+      if (st = load_deployment(file, with, &mapped); !st) {
+        fmt::print(stderr, "sluice-deploy: {} on the nodes of Slurm job {}: {}\n", file,
+                   alloc.job_id, st.message());
+        return kBadInput;
+      }
+      mapped.launcher = "slurm";
+      d = std::move(mapped);
+    }
+  }
   std::unique_ptr<Executor> executor;
   st = make_executor(d, stderr, &executor);
 

@@ -1,0 +1,225 @@
+// The slurm launcher on a real Slurm cluster: scripts/slurm-cluster.sh
+// starts slurmctld, munged and four slurmd (nodes sn1..sn4, each in a
+// network namespace on a bridge), an allocation of all four is made with
+// `salloc -N4 --no-shell`, and deploy/examples/cluster.yaml runs in it with
+// --launcher slurm:
+//   1. a short run: nothing lost, and every process on a node of its own
+//      (h1..h4 onto sn1..sn4 in order, each at its node's address);
+//   2. a long run whose node-a step is killed with `scancel --signal=KILL`:
+//      the run fails naming node-a, its node and the signal.
+// The cluster is torn down in every case (also when a check fails), and the
+// test checks nothing of it is left. It skips, saying why, only where this
+// machine cannot make network namespaces; without slurm-wlm or munge it
+// fails (scripts/setup.sh installs them).
+#include <fcntl.h>
+#include <signal.h>
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kDeploy = SLUICE_DEPLOY;
+const std::string kSource = SLUICE_SOURCE_DIR;
+const std::string kCluster = kSource + "/deploy/examples/cluster.yaml";
+const std::string kFixture = kSource + "/scripts/slurm-cluster.sh";
+
+#define EXPECT_HAS(haystack, needle) \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+std::string shell(const std::string& cmd, int* code = nullptr) {
+  std::string out;
+  if (FILE* f = popen((cmd + " 2>&1").c_str(), "r")) {
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+    const int rc = pclose(f);
+    if (code) *code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  }
+  return out;
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The cluster and the allocation, for the whole suite; torn down at its end.
+class SlurmCluster : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    skip_.clear();
+    error_.clear();
+    if (geteuid() != 0) {
+      skip_ = "not root: the Slurm nodes are network namespaces on a bridge";
+      return;
+    }
+    const std::string probe = "sluice-slurm-probe-" + std::to_string(getpid());
+    int rc = 0;
+    const std::string out = shell("ip netns add " + probe + " && ip netns del " + probe, &rc);
+    if (rc != 0) {
+      skip_ = "cannot make network namespaces here: " + out;
+      return;
+    }
+    for (const char* t : {"slurmctld", "slurmd", "munged", "salloc", "srun", "scancel"})
+      if (shell(std::string("command -v ") + t).empty()) {
+        error_ = std::string("no ") + t + ": install slurm-wlm and munge (scripts/setup.sh)";
+        return;
+      }
+    // One such cluster per machine (fixed names and subnet): runs of this
+    // test from other build trees wait their turn.
+    lock_fd_ = open("/tmp/sluice-slurm-cluster.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0666);
+    if (lock_fd_ >= 0) flock(lock_fd_, LOCK_EX);
+    dir_ = "/tmp/sluice-slurm-test-" + std::to_string(getpid());
+    setenv("SLUICE_SLURM_DIR", dir_.c_str(), 1);
+    setenv("SLURM_CONF", (dir_ + "/slurm.conf").c_str(), 1);
+    const auto t0 = std::chrono::steady_clock::now();
+    up_ = shell(kFixture + " up", &rc);
+    if (rc != 0) {
+      error_ = "scripts/slurm-cluster.sh up failed:\n" + up_;
+      return;
+    }
+    fprintf(stderr, "slurm cluster up in %.2f s\n",
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    const std::string alloc = shell("salloc -N4 --no-shell --exclusive", &rc);
+    std::smatch m;
+    if (rc != 0 || !std::regex_search(alloc, m, std::regex("Granted job allocation ([0-9]+)"))) {
+      error_ = "salloc -N4 --no-shell failed: " + alloc;
+      return;
+    }
+    job_ = m[1];
+    setenv("SLURM_JOB_ID", job_.c_str(), 1);
+  }
+
+  static void TearDownTestSuite() {
+    if (!dir_.empty()) {
+      if (!job_.empty()) shell("scancel " + job_);
+      const std::string down = shell(kFixture + " down");
+      fprintf(stderr, "%s", down.c_str());
+    }
+    unsetenv("SLURM_JOB_ID");
+    unsetenv("SLURM_CONF");
+    if (lock_fd_ >= 0) close(lock_fd_);
+    lock_fd_ = -1;
+  }
+
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+    ASSERT_TRUE(error_.empty()) << error_;
+  }
+
+  static std::string run_dir(const std::string& name) {
+    return dir_ + "/runs/" + name;
+  }
+
+  static inline std::string skip_, error_, dir_, job_, up_;
+  static inline int lock_fd_ = -1;
+};
+
+TEST_F(SlurmCluster, ClusterYamlRunsOnFourNodesWithNothingLost) {
+  int rc = 0;
+  const std::string out =
+      shell("{ " + kDeploy + " run " + kCluster +
+                " --launcher slurm --set duration_s=2 --json --run-dir " + run_dir("ok") +
+                " 2>" + dir_ + "/ok.err; }",
+            &rc);
+  ASSERT_EQ(rc, 0) << out << slurp(dir_ + "/ok.err") << slurp(run_dir("ok") + "/sink.log");
+  const YAML::Node r = YAML::Load(out);
+  EXPECT_TRUE(r["ok"].as<bool>());
+  EXPECT_EQ(r["lost"].as<uint64_t>(), 0u);
+  EXPECT_GT(r["tuples"].as<uint64_t>(), 0u);
+  // h1..h4 onto the allocation's nodes in order, at their addresses.
+  const std::map<std::string, std::pair<std::string, std::string>> want = {
+      {"loadgen", {"sn1", "10.79.0.1"}},
+      {"node-a", {"sn2", "10.79.0.2"}},
+      {"node-b", {"sn3", "10.79.0.3"}},
+      {"sink", {"sn4", "10.79.0.4"}}};
+  ASSERT_EQ(r["processes"].size(), 4u);
+  for (const auto& p : r["processes"]) {
+    const std::string name = p["name"].as<std::string>();
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(want.count(name));
+    EXPECT_EQ(p["node"].as<std::string>(), want.at(name).first);
+    EXPECT_HAS(p["where"].as<std::string>(), want.at(name).second);
+    // It served its metrics at its node's address: it ran in that node's
+    // namespace, not on this host.
+    EXPECT_HAS(p["metrics_url"].as<std::string>(), "http://" + want.at(name).second + ":");
+  }
+  // No step of the run is left in the allocation.
+  EXPECT_EQ(shell("squeue -h -s -j " + job_), "");
+}
+
+TEST_F(SlurmCluster, AStepKilledWithScancelIsNamedWithItsNode) {
+  const std::string dir = run_dir("killed");
+  const std::string cmd = kDeploy + " run " + kCluster +
+                          " --launcher slurm --set duration_s=30 --json --run-dir " + dir +
+                          " 2>" + dir + ".err";
+  fs::create_directories(fs::path(dir).parent_path());
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  // node-a's step, once it runs.
+  std::string step;
+  for (int i = 0; i < 100 && step.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::istringstream in(shell("squeue -h -s -j " + job_ + " -o '%i %j'"));
+    for (std::string id, name; in >> id >> name;)
+      if (name.rfind("sluice-node-a-", 0) == 0) step = id;
+  }
+  if (!step.empty()) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // tuples are flowing
+    shell("scancel --signal=KILL " + step);
+  }
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  const int st = pclose(f);
+  ASSERT_FALSE(step.empty()) << "node-a's step never ran: " << slurp(dir + ".err");
+  EXPECT_EQ(WEXITSTATUS(st), 1) << out;
+  const YAML::Node r = YAML::Load(out);
+  EXPECT_FALSE(r["ok"].as<bool>());
+  const std::string error = r["error"].as<std::string>();
+  EXPECT_HAS(error, "process 'node-a'");
+  EXPECT_HAS(error, "(node sn2)");
+  EXPECT_HAS(error, "killed by signal 9");
+  for (const auto& p : r["processes"])
+    if (p["name"].as<std::string>() != "node-a") {
+      EXPECT_HAS(p["error"].as<std::string>(), "stopped by sluice-deploy");
+    }
+  EXPECT_EQ(shell("squeue -h -s -j " + job_), "");
+}
+
+// Last: the fixture's down leaves nothing (checked by running it here).
+TEST_F(SlurmCluster, ZDownLeavesNothing) {
+  shell("scancel " + job_);
+  job_.clear();
+  const std::string pids = slurp(dir_ + "/pids");
+  int rc = 0;
+  const std::string down = shell(kFixture + " down", &rc);
+  EXPECT_EQ(rc, 0) << down;
+  std::istringstream in(pids);
+  for (std::string name, pid; in >> name >> pid;)
+    EXPECT_NE(kill(std::stoi(pid), 0), 0) << name << " (pid " << pid << ") is still running";
+  EXPECT_EQ(shell("ip netns list | grep sluice-slurm-"), "");
+  EXPECT_EQ(shell("ip link show sluiceslurm0 >/dev/null 2>&1 && echo the bridge is left"), "");
+  EXPECT_FALSE(fs::exists(dir_));
+  dir_.clear();  // torn down already
+}
+
+}  // namespace

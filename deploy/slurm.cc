@@ -296,6 +296,28 @@ std::vector<std::string> slurm_cpu_binding(const HostConfig* h) {
           "--cpu-bind=mask_cpu:" + cpu_mask(h->cpus)};
 }
 
+Status slurm_steps_of(pid_t owner, std::vector<SlurmStep>* out) {
+  out->clear();
+  const std::string squeue = find_tool("squeue");
+  if (squeue.empty()) return Status::Error("no `squeue` (Debian's slurm-client)");
+  std::string text;
+  if (Status st = run_command({squeue, "-h", "-s", "-o", "%i %j %N"}, &text); !st) return st;
+  const std::string mark = fmt::format("-{}-", owner);
+  for (const std::string& l : lines_of(text)) {
+    std::istringstream in(l);
+    SlurmStep s;
+    std::string name;
+    if (!(in >> s.id >> name >> s.nodes) || name.rfind("sluice-", 0) != 0) continue;
+    const size_t at = name.rfind(mark);
+    if (at == std::string::npos || at < 7) continue;
+    const std::string n = name.substr(at + mark.size());
+    if (n.empty() || !std::all_of(n.begin(), n.end(), ::isdigit)) continue;
+    s.process = name.substr(7, at - 7);
+    out->push_back(s);
+  }
+  return {};
+}
+
 std::unique_ptr<Executor> make_slurm_executor(const Deployment& d, std::FILE* progress) {
   return std::make_unique<SlurmExecutor>(d, progress);
 }

@@ -65,6 +65,17 @@ std::vector<std::string> slurm_address_overrides(const Deployment& d, const Slur
 // --cpu-bind=mask_cpu:0x... for `cores`, else --cpu-bind=none.
 std::vector<std::string> slurm_cpu_binding(const HostConfig* h);
 
+// The job steps a run started, still known to Slurm: each named
+// sluice-PROCESS-OWNER-N, OWNER the pid of the sluice-deploy (run, or up's
+// supervisor) that started it. For `status` and for `down` after a
+// supervisor died (each is scancel'ed then).
+struct SlurmStep {
+  std::string id;       // JOB.STEP
+  std::string process;  // the process's name
+  std::string nodes;    // where it runs
+};
+Status slurm_steps_of(pid_t owner, std::vector<SlurmStep>* out);
+
 std::unique_ptr<Executor> make_slurm_executor(const Deployment& d, std::FILE* progress);
 
 // `sluice-deploy render --slurm`: the batch script a user submits with

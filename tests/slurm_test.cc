@@ -6,7 +6,9 @@
 //   1. a short run: nothing lost, and every process on a node of its own
 //      (h1..h4 onto sn1..sn4 in order, each at its node's address);
 //   2. a long run whose node-a step is killed with `scancel --signal=KILL`:
-//      the run fails naming node-a, its node and the signal.
+//      the run fails naming node-a, its node and the signal;
+//   3. the same with restart: on-failure and acks: node-a comes back as a
+//      new step on sn2, and nothing is lost.
 // The cluster is torn down in every case (also when a check fails), and the
 // test checks nothing of it is left. It skips, saying why, only where this
 // machine cannot make network namespaces; without slurm-wlm or munge it
@@ -202,6 +204,49 @@ TEST_F(SlurmCluster, AStepKilledWithScancelIsNamedWithItsNode) {
     if (p["name"].as<std::string>() != "node-a") {
       EXPECT_HAS(p["error"].as<std::string>(), "stopped by sluice-deploy");
     }
+  EXPECT_EQ(shell("squeue -h -s -j " + job_), "");
+}
+
+// restart: on-failure through the same executor: the killed process comes
+// back as a new step on the same node, and with acks nothing is lost.
+TEST_F(SlurmCluster, AKilledStepIsRestartedAsAStepOnItsNode) {
+  const std::string dir = run_dir("restarted");
+  const std::string cmd = kDeploy + " run " + kCluster +
+                          " --launcher slurm --set duration_s=6 --set restart=on-failure"
+                          " --set acks=on --json --run-dir " + dir + " 2>" + dir + ".err";
+  fs::create_directories(fs::path(dir).parent_path());
+  FILE* f = popen(cmd.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  std::string step;
+  for (int i = 0; i < 100 && step.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::istringstream in(shell("squeue -h -s -j " + job_ + " -o '%i %j'"));
+    for (std::string id, name; in >> id >> name;)
+      if (name.rfind("sluice-node-a-", 0) == 0) step = id;
+  }
+  if (!step.empty()) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    shell("scancel --signal=KILL " + step);
+  }
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  const int st = pclose(f);
+  ASSERT_FALSE(step.empty()) << "node-a's step never ran: " << slurp(dir + ".err");
+  EXPECT_EQ(WEXITSTATUS(st), 0) << out << slurp(dir + ".err");
+  const YAML::Node r = YAML::Load(out);
+  EXPECT_TRUE(r["ok"].as<bool>()) << r["error"].as<std::string>();
+  EXPECT_EQ(r["lost"].as<uint64_t>(), 0u);
+  for (const auto& p : r["processes"])
+    if (p["name"].as<std::string>() == "node-a") {
+      EXPECT_EQ(p["restarts"].as<int>(), 1);
+      EXPECT_EQ(p["node"].as<std::string>(), "sn2");
+    }
+  const std::string err = slurp(dir + ".err");
+  EXPECT_HAS(err, "node-a died (signal KILL); restarting");
+  // Started twice on sn2: two steps.
+  EXPECT_NE(err.find("node-a on node sn2: step"), err.rfind("node-a on node sn2: step")) << err;
   EXPECT_EQ(shell("squeue -h -s -j " + job_), "");
 }
 

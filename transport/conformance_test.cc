@@ -497,7 +497,7 @@ class Replay : public ::testing::TestWithParam<CarrierCase> {
 TEST_P(Replay, SentSlotsAreHeldUntilAcknowledged) {
   LinkOptions so = ro_;
   so.port = listener_->port();
-  std::atomic<bool> gave_back{false};
+  std::atomic<bool> gave_back{false}, looked{false};
   size_t free_while_unacked = 0;
   std::string sender_error;
   std::thread sender([&] {
@@ -519,6 +519,7 @@ TEST_P(Replay, SentSlotsAreHeldUntilAcknowledged) {
     };
     for (int i = 0; i < 100; ++i) idle();
     free_while_unacked = tx_pool_->free_slots();
+    looked = true;
     while (st && !gave_back) idle();
     std::byte eos[64];
     const size_t n = write_end(eos, 0, 4, 4);
@@ -533,7 +534,10 @@ TEST_P(Replay, SentSlotsAreHeldUntilAcknowledged) {
   std::vector<uint32_t> held;
   bool ended = false;
   receive(*rx, 4, &seqs, &held, &ended);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // The sender looks at its pool while we hold all four (however slowly
+  // a loaded machine runs its 100 idle rounds).
+  for (int i = 0; i < 10000 && !looked; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(looked);
   EXPECT_EQ(rx->acked(), 0u);
   for (uint32_t s : held) ASSERT_TRUE(rx->give_back(s).ok());
   EXPECT_EQ(rx->acked(), 4u);

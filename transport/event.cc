@@ -81,6 +81,43 @@ std::string check_end_of_stream(const std::byte* p, size_t bytes) {
   return {};
 }
 
+std::string read_credits(const std::byte* p, size_t n, size_t* used, uint64_t* credits,
+                         uint64_t* acked) {
+  size_t off = 0;
+  for (; n - off >= sizeof(CreditFrame); off += sizeof(CreditFrame)) {
+    CreditFrame c;
+    std::memcpy(&c, p + off, sizeof c);
+    if (c.magic != kCreditMagic) {
+      *used = off;
+      return fmt::format("bad credit frame magic 0x{:08x}", c.magic);
+    }
+    if (c.credits > kMaxCreditsPerMessage) {
+      *used = off;
+      return fmt::format("a credit message grants {} credits (at most {})", c.credits,
+                         kMaxCreditsPerMessage);
+    }
+    *credits += c.credits;
+    if (c.acked > *acked) *acked = c.acked;
+  }
+  *used = off;
+  return {};
+}
+
+std::string check_credit_message(const std::byte* p, size_t len, uint32_t imm_credits,
+                                 CreditFrame* out) {
+  if (len != sizeof(CreditFrame))
+    return fmt::format("a credit message of {} bytes (it is {})", len, sizeof(CreditFrame));
+  std::memcpy(out, p, sizeof *out);
+  if (out->magic != kCreditMagic) return fmt::format("bad credit frame magic 0x{:08x}", out->magic);
+  if (out->credits != imm_credits)
+    return fmt::format("a credit message grants {} credits, its immediate says {}", out->credits,
+                       imm_credits);
+  if (out->credits > kMaxCreditsPerMessage)
+    return fmt::format("a credit message grants {} credits (at most {})", out->credits,
+                       kMaxCreditsPerMessage);
+  return {};
+}
+
 void read_end(const std::byte* p, size_t bytes, EndOfStream* out) {
   std::memcpy(&out->n_streams, p, 4);
   std::memcpy(&out->flags, p + 4, 4);

@@ -140,6 +140,21 @@ struct CreditFrame {
 };
 static_assert(sizeof(CreditFrame) == 16);
 
+// The most credits one message may grant: more than any pool holds, far
+// less than would wrap a sum of a few of them.
+inline constexpr uint32_t kMaxCreditsPerMessage = 1u << 24;
+
+// Reads the credit messages at the front of a byte stream (tcp): *used the
+// bytes of whole messages read (a partial one stays), *credits their sum
+// added, *acked raised to the largest ack seen. "" or what is wrong: a bad
+// magic, or a grant beyond kMaxCreditsPerMessage.
+std::string read_credits(const std::byte* p, size_t n, size_t* used, uint64_t* credits,
+                         uint64_t* acked);
+// One credit message as a message carrier delivers it: `len` bytes, the
+// immediate's credit count alongside. "" or what is wrong.
+std::string check_credit_message(const std::byte* p, size_t len, uint32_t imm_credits,
+                                 CreditFrame* out);
+
 // End of stream, the payload of a kEnd frame. Per stream: the sequence number
 // one past the last tuple generated and the number of events generated, so the
 // sink sees a lost tail. With flag kEndAccounts, one account per stream follows

@@ -129,5 +129,39 @@ TEST(EventFormat, TuplesPerEvent) {
   EXPECT_EQ(tuples_per_event(12, 1), 1u);
 }
 
+// Credit messages as the tcp sender reads them from its stream: whole ones
+// summed (a partial one waits), the largest ack kept, and what a wrong
+// receiver sends refused by name: a bad magic, a grant that could wrap a sum.
+TEST(CreditMessages, StreamReadsWholeOnesAndRefusesWhatCouldWrap) {
+  CreditFrame m[3] = {{kCreditMagic, 4, 7}, {kCreditMagic, 2, 5}, {kCreditMagic, 1, 9}};
+  std::vector<std::byte> b(sizeof m);
+  std::memcpy(b.data(), m, sizeof m);
+  size_t used = 0;
+  uint64_t credits = 0, acked = 6;
+  EXPECT_EQ(read_credits(b.data(), sizeof m - 3, &used, &credits, &acked), "");
+  EXPECT_EQ(used, 2 * sizeof(CreditFrame));
+  EXPECT_EQ(credits, 6u);
+  EXPECT_EQ(acked, 7u);  // 5 came late: acks only grow
+  m[1].credits = kMaxCreditsPerMessage + 1;
+  std::memcpy(b.data(), m, sizeof m);
+  credits = 0;
+  EXPECT_EQ(read_credits(b.data(), b.size(), &used, &credits, &acked),
+            "a credit message grants 16777217 credits (at most 16777216)");
+  EXPECT_EQ(used, sizeof(CreditFrame));
+  m[0].magic = 0x11223344;
+  std::memcpy(b.data(), m, sizeof m);
+  EXPECT_EQ(read_credits(b.data(), b.size(), &used, &credits, &acked),
+            "bad credit frame magic 0x11223344");
+  EXPECT_EQ(used, 0u);
+
+  CreditFrame one{kCreditMagic, 3, 1}, out;
+  auto* p = reinterpret_cast<const std::byte*>(&one);
+  EXPECT_EQ(check_credit_message(p, sizeof one, 3, &out), "");
+  EXPECT_EQ(out.acked, 1u);
+  EXPECT_EQ(check_credit_message(p, 8, 3, &out), "a credit message of 8 bytes (it is 16)");
+  EXPECT_EQ(check_credit_message(p, sizeof one, 4, &out),
+            "a credit message grants 3 credits, its immediate says 4");
+}
+
 }  // namespace
 }  // namespace sluice

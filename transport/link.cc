@@ -228,6 +228,13 @@ Status CreditGate::refill(bool block) {
 // releasing each slot once its last frame is safe downstream.
 Status Sender::drop_acked() {
   const uint64_t acked = gate_->acked();
+  // Every frame is logged before it is sent: an ack beyond the log is a
+  // receiver that is wrong (or not ours), and believing it would drop
+  // frames nobody has.
+  if (acked > log_tail_ - conn_base_)
+    return Status::Error(fmt::format(
+        "{}: the receiver acknowledged {} frames of this connection; at most {} were sent", name_, acked,
+        log_tail_ - conn_base_));
   while (log_head_ < log_tail_ && log_head_ - conn_base_ < acked) {
     const Kept& k = log_[log_head_ % log_.size()];
     for (uint64_t j = k.first_piece; j < k.first_piece + k.pieces; ++j) {

@@ -4,6 +4,9 @@
 //   0: handshake (prefix, then Hello and HelloReply decoders)
 //   1: frame stream: header, then payload (kEvents/kEnd checks or the capnp
 //      event rebuild into a slot), repeatedly, as the receiver walks a stream
+//   4: credit messages (credits and acks) as a tcp sender reads its stream,
+//      cut where the input says, and one as a message carrier delivers it
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -72,17 +75,48 @@ void frames(const std::byte* p, size_t n, Encoding enc) {
   }
 }
 
+// The credit stream arrives in pieces: the first byte of each piece says
+// how long it is, as recv() may cut anywhere. What a sender keeps between
+// reads is what the tcp carrier keeps (a partial message); acks only grow.
+void credits(const std::byte* p, size_t n) {
+  std::byte buf[512];
+  size_t have = 0;
+  uint64_t sum = 0, acked = 0;
+  size_t off = 0;
+  while (off < n) {
+    size_t cut = std::min<size_t>(static_cast<uint8_t>(p[off]) % 64 + 1, n - off - 1);
+    ++off;
+    cut = std::min(cut, sizeof buf - have);
+    std::memcpy(buf + have, p + off, cut);
+    off += cut;
+    have += cut;
+    size_t used = 0;
+    const uint64_t before = acked;
+    if (!read_credits(buf, have, &used, &sum, &acked).empty()) return;
+    if (used > have || used % sizeof(CreditFrame) || acked < before) __builtin_trap();
+    std::memmove(buf, buf + used, have - used);
+    have -= used;
+  }
+  CreditFrame out;
+  if (n >= 4) {
+    uint32_t imm;
+    std::memcpy(&imm, p, 4);
+    (void)check_credit_message(p + 4, n - 4, imm, &out);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const std::byte* p = reinterpret_cast<const std::byte*>(data + 1);
   size_t n = size - 1;
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
     case 0: handshake(p, n); break;
     case 1: frames(p, n, Encoding::kSg); break;
     case 2: frames(p, n, Encoding::kCopy); break;
     case 3: frames(p, n, Encoding::kCapnp); break;
+    case 4: credits(p, n); break;
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 // Writes the seed corpus of fuzz_decoders into a folder: valid handshakes,
 // valid frames (sg/copy events, capnp event, END) and a few broken ones.
 // Usage: gen_corpus <dir>. The committed corpus/ was made with it.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -82,5 +83,18 @@ int main(int argc, char** argv) {
   auto cb = c;
   cb[sizeof(FrameHeader) + 12] = std::byte{0x7f};  // a corrupt pointer
   put("capnp_corrupt", 3, cb);
+
+  // Credit messages, cut into pieces of 5 and 16 bytes (the byte before
+  // each piece is its length less one).
+  std::vector<std::byte> cr;
+  const CreditFrame cf[3] = {{kCreditMagic, 4, 2}, {kCreditMagic, 1, 3}, {kCreditMagic, 2, 6}};
+  const auto* cp = reinterpret_cast<const std::byte*>(cf);
+  for (size_t off = 0, k = 0; off < sizeof cf; ++k) {
+    const size_t piece = std::min<size_t>(k % 2 ? 16 : 5, sizeof cf - off);
+    cr.push_back(std::byte(piece - 1));
+    cr.insert(cr.end(), cp + off, cp + off + piece);
+    off += piece;
+  }
+  put("credits_in_pieces", 4, cr);
   return 0;
 }

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <mutex>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "base/fd.h"
@@ -173,13 +174,20 @@ class End {
     if (!page_.p) {
       // The endpoint refuses to arm while it has work it must do first
       // (fi_trywait: progress owed): reaping does that work.
-      for (;;) {
+      // ucx over sm whose peer died refuses to arm for ever with nothing
+      // to reap: look at the control connection now and then, so a dead
+      // peer is seen (eof) instead of spinning here.
+      for (uint32_t tries = 1;; ++tries) {
         if (ep_->arm()) {
           armed_ = true;
           return {};
         }
         Status st = reap(out, max, n);
         if (!st || *n) return st;
+        if (tries % 64 == 0 && peer_hung_up()) {
+          eof_ = true;
+          return {};
+        }
       }
     }
     const auto until = Clock::now() + spin_;
@@ -244,6 +252,13 @@ class End {
     }
   }
   bool eof() const { return eof_; }
+  void set_eof() { eof_ = true; }
+  // The peer closed its end of the control connection, whatever bytes are
+  // still unread before the close (those stay for read_control).
+  bool peer_hung_up() const {
+    pollfd p{ctl_.get(), POLLRDHUP, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+  }
 
   // The peer may have work now: wake it if it said it sleeps.
   void ring_peer() {
@@ -428,7 +443,25 @@ class MsgRx final : public RxCarrier {
     return st;
   }
   void ready() { end_.put(kReady); }
-  void finish() override { end_.put(kFinish); }
+  // The last credit message carries the final acknowledgement. A carrier
+  // whose sends go out only as this end makes progress (ucx over tcp, when
+  // the socket did not take it at once) must push it out before the sender
+  // hears we finished: nobody polls this end after END. Bounded: a sender
+  // that is gone never completes it.
+  void finish() override {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(1000);
+    while (credits_out_ > 0 && end_.error().ok() && Clock::now() < deadline) {
+      Completion c[64];
+      size_t got = 0;
+      if (!end_.reap(c, 64, &got)) break;
+      for (size_t i = 0; i < got; ++i) {
+        if (c[i].type != Completion::kRecv) --credits_out_;
+        else end_.stash(&c[i], 1);
+      }
+      if (got == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    end_.put(kFinish);
+  }
   void shutdown() override { end_.shutdown(); }
   int wait_fd() const override { return end_.wait_fd(); }
   LinkStats stats() const override { return stats_.snapshot(end_.doorbells()); }
@@ -608,7 +641,10 @@ class MsgTx final : public TxCarrier {
     if (!end_.error().ok()) return end_.error();
     Status st = reap(false);
     // A receiver that died says so only on the control connection: an idle
-    // sender with frames unacknowledged (acks) must see it too.
+    // sender with frames unacknowledged (acks) must see it too, also when
+    // every send has completed and so nothing armed the wait set (its
+    // level-triggered hang-up would otherwise wake the owner for ever).
+    if (st && outstanding_ == 0 && !end_.eof() && end_.peer_hung_up()) end_.set_eof();
     if (st && end_.eof() && !finished_)
       return end_.fail(Status::Error(fmt::format(
           "{}: the receiver closed its control connection (the receiving process ended)",
@@ -681,11 +717,15 @@ class MsgTx final : public TxCarrier {
       const size_t b = x.ctx & ~kCreditCtx;
       if (!(x.ctx & kCreditCtx) || b >= credit_bufs_.size())
         return end_.fail(Status::Error(fmt::format("{}: a message landed in unknown buffer {}", end_.link(), x.ctx)));
-      const CreditFrame cf = credit_bufs_[b];
-      if ((x.imm & kImmChannelMask) != channel_of(Dir::kCredit) || imm_kind(x.imm) != kCreditKind ||
-          x.len != sizeof(CreditFrame) || cf.magic != kCreditMagic || cf.credits != imm_value(x.imm))
-        return end_.fail(Status::Error(fmt::format(
-            "{}: malformed credit message ({} bytes, immediate {:#018x})", end_.link(), x.len, x.imm)));
+      CreditFrame cf;
+      std::string err =
+          (x.imm & kImmChannelMask) != channel_of(Dir::kCredit) || imm_kind(x.imm) != kCreditKind
+              ? std::string("not on the credit channel")
+              : check_credit_message(reinterpret_cast<const std::byte*>(&credit_bufs_[b]), x.len,
+                                     static_cast<uint32_t>(imm_value(x.imm)), &cf);
+      if (!err.empty())
+        return end_.fail(Status::Error(fmt::format("{}: malformed credit message ({} bytes, immediate {:#018x}): {}",
+                                                   end_.link(), x.len, x.imm, err)));
       got_credits_ += cf.credits;
       if (cf.acked > acked_) acked_ = cf.acked;  // messages may complete out of order
       Status st = end_.ep().post_recv(&credit_bufs_[b], sizeof(CreditFrame), x.ctx);

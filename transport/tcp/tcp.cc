@@ -401,14 +401,12 @@ class TcpTx : public TxCarrier {
       if (r == 0) return Status::Error(fmt::format("{}: receiver closed the link", link_));
       chave_ += r;
       size_t off = 0;
-      for (; chave_ - off >= sizeof(CreditFrame); off += sizeof(CreditFrame)) {
-        CreditFrame c;
-        std::memcpy(&c, cbuf_ + off, sizeof c);
-        if (c.magic != kCreditMagic)
-          return Status::Error(fmt::format("{}: bad credit frame magic 0x{:08x}", link_, c.magic));
-        *got += c.credits;
-        if (c.acked > *acked) *acked = c.acked;
-      }
+      uint64_t sum = 0;
+      std::string err = read_credits(cbuf_, chave_, &off, &sum, acked);
+      if (!err.empty()) return Status::Error(fmt::format("{}: {}", link_, err));
+      // One recv holds at most sizeof cbuf_ / 16 messages of at most
+      // kMaxCreditsPerMessage each: the sum fits, and the gate checks it.
+      *got += static_cast<uint32_t>(std::min<uint64_t>(sum, UINT32_MAX - *got));
       std::memmove(cbuf_, cbuf_ + off, chave_ - off);
       chave_ -= off;
       if (!block || *got > 0) return {};

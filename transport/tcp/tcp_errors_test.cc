@@ -694,7 +694,7 @@ class RawDownstream : public ::testing::Test {
  protected:
   // Starts a sender against a raw listening socket that grants 2 credits;
   // `after_reply` plays the receiver after the handshake.
-  Status run(const std::function<void(RawSocket&)>& after_reply) {
+  Status run(const std::function<void(RawSocket&)>& after_reply, bool acks = false) {
     int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
@@ -706,6 +706,7 @@ class RawDownstream : public ::testing::Test {
     LinkOptions so = sender_view(loopback_options(Encoding::kSg), ntohs(a.sin_port));
     so.slot_bytes = 4096;
     so.tuple_bytes = 12;
+    so.acks = acks;
     Status result;
     TransportContext ctx;
     SlotPool tx(8, 4096);
@@ -768,6 +769,20 @@ TEST_F(RawDownstream, CreditsAboveTheGrant) {
   ASSERT_FALSE(st.ok());
   EXPECT_HAS(st.message(), "returned 5 credits");
   EXPECT_HAS(st.message(), "the 2 it granted");
+}
+
+// With acks, an acknowledgement of frames never sent would have the sender
+// drop copies nobody else holds: refused, naming both counts.
+TEST_F(RawDownstream, AnAckBeyondWhatWasSent) {
+  Status st = run(
+      [](RawSocket& p) {
+        CreditFrame c{kCreditMagic, 1, 100};
+        p.write(&c, sizeof c);
+      },
+      true);
+  ASSERT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "the receiver acknowledged 100 frames of this connection; at most 3 were sent");
+  EXPECT_HAS(st.message(), "link loadgen -> node-a (127.0.0.1:");
 }
 
 TEST_F(RawDownstream, ReceiverClosesWhileSenderWaitsForCredit) {

@@ -144,9 +144,11 @@ class SlurmExecutor : public Executor {
     const HostConfig* h = d_.host_of(i);
     if (!h) return d_.processes[i].host;
     const std::string n = node(i);
-    return fmt::format("{} (Slurm node {}, {}, job {}{})", h->name, n.empty() ? "?" : n,
-                       h->address, alloc_.job_id.empty() ? "?" : alloc_.job_id,
-                       h->cpus.empty() ? "" : ", cpus " + cpu_list_name(h->cpus));
+    const std::string cpus = h->cpus.empty() ? "" : ", cpus " + cpu_list_name(h->cpus);
+    if (n.empty())  // plan outside an allocation
+      return fmt::format("{} (the Slurm node it maps to, at that node's address{})", h->name, cpus);
+    return fmt::format("{} (Slurm node {}, {}, job {}{})", h->name, n, h->address, alloc_.job_id,
+                       cpus);
   }
 
   std::string node(size_t i) const override {
@@ -184,7 +186,7 @@ class SlurmExecutor : public Executor {
     std::string n = node(i);
     if (n.empty()) n = fmt::format("<node of host {}>", d_.processes[i].host_name);
     std::vector<std::string> a = {srun_.empty() ? "srun" : srun_,
-                                  "--jobid=" + (alloc_.job_id.empty() ? env("SLURM_JOB_ID")
+                                  "--jobid=" + (alloc_.job_id.empty() ? "$SLURM_JOB_ID"
                                                                       : alloc_.job_id),
                                   "--nodes=1", "--ntasks=1", "-w", n, "--overlap",
                                   "--job-name=" + step, "--unbuffered"};

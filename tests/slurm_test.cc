@@ -8,7 +8,9 @@
 //   2. a long run whose node-a step is killed with `scancel --signal=KILL`:
 //      the run fails naming node-a, its node and the signal;
 //   3. the same with restart: on-failure and acks: node-a comes back as a
-//      new step on sn2, and nothing is lost.
+//      new step on sn2, and nothing is lost;
+//   4. up, status (each step on its node) and down (drained, lost 0, no
+//      step left), and down after the supervisor was killed (no step left).
 // The cluster is torn down in every case (also when a check fails), and the
 // test checks nothing of it is left. It skips, saying why, only where this
 // machine cannot make network namespaces; without slurm-wlm or munge it
@@ -26,6 +28,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -248,6 +251,68 @@ TEST_F(SlurmCluster, AKilledStepIsRestartedAsAStepOnItsNode) {
   // Started twice on sn2: two steps.
   EXPECT_NE(err.find("node-a on node sn2: step"), err.rfind("node-a on node sn2: step")) << err;
   EXPECT_EQ(shell("squeue -h -s -j " + job_), "");
+}
+
+// up, status and down with the slurm launcher: status shows each process's
+// step on its node; down drains the stream (lost 0) and leaves no step. A
+// second run whose supervisor is killed: down still leaves no step.
+TEST_F(SlurmCluster, UpStatusDownShowAndEndTheSteps) {
+  const std::string dir = run_dir("up");
+  int rc = 0;
+  std::string out = shell("{ " + kDeploy + " up " + kCluster +
+                              " --launcher slurm --set duration_s=60 --run-dir " + dir +
+                              " 2>/dev/null; }",
+                          &rc);
+  ASSERT_EQ(rc, 0) << out;
+  // Each step shows in squeue once srun has made it.
+  YAML::Node st;
+  for (int i = 0; i < 50; ++i) {
+    st = YAML::Load(shell("{ " + kDeploy + " status " + dir + " --json 2>/dev/null; }"));
+    bool all = st["processes"].size() == 4;
+    for (const auto& p : st["processes"]) all = all && p["slurm_step"].IsDefined() &&
+                                          p["slurm_step"].as<std::string>().rfind("Slurm step ", 0) == 0;
+    if (all) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const std::map<std::string, std::string> node = {
+      {"loadgen", "sn1"}, {"node-a", "sn2"}, {"node-b", "sn3"}, {"sink", "sn4"}};
+  for (const auto& p : st["processes"]) {
+    const std::string name = p["name"].as<std::string>();
+    EXPECT_EQ(p["state"].as<std::string>(), "running") << name;
+    EXPECT_HAS(p["slurm_step"].as<std::string>(), "Slurm step " + job_ + ".");
+    EXPECT_HAS(p["slurm_step"].as<std::string>(), " on " + node.at(name));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  out = shell("{ " + kDeploy + " down " + dir + " --json 2>/dev/null; }", &rc);
+  EXPECT_EQ(rc, 0) << out;
+  const YAML::Node r = YAML::Load(out);
+  EXPECT_TRUE(r["ok"].as<bool>());
+  EXPECT_EQ(r["lost"].as<uint64_t>(), 0u);
+  EXPECT_GT(r["tuples"].as<uint64_t>(), 0u);
+  EXPECT_EQ(shell("squeue -h -s -j " + job_), "");
+
+  // The supervisor killed: down stops what it left, and no step survives.
+  const std::string dir2 = run_dir("orphaned");
+  out = shell("{ " + kDeploy + " up " + kCluster + " --launcher slurm --set duration_s=60 --run-dir " +
+                  dir2 + " 2>/dev/null; }",
+              &rc);
+  ASSERT_EQ(rc, 0) << out;
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const YAML::Node state = YAML::LoadFile(dir2 + "/state.json");
+  const pid_t sup = state["supervisor"]["pid"].as<pid_t>();
+  ASSERT_GT(sup, 0);
+  kill(sup, SIGKILL);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  out = shell("{ " + kDeploy + " down " + dir2 + " 2>&1; }", &rc);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_HAS(out, "was gone");
+  std::string left;
+  for (int i = 0; i < 50; ++i) {
+    left = shell("squeue -h -s -j " + job_);
+    if (left.empty()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(left, "");
 }
 
 // Last: the fixture's down leaves nothing (checked by running it here).

@@ -126,6 +126,12 @@ int main(int argc, char** argv) {
                     "the node its host maps to, in order, at the node's address)")
         ->check(CLI::IsMember({"local", "netns", "ssh", "slurm"}));
   }
+  std::string slurm_args;
+  CLI::Option* slurm_args_opt = run->add_option(
+      "--slurm-args", slurm_args,
+      "With --launcher slurm outside an allocation: ask Slurm for one first, `salloc\n"
+      "--no-shell --nodes=<hosts> ARGS` (e.g. \"--exclusive --time=10\"), run in it, and\n"
+      "scancel it at the end");
   plan->add_option("--run-dir", run_dir, "As for run");
   bool predict_flag = false;
   std::string calibration_path = std::string(SLUICE_SOURCE_DIR) + "/experiments/calibration.json";
@@ -280,6 +286,24 @@ int main(int argc, char** argv) {
   // anything is resolved, so resolved.yaml and every process agree. Without
   // an allocation the file is left as it is, and the executor's check says
   // why it cannot run.
+  // --slurm-args: an allocation of our own, released when the run ends.
+  struct Release {
+    std::string job;
+    ~Release() { slurm_release(job); }
+  } own_allocation;
+  if (d.launcher == "slurm" && run->parsed() && slurm_args_opt->count() > 0 &&
+      !getenv("SLURM_JOB_ID") && !d.hosts.empty()) {
+    const size_t nodes = slurm_nodes_needed(d);
+    fmt::print(stderr, "sluice-deploy: slurm: salloc --no-shell --nodes={} {}\n", nodes, slurm_args);
+    if (st = slurm_allocate(nodes, slurm_args, &own_allocation.job); !st) {
+      fmt::print(stderr, "sluice-deploy: {}\n", st.message());
+      return kBadInput;
+    }
+    fmt::print(stderr, "sluice-deploy: slurm: job {} (cancelled when the run ends)\n",
+               own_allocation.job);
+    setenv("SLURM_JOB_ID", own_allocation.job.c_str(), 1);
+    unsetenv("SLURM_JOB_NODELIST");
+  }
   if (d.launcher == "slurm" && !d.hosts.empty()) {
     SlurmAllocation alloc;
     std::map<std::string, size_t> nodes;

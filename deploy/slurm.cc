@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -318,6 +319,34 @@ Status slurm_steps_of(pid_t owner, std::vector<SlurmStep>* out) {
     out->push_back(s);
   }
   return {};
+}
+
+size_t slurm_nodes_needed(const Deployment& d) { return used_hosts(d).size(); }
+
+Status slurm_allocate(size_t nodes, const std::string& args, std::string* job_id) {
+  const std::string salloc = find_tool("salloc");
+  if (salloc.empty()) return Status::Error("--slurm-args needs `salloc` (Debian's slurm-client)");
+  std::vector<std::string> argv = {salloc, "--no-shell", fmt::format("--nodes={}", nodes)};
+  std::istringstream in(args);
+  for (std::string w; in >> w;) argv.push_back(w);
+  std::string text;
+  if (Status st = run_command(argv, &text); !st)
+    return Status::Error(fmt::format("no Slurm allocation: {}", st.message()));
+  const std::string mark = "Granted job allocation ";
+  const size_t at = text.find(mark);
+  std::string id;
+  for (size_t k = at == std::string::npos ? text.size() : at + mark.size();
+       k < text.size() && std::isdigit(static_cast<unsigned char>(text[k])); ++k)
+    id += text[k];
+  if (id.empty())
+    return Status::Error(fmt::format("`{}` said no job id: {}", fmt::join(argv, " "), text));
+  *job_id = id;
+  return {};
+}
+
+void slurm_release(const std::string& job_id) {
+  const std::string scancel = find_tool("scancel");
+  if (!job_id.empty() && !scancel.empty()) run_command({scancel, job_id});
 }
 
 std::unique_ptr<Executor> make_slurm_executor(const Deployment& d, std::FILE* progress) {

@@ -76,6 +76,16 @@ struct SlurmStep {
 };
 Status slurm_steps_of(pid_t owner, std::vector<SlurmStep>* out);
 
+// --slurm-args: an allocation of `nodes` nodes made for this run, `salloc
+// --no-shell -N<nodes> ARGS` (ARGS split at spaces; it waits as salloc does
+// until Slurm grants it); its job id in *job_id. slurm_release() is `scancel
+// JOB` of it, when the run is over.
+Status slurm_allocate(size_t nodes, const std::string& args, std::string* job_id);
+void slurm_release(const std::string& job_id);
+
+// How many nodes the file needs: the hosts that processes name.
+size_t slurm_nodes_needed(const Deployment& d);
+
 std::unique_ptr<Executor> make_slurm_executor(const Deployment& d, std::FILE* progress);
 
 // `sluice-deploy render --slurm`: the batch script a user submits with

@@ -10,7 +10,8 @@
 //   3. the same with restart: on-failure and acks: node-a comes back as a
 //      new step on sn2, and nothing is lost;
 //   4. up, status (each step on its node) and down (drained, lost 0, no
-//      step left), and down after the supervisor was killed (no step left).
+//      step left), and down after the supervisor was killed (no step left);
+//   5. --slurm-args outside an allocation: one made, used and cancelled.
 // The cluster is torn down in every case (also when a check fails), and the
 // test checks nothing of it is left. It skips, saying why, only where this
 // machine cannot make network namespaces; without slurm-wlm or munge it
@@ -102,7 +103,9 @@ class SlurmCluster : public ::testing::Test {
     }
     fprintf(stderr, "slurm cluster up in %.2f s\n",
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    const std::string alloc = shell("salloc -N4 --no-shell --exclusive", &rc);
+    // One of each node's two CPUs: SlurmArgsMakesAndEndsItsOwnAllocation
+    // gets the other.
+    const std::string alloc = shell("salloc -N4 --no-shell", &rc);
     std::smatch m;
     if (rc != 0 || !std::regex_search(alloc, m, std::regex("Granted job allocation ([0-9]+)"))) {
       error_ = "salloc -N4 --no-shell failed: " + alloc;
@@ -313,6 +316,30 @@ TEST_F(SlurmCluster, UpStatusDownShowAndEndTheSteps) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   EXPECT_EQ(left, "");
+}
+
+// Outside an allocation, --slurm-args makes one (salloc --no-shell
+// --nodes=4 ARGS), runs in it, and cancels it at the end.
+TEST_F(SlurmCluster, SlurmArgsMakesAndEndsItsOwnAllocation) {
+  int rc = 0;
+  const std::string err = dir_ + "/own.err";
+  const std::string out =
+      shell("{ env -u SLURM_JOB_ID -u SLURM_JOB_NODELIST " + kDeploy + " run " + kCluster +
+                " --launcher slurm --slurm-args '--time=5' --set duration_s=2 --json --run-dir " +
+                run_dir("own") + " 2>" + err + "; }",
+            &rc);
+  ASSERT_EQ(rc, 0) << out << slurp(err);
+  const YAML::Node r = YAML::Load(out);
+  EXPECT_EQ(r["lost"].as<uint64_t>(), 0u);
+  std::smatch m;
+  const std::string log = slurp(err);
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("slurm: job ([0-9]+) ")) ) << log;
+  const std::string own = m[1];
+  EXPECT_NE(own, job_);
+  for (const auto& p : r["processes"]) EXPECT_HAS(p["where"].as<std::string>(), "job " + own + ")");
+  // Cancelled: not running, and the suite's own job is untouched.
+  EXPECT_EQ(shell("squeue -h -j " + own + " -t running,pending"), "");
+  EXPECT_HAS(shell("squeue -h -j " + job_ + " -o %T"), "RUNNING");
 }
 
 // Last: the fixture's down leaves nothing (checked by running it here).

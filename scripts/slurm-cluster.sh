@@ -55,6 +55,15 @@ need_tools() {
 
 record() { echo "$1 $2" >> "$DIR/pids"; }
 
+# Whether a pid is a live process: a zombie (a daemon that ended but that
+# init has not reaped yet, as it was started by an `up` that has exited)
+# is not.
+alive() {
+  local state
+  state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ -n "$state" && "$state" != Z ]]
+}
+
 write_config() {
   local host; host=$(hostname)
   cat > "$DIR/slurm.conf" <<EOF
@@ -159,7 +168,7 @@ wait_idle() {
     states=$(SLURM_CONF="$DIR/slurm.conf" sinfo -h -N -o '%N %T' 2>/dev/null || true)
     if [[ $(grep -c ' idle$' <<<"$states") -eq $NODES ]]; then return 0; fi
     while read -r name pid; do
-      kill -0 "$pid" 2>/dev/null || { say "$name (pid $pid) exited"; return 1; }
+      alive "$pid" || { say "$name (pid $pid) exited"; return 1; }
     done < "$DIR/pids"
     sleep 0.2
   done
@@ -197,19 +206,20 @@ cmd_up() {
 }
 
 # Stops recorded daemons together: SIGTERM, then SIGKILL to those left
-# after 5 s. Fails if one is still there.
+# after GRACE tenths of a second. Fails if one is still there.
 stop_pids() {
-  local pid alive
+  local grace=$1 pid alive
+  shift
   for pid in "$@"; do kill -TERM "$pid" 2>/dev/null || true; done
-  for _ in $(seq 50); do
+  for _ in $(seq "$grace"); do
     alive=0
-    for pid in "$@"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    for pid in "$@"; do alive "$pid" && alive=1; done
     [[ $alive -eq 1 ]] || return 0
     sleep 0.1
   done
   for pid in "$@"; do kill -KILL "$pid" 2>/dev/null || true; done
   sleep 0.5
-  for pid in "$@"; do kill -0 "$pid" 2>/dev/null && return 1; done
+  for pid in "$@"; do alive "$pid" && return 1; done
   return 0
 }
 
@@ -217,13 +227,15 @@ cmd_down() {
   local quiet=${1:-} left=0
   [[ $(id -u) -eq 0 ]] || die "needs root"
   if [[ -f "$DIR/pids" ]]; then
-    # The slurmds first (while their namespaces still exist), then
-    # slurmctld and munged together.
+    # The slurmds first (while their namespaces still exist), 5 s each to
+    # end their steps; then slurmctld and munged together, 0.5 s (each
+    # takes 2 s to save state that goes with $DIR anyway).
     for group in 1 0; do
-      local pids; pids=$(awk -v g="$group" '(index($1, "slurmd-") == 1) == g {print $2}' "$DIR/pids")
+      local pids grace=5; pids=$(awk -v g="$group" '(index($1, "slurmd-") == 1) == g {print $2}' "$DIR/pids")
+      [[ $group -eq 1 ]] && grace=50
       [[ -n "$pids" ]] || continue
       # shellcheck disable=SC2086
-      if ! stop_pids $pids; then say "pids $(echo $pids) would not die"; left=1; fi
+      if ! stop_pids $grace $pids; then say "pids $(echo $pids) would not die"; left=1; fi
     done
   fi
   for i in $(seq 1 $NODES); do
@@ -258,7 +270,7 @@ cmd_status() {
   [[ -f "$DIR/pids" ]] || { say "not up ($DIR/pids missing)"; return 1; }
   local bad=0
   while read -r name pid; do
-    if kill -0 "$pid" 2>/dev/null; then echo "$name $pid running"; else echo "$name $pid gone"; bad=1; fi
+    if alive "$pid"; then echo "$name $pid running"; else echo "$name $pid gone"; bad=1; fi
   done < "$DIR/pids"
   SLURM_CONF="$DIR/slurm.conf" sinfo -N -o '%N %T %c %o' || bad=1
   return $bad

@@ -11,7 +11,9 @@
 //      new step on sn2, and nothing is lost;
 //   4. up, status (each step on its node) and down (drained, lost 0, no
 //      step left), and down after the supervisor was killed (no step left);
-//   5. --slurm-args outside an allocation: one made, used and cancelled.
+//   5. --slurm-args outside an allocation: one made, used and cancelled;
+//   6. the batch script of render --slurm under sbatch: lost 0, each
+//      process at its node's address.
 // The cluster is torn down in every case (also when a check fails), and the
 // test checks nothing of it is left. It skips, saying why, only where this
 // machine cannot make network namespaces; without slurm-wlm or munge it
@@ -342,6 +344,37 @@ TEST_F(SlurmCluster, SlurmArgsMakesAndEndsItsOwnAllocation) {
   EXPECT_HAS(shell("squeue -h -j " + job_ + " -o %T"), "RUNNING");
 }
 
+// The batch script render --slurm writes, submitted as a user would (sbatch;
+// --wait for its end): every step on its node, nothing lost. It asks for
+// whole nodes (--exclusive), so the suite's allocation goes first.
+TEST_F(SlurmCluster, RenderedBatchScriptRunsUnderSbatch) {
+  shell("scancel " + job_);
+  job_.clear();
+  const std::string dir = dir_ + "/sbatch";
+  fs::create_directories(dir);
+  int rc = 0;
+  std::string out = shell("{ " + kDeploy + " render --slurm " + kCluster +
+                              " --set duration_s=2 -o " + dir + "/job.sh; }",
+                          &rc);
+  ASSERT_EQ(rc, 0) << out;
+  out = shell("cd " + dir + " && env -u SLURM_JOB_ID SLUICE_RUN_DIR=" + dir +
+                  "/run sbatch --wait --time=2 job.sh",
+              &rc);
+  EXPECT_EQ(rc, 0) << out << slurp(dir + "/run/sink.log");
+  const YAML::Node sink = YAML::LoadFile(dir + "/run/sink.json");
+  EXPECT_TRUE(sink["ok"].as<bool>());
+  EXPECT_EQ(sink["lost"].as<uint64_t>(), 0u);
+  EXPECT_GT(sink["tuples_in"].as<uint64_t>(), 0u);
+  const std::map<std::string, std::string> at = {{"loadgen", "10.79.0.1"},
+                                                 {"node-a", "10.79.0.2"},
+                                                 {"node-b", "10.79.0.3"},
+                                                 {"sink", "10.79.0.4"}};
+  for (const auto& [name, address] : at) {
+    const YAML::Node p = YAML::LoadFile(dir + "/run/" + name + ".json");
+    EXPECT_HAS(p["metrics_url"].as<std::string>(), "http://" + address + ":");
+  }
+}
+
 // Last: the fixture's down leaves nothing (checked by running it here).
 TEST_F(SlurmCluster, ZDownLeavesNothing) {
   shell("scancel " + job_);
@@ -351,8 +384,14 @@ TEST_F(SlurmCluster, ZDownLeavesNothing) {
   const std::string down = shell(kFixture + " down", &rc);
   EXPECT_EQ(rc, 0) << down;
   std::istringstream in(pids);
-  for (std::string name, pid; in >> name >> pid;)
-    EXPECT_NE(kill(std::stoi(pid), 0), 0) << name << " (pid " << pid << ") is still running";
+  // Gone, or a zombie: the daemons' parent (the `up` shell) has exited, and
+  // init reaps them when it gets to it.
+  for (std::string name, pid; in >> name >> pid;) {
+    const std::string stat = slurp("/proc/" + pid + "/stat");
+    const size_t paren = stat.rfind(')');
+    const bool running = paren != std::string::npos && stat.size() > paren + 2 && stat[paren + 2] != 'Z';
+    EXPECT_FALSE(running) << name << " (pid " << pid << ") is still running: " << stat;
+  }
   EXPECT_EQ(shell("ip netns list | grep sluice-slurm-"), "");
   EXPECT_EQ(shell("ip link show sluiceslurm0 >/dev/null 2>&1 && echo the bridge is left"), "");
   EXPECT_FALSE(fs::exists(dir_));

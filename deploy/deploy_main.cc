@@ -64,7 +64,8 @@ int main(int argc, char** argv) {
       "  2  a bad option or value, a deployment file that cannot be read or is invalid,\n"
       "     sluice-loadgen, -node or -sink not found, a launcher that cannot run here\n"
       "     (netns without root's capabilities, a host address the local launcher\n"
-      "     lacks), or (status, down) no state.json in the run directory given"};
+      "     lacks, slurm outside an allocation or with fewer nodes than hosts), or\n"
+      "     (status, down) no state.json in the run directory given"};
   app.require_subcommand(1);
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return fmt::format("sluice-deploy: {}\nRun with --help for more information.\n", e.what());

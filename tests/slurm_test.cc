@@ -94,6 +94,13 @@ class SlurmCluster : public ::testing::Test {
     // test from other build trees wait their turn.
     lock_fd_ = open("/tmp/sluice-slurm-cluster.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0666);
     if (lock_fd_ >= 0) flock(lock_fd_, LOCK_EX);
+    // Holding the lock, any cluster a run of this test left (killed by a
+    // ctest timeout) is stale: down it. One brought up by hand
+    // (/tmp/sluice-slurm) is left alone, and up below says it is there.
+    for (const auto& e : fs::directory_iterator("/tmp"))
+      if (e.path().filename().string().rfind("sluice-slurm-test-", 0) == 0)
+        fprintf(stderr, "stale cluster %s: %s", e.path().c_str(),
+                shell("SLUICE_SLURM_DIR=" + e.path().string() + " " + kFixture + " down").c_str());
     dir_ = "/tmp/sluice-slurm-test-" + std::to_string(getpid());
     setenv("SLUICE_SLURM_DIR", dir_.c_str(), 1);
     setenv("SLURM_CONF", (dir_ + "/slurm.conf").c_str(), 1);

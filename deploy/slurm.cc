@@ -117,8 +117,9 @@ class SlurmExecutor : public Executor {
   }
 
   int wait_status(int status) const override {
-    // srun exits 128+N when its task was killed by signal N.
-    if (WIFEXITED(status) && WEXITSTATUS(status) > 128 && WEXITSTATUS(status) < 128 + 65)
+    // srun exits 128+N when its task was killed by signal N (1-31: srun's
+    // own failures are other codes, e.g. 192 for a launch it could not do).
+    if (WIFEXITED(status) && WEXITSTATUS(status) > 128 && WEXITSTATUS(status) <= 128 + 31)
       return WEXITSTATUS(status) - 128;  // a wait status: killed by that signal
     return status;
   }
@@ -295,8 +296,9 @@ std::vector<std::string> slurm_address_overrides(const Deployment& d, const Slur
 
 std::vector<std::string> slurm_cpu_binding(const HostConfig* h) {
   if (!h || h->cpus.empty()) return {"--cpu-bind=none"};
-  return {fmt::format("--cpus-per-task={}", h->cpus.size()),
-          "--cpu-bind=mask_cpu:" + cpu_mask(h->cpus)};
+  // --whole: the step has every CPU the job has on the node, so the mask
+  // can name any of them (a step otherwise gets the first free ones).
+  return {"--whole", "--cpu-bind=mask_cpu:" + cpu_mask(h->cpus)};
 }
 
 Status slurm_steps_of(pid_t owner, std::vector<SlurmStep>* out) {

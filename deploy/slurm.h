@@ -17,8 +17,8 @@
 //      The local srun is the child the run waits for, its output the
 //      process's log; the run directory is a path both sides see (a shared
 //      file system, as on a cluster). CPU binding: a host with `cores` gets
-//      --cpus-per-task=K --cpu-bind=mask_cpu:MASK (the allocation must own
-//      those CPUs: salloc/sbatch --exclusive); without, --cpu-bind=none.
+//      --whole --cpu-bind=mask_cpu:MASK (the allocation must own those
+//      CPUs: salloc/sbatch --exclusive); without, --cpu-bind=none.
 //      `pin_stages` is the process's own business, as for every launcher.
 //   4. wait_status(): srun exits 128+N when its task was killed by signal N:
 //      that is turned back into "killed by signal N", so a step killed with
@@ -61,7 +61,7 @@ Status slurm_map_hosts(const Deployment& d, const SlurmAllocation& a,
 std::vector<std::string> slurm_address_overrides(const Deployment& d, const SlurmAllocation& a,
                                                  const std::map<std::string, size_t>& map);
 
-// srun's options for a host's CPU binding: --cpus-per-task=K
+// srun's options for a host's CPU binding: --whole
 // --cpu-bind=mask_cpu:0x... for `cores`, else --cpu-bind=none.
 std::vector<std::string> slurm_cpu_binding(const HostConfig* h);
 

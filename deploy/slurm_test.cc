@@ -136,8 +136,8 @@ TEST(SlurmRender, CoresBindTheStepToThem) {
       slurm_batch_script(load({"hosts.1.cores=0-1", "hosts.2.cores=\"1\""}), programs());
   const std::vector<std::string> st = steps(s);
   ASSERT_EQ(st.size(), 4u);
-  EXPECT_HAS(st[2], "--cpus-per-task=2 --cpu-bind=mask_cpu:0x3");  // node-a on h2: CPUs 0-1
-  EXPECT_HAS(st[1], "--cpus-per-task=1 --cpu-bind=mask_cpu:0x2");  // node-b on h3: CPU 1
+  EXPECT_HAS(st[2], "--whole --cpu-bind=mask_cpu:0x3");  // node-a on h2: CPUs 0-1
+  EXPECT_HAS(st[1], "--whole --cpu-bind=mask_cpu:0x2");  // node-b on h3: CPU 1
   EXPECT_HAS(st[0], "--cpu-bind=none");
 }
 
@@ -146,7 +146,7 @@ TEST(SlurmCpuBinding, MaskOfAnyWidth) {
   EXPECT_EQ(slurm_cpu_binding(&h), std::vector<std::string>{"--cpu-bind=none"});
   h.cpus = {4, 9};
   EXPECT_EQ(slurm_cpu_binding(&h),
-            (std::vector<std::string>{"--cpus-per-task=2", "--cpu-bind=mask_cpu:0x210"}));
+            (std::vector<std::string>{"--whole", "--cpu-bind=mask_cpu:0x210"}));
   h.cpus = {0, 64};
   EXPECT_EQ(slurm_cpu_binding(&h)[1], "--cpu-bind=mask_cpu:0x10000000000000001");
 }
@@ -210,6 +210,10 @@ TEST(SlurmExecutor, SrunStatusOfAKilledTaskIsTheSignal) {
   const int killed = ex->wait_status(W_EXITCODE(128 + SIGKILL, 0));
   ASSERT_TRUE(WIFSIGNALED(killed));
   EXPECT_EQ(WTERMSIG(killed), SIGKILL);
+  // srun's own failure (a launch it could not do) is an exit code.
+  const int launch = ex->wait_status(W_EXITCODE(192, 0));
+  ASSERT_TRUE(WIFEXITED(launch));
+  EXPECT_EQ(WEXITSTATUS(launch), 192);
   const int failed = ex->wait_status(W_EXITCODE(3, 0));
   ASSERT_TRUE(WIFEXITED(failed));
   EXPECT_EQ(WEXITSTATUS(failed), 3);

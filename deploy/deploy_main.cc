@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "deploy/k8s.h"
 #include "deploy/launcher.h"
 #include "deploy/predict.h"
 #include "deploy/session.h"
@@ -188,19 +189,51 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   plan->add_option("--bin-dir", bin_dir, "As for run");
 
-  // render: what a cluster manager takes, written from the file.
+  // render: the deployment as input for another system that starts it.
   CLI::App* render = app.add_subcommand(
-      "render", "Write FILE.yaml as what a cluster manager runs, on stdout (or -o FILE):\n"
-                "--slurm: the batch script to submit with sbatch (one srun step per process)");
+      "render",
+      "Write FILE.yaml for a cluster manager that starts the processes itself: --k8s,\n"
+      "Kubernetes manifests (a ConfigMap with the deployment as the pods read it, and per\n"
+      "process a headless Service and a Pod); --slurm, the batch script to submit with\n"
+      "sbatch (one srun step per process); to standard output, or files in -o DIR");
   add_common(render);
+  bool render_k8s_flag = false;
+  K8sOptions k8s;
+  std::string render_dir;
+  render->add_flag("--k8s", render_k8s_flag, "Kubernetes manifests (deploy/README.md, \"Kubernetes\")");
   bool render_slurm = false;
-  std::string render_out;
   render->add_flag("--slurm", render_slurm,
-                   "A Slurm batch script: #SBATCH --nodes=<hosts> --exclusive, each host on a node\n"
-                   "of the job in order at its address, one `srun --nodes=1 --ntasks=1 -w NODE`\n"
-                   "step per process (CPU binding from the host's cores), sinks first");
-  render->add_option("--bin-dir", bin_dir, "As for run: where the script's programs are");
-  render->add_option("-o,--output", render_out, "Write to this file instead of stdout");
+                   "A Slurm batch script (-o DIR: DIR/NAME.sbatch): #SBATCH --nodes=<hosts>\n"
+                   "--exclusive, each host on a node of the job in order at its address, one\n"
+                   "`srun --nodes=1 --ntasks=1 -w NODE` step per process (CPU binding from the\n"
+                   "host's cores), sinks first (deploy/README.md, \"slurm\")");
+  render->add_option("--bin-dir", bin_dir, "--slurm: where the script's programs are (as for run)");
+  render->add_option("--image", k8s.image,
+                     "--k8s: the container image holding sluice-loadgen, -node and -sink on PATH\n"
+                     "(the repository's Dockerfile builds it); required");
+  render->add_option("-o,--output-dir", render_dir,
+                     "Write one file per object group into DIR (made if missing) instead of\n"
+                     "printing one YAML stream");
+  render->add_option("--name", k8s.name,
+                     "--k8s: prefix of every object's name and the app.kubernetes.io/instance\n"
+                     "label (default: the file's name without .yaml)");
+  render->add_option("--memory", k8s.memory, "--k8s: each container's memory request and limit")
+      ->capture_default_str();
+  render->add_option("--cpus", k8s.default_cpus,
+                     "--k8s: whole cores for a process when neither it nor its host gives `cores`")
+      ->capture_default_str();
+  render->add_option("--metrics-port", k8s.metrics_port,
+                     "--k8s: the first metrics port when the file leaves metrics_port 0")
+      ->capture_default_str();
+  render->add_flag("--host-network", k8s.host_network,
+                   "--k8s: run every pod on its node's network (hostNetwork), as RDMA NICs\n"
+                   "without an SR-IOV/RDMA CNI need for fabric and ucx links");
+  render->add_flag("--pod-monitor", k8s.pod_monitor,
+                   "--k8s: also a PodMonitor (Prometheus Operator) scraping every pod each second,\n"
+                   "labelled process and role as the shipped rules, console and dashboard expect");
+  render->add_option("--rdma-resource", k8s.rdma_resource,
+                     "--k8s: an extended resource (e.g. rdma/hca) each pod with a fabric or ucx\n"
+                     "link asks for, one unit, with IPC_LOCK to register memory");
 
   // keys: the reference of the deployment file and the operators, made from
   // their declarations (graph/config_doc.h): docs/CONFIG.md, docs/OPERATORS.md.
@@ -247,17 +280,30 @@ int main(int argc, char** argv) {
   }
   for (const std::string& w : d.warnings) fmt::print(stderr, "sluice-deploy: warning: {}\n", w);
 
+  if (render->parsed() && render_k8s_flag == render_slurm) {
+    fmt::print(stderr, "sluice-deploy: render: say what to render: --k8s or --slurm\n");
+    return kBadInput;
+  }
+  if (render->parsed() && render_k8s_flag) {
+    std::vector<K8sFile> files;
+    st = render_k8s(d, k8s, &files);
+    if (st && !render_dir.empty()) st = write_k8s(render_dir, files);
+    if (!st) {
+      fmt::print(stderr, "sluice-deploy: render --k8s: {}\n", st.message());
+      return kBadInput;
+    }
+    if (render_dir.empty()) fmt::print("{}", k8s_stream(files));
+    else for (const auto& f : files) fmt::print("{}/{}\n", render_dir, f.path);
+    return kOk;
+  }
+
   if (check->parsed()) {
     fmt::print("# {}: ok ({} processes, preset {})\n{}{}", file, d.processes.size(), d.preset,
                describe_graph(d), dump_deployment(d));
     return kOk;
   }
 
-  if (render->parsed()) {
-    if (!render_slurm) {
-      fmt::print(stderr, "sluice-deploy: render: say what to write (--slurm)\n");
-      return kBadInput;
-    }
+  if (render->parsed()) {  // --slurm
     Programs programs;
     if (st = find_programs(bin_dir, &programs); !st) {
       fmt::print(stderr, "sluice-deploy: {}\n", st.message());
@@ -269,16 +315,22 @@ int main(int argc, char** argv) {
       return kBadInput;
     }
     const std::string script = slurm_batch_script(d, programs);
-    if (render_out.empty()) {
+    if (render_dir.empty()) {
       fmt::print("{}", script);
       return kOk;
     }
-    std::FILE* f = std::fopen(render_out.c_str(), "w");
+    std::error_code ec;
+    std::filesystem::create_directories(render_dir, ec);
+    const std::string out =
+        (std::filesystem::path(render_dir) / (std::filesystem::path(file).stem().string() + ".sbatch"))
+            .string();
+    std::FILE* f = std::fopen(out.c_str(), "w");
     if (!f || std::fputs(script.c_str(), f) < 0 || std::fclose(f) != 0) {
-      fmt::print(stderr, "sluice-deploy: cannot write {}\n", render_out);
-      return kRunFailed;
+      fmt::print(stderr, "sluice-deploy: render --slurm: cannot write {}\n", out);
+      return kBadInput;
     }
-    chmod(render_out.c_str(), 0755);
+    chmod(out.c_str(), 0755);
+    fmt::print("{}\n", out);
     return kOk;
   }
 

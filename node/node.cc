@@ -116,6 +116,9 @@ Status NetSource::start() {
     for (auto& r : links_) r->shutdown();
     return Status::Error("shut down while accepting");
   }
+  // Strangers (a second sender, a port scanner) are answered and closed
+  // from now on, not left in the backlog until their own timeout.
+  for (auto& l : listeners_) l->turn_away(true);
   watching_.assign(links_.size(), true);
   rejoin_.clear();
   for (size_t i = 0; i < links_.size(); ++i) rejoin_.push_back(std::make_unique<Rejoin>());
@@ -166,6 +169,7 @@ Status NetSource::tend_broken() {
       // Its slots must all be back before a new connection posts them.
       if (links_[i]->outstanding() > 0) continue;
       r.done = false;
+      listeners_[i]->turn_away(false);  // the upstream's reconnect is accepted
       r.accepting = std::thread([this, i, &r] {
         r.next = listeners_[i]->accept(&r.error);
         r.done.store(true, std::memory_order_release);
@@ -179,6 +183,7 @@ Status NetSource::tend_broken() {
       std::lock_guard lk(mu_);
       links_[i] = std::move(r.next);
     }
+    listeners_[i]->turn_away(true);
     r.down = false;
     ++reconnects_;
     epoll_event ev{};

@@ -23,6 +23,7 @@ PACKAGES=(
   chromium                   # the console's test: the page in headless Chromium
   openssh-client openssh-server   # the ssh launcher, and its test (sshd in namespaces)
   slurm-wlm munge            # the slurm launcher, and its test (scripts/slurm-cluster.sh)
+  python3-venv               # scripts/k8s-validate.sh: the pinned kubernetes-validate in BUILD/k8s-venv
 )
 
 build=1
@@ -75,4 +76,9 @@ say "configuring $build_dir"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 say "building $build_dir"
 cmake --build "$build_dir"
+# The Kubernetes manifests' validator (the k8s_manifests_valid test), made now
+# while PyPI is reachable; the test needs no network after. Not fatal: without
+# it that test skips and says why.
+scripts/k8s-validate.sh --setup-only --build-dir "$build_dir" ||
+  say "no venv for scripts/k8s-validate.sh: the test k8s_manifests_valid will skip"
 say "done"

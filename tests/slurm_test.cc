@@ -368,12 +368,13 @@ TEST_F(SlurmCluster, RenderedBatchScriptRunsUnderSbatch) {
   fs::create_directories(dir);
   int rc = 0;
   std::string out = shell("{ " + kDeploy + " render --slurm " + kCluster +
-                              " --set duration_s=2 -o " + dir + "/job.sh; }",
+                              " --set duration_s=2 -o " + dir + "; }",
                           &rc);
   ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, dir + "/cluster.sbatch\n");
   // sbatch --wait polls every few seconds; squeue every 0.2 s is quicker.
   const std::string id = shell("cd " + dir + " && env -u SLURM_JOB_ID SLUICE_RUN_DIR=" + dir +
-                                   "/run sbatch --parsable --time=2 job.sh",
+                                   "/run sbatch --parsable --time=2 cluster.sbatch",
                                &rc);
   ASSERT_EQ(rc, 0) << id;
   const std::string job = id.substr(0, id.find_first_of(";\n"));

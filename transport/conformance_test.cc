@@ -554,6 +554,37 @@ TEST_P(Replay, SentSlotsAreHeldUntilAcknowledged) {
   EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1, 2, 3}));
 }
 
+// Once a link has its upstream, a second sender (or any stranger) on its
+// port is answered at once, refused with the reason, and closed: not left in
+// the backlog until its own timeout. Turned off, the port accepts again.
+TEST_P(Replay, AStrangerOnAConnectedLinkIsAnsweredAndClosed) {
+  LinkOptions so = ro_;
+  so.port = listener_->port();
+  std::unique_ptr<Sender> tx;
+  Status sst;
+  std::thread first([&] { tx = make_sender(so, *tx_pool_, ctx_, &sst); });
+  Status st;
+  auto rx = listener_->accept(&st);
+  first.join();
+  ASSERT_TRUE(rx) << st.message();
+  ASSERT_TRUE(tx) << sst.message();
+  listener_->turn_away(true);
+  LinkOptions stranger = so;
+  stranger.acks = false;
+  stranger.connect_timeout_ms = 5000;
+  for (int i = 0; i < 3; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Status s2;
+    auto tx2 = make_sender(stranger, *tx_pool_, ctx_, &s2);
+    EXPECT_FALSE(tx2);
+    EXPECT_NE(s2.message().find("is connected to its upstream already"), std::string::npos)
+        << s2.message();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2500));
+  }
+  listener_->turn_away(false);
+  tx->abort();
+}
+
 TEST_P(Replay, ABrokenLinkIsConnectedAgainAndReplaysWhatWasNotAcknowledged) {
   // libfabric shm maps the peer's region into the process: with both ends
   // in one process, the receiver's end dying unmaps the region the sender

@@ -125,6 +125,10 @@ class Listener {
   virtual std::unique_ptr<Receiver> accept(Status* st) = 0;
   // From another thread: makes accept() return.
   virtual void shutdown() = 0;
+  // While on, between accepts: a connection is answered with a refusal
+  // ("connected to its upstream already") and closed, not left waiting.
+  // Turned off before the next accept() (a reconnecting upstream).
+  virtual void turn_away(bool /*on*/) {}
   virtual uint16_t port() const = 0;  // the bound port (useful with port 0)
 };
 

@@ -833,6 +833,16 @@ class MsgListener final : public Listener {
 
   void shutdown() override { acceptor_->shutdown(); }
   uint16_t port() const override { return acceptor_->port(); }
+  void turn_away(bool on) override {
+    if (!on) return acceptor_->stop_turning_away();
+    const std::string link = link_name(opts_, factory_->carrier(), acceptor_->port());
+    acceptor_->turn_away([this, link](int fd, const std::string& peer, std::string* why) {
+      tcp::refuse_hello(fd, opts_.to, link + " from " + peer,
+                        link + " is connected to its upstream already", why);
+      return tcp::Verdict::kRefuse;
+    });
+  }
+
 
  private:
   LinkOptions opts_;

@@ -118,8 +118,12 @@ struct Acceptor::Impl {
   uint16_t port = 0;
   bool leaving = false;  // accept() is returning: handlers arm nothing more (its thread only)
 
+  std::thread away;                  // turn_away()'s accept() loop
+  Handshake away_hs;
+
   std::mutex mu;                     // guards what follows
   bool shut = false;
+  bool interrupt = false;            // stop_turning_away(): accept() returns, not for good
   int accepted = -1;
   Status fatal;                      // an accept error that will not go away
   std::vector<int> in_handshake;     // fds whose handshake is running
@@ -154,8 +158,8 @@ struct Acceptor::Impl {
       set_recv_timeout(fd, 0);
     } else {
       if (v == Verdict::kRefuse)
-        spdlog::warn("{}: refused a connection from {} on {}:{}: {}; still waiting for the upstream",
-                     who, peer_addr, address, port, why);
+        spdlog::warn("{}: refused a connection from {} on {}:{}: {}{}", who, peer_addr, address,
+                     port, why, away.joinable() ? "" : "; still waiting for the upstream");
       if (late)
         spdlog::warn("{}: closed a connection from {} on {}:{}: its handshake passed, but the "
                      "listener already has its upstream or is shutting down",
@@ -203,6 +207,7 @@ struct Acceptor::Impl {
 Acceptor::Acceptor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Acceptor::~Acceptor() {
+  stop_turning_away();
   shutdown();
   impl_->end_handshakes();
 }
@@ -257,7 +262,7 @@ int Acceptor::accept(const Handshake& hs, Status* st) {
   for (;;) {
     {
       std::lock_guard lk(im.mu);
-      if (im.accepted >= 0 || im.shut || !im.fatal.ok()) {
+      if (im.accepted >= 0 || im.shut || im.interrupt || !im.fatal.ok()) {
         fd = std::exchange(im.accepted, -1);
         why = im.fatal;
         break;
@@ -282,7 +287,7 @@ int Acceptor::accept(const Handshake& hs, Status* st) {
     ::close(im.accepted);
     im.accepted = -1;
   }
-  if (fd >= 0 && (im.shut || !why.ok())) {
+  if (fd >= 0 && (im.shut || im.interrupt || !why.ok())) {
     ::close(fd);
     fd = -1;
   }
@@ -306,6 +311,30 @@ void Acceptor::shutdown() {
     asio::error_code ignore;
     im.acceptor.cancel(ignore);
   });
+}
+
+void Acceptor::turn_away(Handshake refuse) {
+  Impl& im = *impl_;
+  if (im.away.joinable()) return;
+  im.away_hs = std::move(refuse);
+  im.away = std::thread([this] {
+    Status st;
+    const int fd = accept(impl_->away_hs, &st);  // refuses all: returns when told to
+    if (fd >= 0) ::close(fd);
+  });
+}
+
+void Acceptor::stop_turning_away() {
+  Impl& im = *impl_;
+  if (!im.away.joinable()) return;
+  {
+    std::lock_guard lk(im.mu);
+    im.interrupt = true;
+  }
+  asio::post(im.io, [] {});  // wake its run_one()
+  im.away.join();
+  std::lock_guard lk(im.mu);
+  im.interrupt = false;
 }
 
 void set_recv_timeout(int fd, uint32_t ms) {
@@ -393,6 +422,20 @@ Verdict answer_hello(int fd, const LinkOptions& opts, const std::string& link,
   }
   *sender = hello.sender_name;
   return Verdict::kAccept;
+}
+
+void refuse_hello(int fd, const std::string& receiver, const std::string& link,
+                  const std::string& reason, std::string* why) {
+  alignas(8) std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
+  uint32_t hlen = 0;
+  Status s = read_handshake(fd, buf, &hlen, link, "Hello");
+  *why = s ? reason : s.message();
+  ReplyInfo reply;
+  reply.receiver_name = receiver;
+  reply.accepted = false;
+  reply.error = reason;
+  size_t n = 0;
+  if (encode_reply(reply, buf, sizeof buf, &n)) (void)send_all(fd, buf, n, link);
 }
 
 Status ask_hello(int fd, const LinkOptions& opts, const std::string& link, ReplyInfo* reply) {

@@ -61,6 +61,12 @@ class Acceptor {
   int accept(const Handshake& hs, Status* st);
   // From another thread: makes a blocked accept() return.
   void shutdown();
+  // While the link has its upstream: answers every connection on a thread of
+  // its own with `refuse` (a handshake that refuses and says why), so a
+  // stranger is told and closed instead of waiting in the backlog until its
+  // own timeout. stop_turning_away() ends it (accept() may follow).
+  void turn_away(Handshake refuse);
+  void stop_turning_away();
 
   struct Impl;
 
@@ -84,6 +90,10 @@ void set_recv_timeout(int fd, uint32_t ms);
 //   gave it ("" if none); kRefuse with *why.
 Verdict answer_hello(int fd, const LinkOptions& opts, const std::string& link,
                      std::string* sender, std::string* why);
+//   refuse_hello: reads the Hello (whatever it says) and refuses it with
+//   `reason`; *why is what to log.
+void refuse_hello(int fd, const std::string& receiver, const std::string& link,
+                  const std::string& reason, std::string* why);
 //   ask_hello: the sender's side, within opts.connect_timeout_ms. An error
 //   names the link and why (refused, or a grant no link can use).
 Status ask_hello(int fd, const LinkOptions& opts, const std::string& link, ReplyInfo* reply);

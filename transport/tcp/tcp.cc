@@ -769,6 +769,16 @@ class TcpListener final : public Listener {
 
   void shutdown() override { acceptor_->shutdown(); }
   uint16_t port() const override { return acceptor_->port(); }
+  void turn_away(bool on) override {
+    if (!on) return acceptor_->stop_turning_away();
+    const std::string link = link_name(opts_, acceptor_->port());
+    acceptor_->turn_away([this, link](int fd, const std::string& peer, std::string* why) {
+      refuse_hello(fd, opts_.to, link + " from " + peer,
+                        link + " is connected to its upstream already", why);
+      return Verdict::kRefuse;
+    });
+  }
+
 
  private:
   LinkOptions opts_;

@@ -132,8 +132,8 @@ int main(int argc, char** argv) {
   CLI::Option* slurm_args_opt = run->add_option(
       "--slurm-args", slurm_args,
       "With --launcher slurm outside an allocation: ask Slurm for one first, `salloc\n"
-      "--no-shell --nodes=<hosts> ARGS` (e.g. \"--exclusive --time=10\"), run in it, and\n"
-      "scancel it at the end");
+      "--no-shell --nodes=<hosts> --job-name=sluice-<run> ARGS` (e.g. \"--exclusive\n"
+      "--time=10\"), run in it, and scancel it at the end");
   plan->add_option("--run-dir", run_dir, "As for run");
   bool predict_flag = false;
   std::string calibration_path = std::string(SLUICE_SOURCE_DIR) + "/experiments/calibration.json";
@@ -156,6 +156,8 @@ int main(int argc, char** argv) {
   up->add_option("--bin-dir", bin_dir, "As for run");
   up->add_option("--timeout", timeout_s, "As for run: past it the supervisor stops the processes")
       ->check(CLI::Validator(check_timeout, "SECONDS"));
+  CLI::Option* up_slurm_args_opt = up->add_option(
+      "--slurm-args", slurm_args, "As for run; the allocation is cancelled by `down`");
   up->add_option("--launcher", launcher, "As for run")
       ->check(CLI::IsMember({"local", "netns", "ssh", "slurm"}));
   std::string state_dir;
@@ -344,11 +346,15 @@ int main(int argc, char** argv) {
     std::string job;
     ~Release() { slurm_release(job); }
   } own_allocation;
-  if (d.launcher == "slurm" && run->parsed() && slurm_args_opt->count() > 0 &&
+  if (d.launcher == "slurm" && slurm_args_opt->count() + up_slurm_args_opt->count() > 0 &&
       !getenv("SLURM_JOB_ID") && !d.hosts.empty()) {
     const size_t nodes = slurm_nodes_needed(d);
-    fmt::print(stderr, "sluice-deploy: slurm: salloc --no-shell --nodes={} {}\n", nodes, slurm_args);
-    if (st = slurm_allocate(nodes, slurm_args, &own_allocation.job); !st) {
+    // Named after the run, so `down` finds it even if up's supervisor died.
+    if (run_dir.empty()) run_dir = default_run_dir();
+    const std::string name = slurm_job_name(run_dir);
+    fmt::print(stderr, "sluice-deploy: slurm: salloc --no-shell --nodes={} --job-name={} {}\n",
+               nodes, name, slurm_args);
+    if (st = slurm_allocate(nodes, name, slurm_args, &own_allocation.job); !st) {
       fmt::print(stderr, "sluice-deploy: {}\n", st.message());
       return kBadInput;
     }
@@ -356,6 +362,9 @@ int main(int argc, char** argv) {
                own_allocation.job);
     setenv("SLURM_JOB_ID", own_allocation.job.c_str(), 1);
     unsetenv("SLURM_JOB_NODELIST");
+    // The executor that ends the run (this one, or up's supervisor's)
+    // cancels it when it removes the hosts.
+    setenv("SLUICE_SLURM_OWN_JOB", own_allocation.job.c_str(), 1);
   }
   if (d.launcher == "slurm" && !d.hosts.empty()) {
     SlurmAllocation alloc;
@@ -468,6 +477,7 @@ int main(int argc, char** argv) {
   if (up->parsed()) {
     opts.executor = nullptr;  // the supervisor makes its own
     SessionResult res = up_deployment(d, opts, json);
+    if (res.exit_code == 0) own_allocation.job.clear();  // the supervisor's now, until down
     fmt::print("{}", res.out);
     std::fflush(stdout);
     fmt::print(stderr, "{}", res.err);

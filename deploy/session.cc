@@ -335,12 +335,20 @@ std::string clean_up_after(State& s) {
     else
       left += (left.empty() ? "" : "; ") + st.message();
   }
-  // slurm: a step outlives its srun; cancel what the run started.
+  // slurm: a step outlives its srun; cancel what the run started, and the
+  // allocation --slurm-args made for it (named after the run).
   std::vector<SlurmStep> steps;
   if (s.launcher == "slurm" && slurm_steps_of(s.supervisor, &steps))
     for (const SlurmStep& st : steps)
       if (run_command({find_tool("scancel"), st.id}))
         done.push_back(fmt::format("cancelled Slurm step {} ({})", st.id, st.process));
+  if (s.launcher == "slurm" && !s.run_dir.empty()) {
+    std::string jobs;
+    const std::string name = slurm_job_name(s.run_dir);
+    if (run_command({find_tool("squeue"), "-h", "-n", name, "-o", "%i"}, &jobs) && !jobs.empty() &&
+        run_command({find_tool("scancel"), "--name=" + name}))
+      done.push_back(fmt::format("cancelled Slurm job {} ({})", jobs, name));
+  }
   for (auto& p : s.processes)
     if (p.state == "running") {
       p.state = "unknown";

@@ -153,6 +153,15 @@ class SlurmExecutor : public Executor {
                        cpus);
   }
 
+  // The run's own allocation (--slurm-args) ends with its hosts.
+  Status down() override {
+    if (!alloc_.job_id.empty() && env("SLUICE_SLURM_OWN_JOB") == alloc_.job_id) {
+      slurm_release(alloc_.job_id);
+      say("job {} cancelled", alloc_.job_id);
+    }
+    return {};
+  }
+
   std::string node(size_t i) const override {
     const HostConfig* h = d_.host_of(i);
     if (!h || !resolve()) return "";
@@ -325,10 +334,18 @@ Status slurm_steps_of(pid_t owner, std::vector<SlurmStep>* out) {
 
 size_t slurm_nodes_needed(const Deployment& d) { return used_hosts(d).size(); }
 
-Status slurm_allocate(size_t nodes, const std::string& args, std::string* job_id) {
+std::string slurm_job_name(const std::string& run_dir) {
+  fs::path p(run_dir);
+  if (p.filename().empty()) p = p.parent_path();
+  return "sluice-" + p.filename().string();
+}
+
+Status slurm_allocate(size_t nodes, const std::string& job_name, const std::string& args,
+                      std::string* job_id) {
   const std::string salloc = find_tool("salloc");
   if (salloc.empty()) return Status::Error("--slurm-args needs `salloc` (Debian's slurm-client)");
-  std::vector<std::string> argv = {salloc, "--no-shell", fmt::format("--nodes={}", nodes)};
+  std::vector<std::string> argv = {salloc, "--no-shell", fmt::format("--nodes={}", nodes),
+                                   "--job-name=" + job_name};
   std::istringstream in(args);
   for (std::string w; in >> w;) argv.push_back(w);
   std::string text;

@@ -77,11 +77,17 @@ struct SlurmStep {
 Status slurm_steps_of(pid_t owner, std::vector<SlurmStep>* out);
 
 // --slurm-args: an allocation of `nodes` nodes made for this run, `salloc
-// --no-shell -N<nodes> ARGS` (ARGS split at spaces; it waits as salloc does
-// until Slurm grants it); its job id in *job_id. slurm_release() is `scancel
-// JOB` of it, when the run is over.
-Status slurm_allocate(size_t nodes, const std::string& args, std::string* job_id);
+// --no-shell --nodes=N --job-name=NAME ARGS` (ARGS split at spaces; it waits
+// as salloc does until Slurm grants it); its job id in *job_id.
+// slurm_release() is `scancel JOB` of it, when the run is over: the
+// executor's down() does it when SLUICE_SLURM_OWN_JOB names its job (set by
+// sluice-deploy for the run or up's supervisor it starts).
+Status slurm_allocate(size_t nodes, const std::string& job_name, const std::string& args,
+                      std::string* job_id);
 void slurm_release(const std::string& job_id);
+// The name of the allocation --slurm-args makes for run directory `run_dir`:
+// sluice-<its last component>, the state's run_id.
+std::string slurm_job_name(const std::string& run_dir);
 
 // How many nodes the file needs: the hosts that processes name.
 size_t slurm_nodes_needed(const Deployment& d);

@@ -12,7 +12,8 @@
 //      new step on sn2, and nothing is lost;
 //   4. up, status (each step on its node) and down (drained, lost 0, no
 //      step left), and down after the supervisor was killed (no step left);
-//   5. --slurm-args outside an allocation: one made, used and cancelled;
+//   5. --slurm-args outside an allocation: one made, used and cancelled, by
+//      run, and by up ... down;
 //   6. the batch script of render --slurm under sbatch: lost 0, each
 //      process at its node's address.
 // The cluster is torn down in every case (also when a check fails), and the
@@ -334,7 +335,8 @@ TEST_F(SlurmCluster, UpStatusDownShowAndEndTheSteps) {
 }
 
 // Outside an allocation, --slurm-args makes one (salloc --no-shell
-// --nodes=4 ARGS), runs in it, and cancels it at the end. The suite's
+// --nodes=4 ARGS), runs in it, and cancels it at the end (run), or when
+// down ends the run (up). The suite's
 // allocation has whole nodes, so it goes first.
 TEST_F(SlurmCluster, SlurmArgsMakesAndEndsItsOwnAllocation) {
   shell("scancel " + job_);
@@ -356,6 +358,22 @@ TEST_F(SlurmCluster, SlurmArgsMakesAndEndsItsOwnAllocation) {
   for (const auto& p : r["processes"]) EXPECT_HAS(p["where"].as<std::string>(), "job " + own + ")");
   // Cancelled when the run ended.
   EXPECT_EQ(shell("squeue -h -j " + own + " -t running,pending"), "");
+
+  // up --slurm-args: the allocation lives on with the supervisor, named
+  // after the run, until down cancels it.
+  const std::string dir = run_dir("own-up");
+  std::string up = shell("{ env -u SLURM_JOB_ID -u SLURM_JOB_NODELIST " + kDeploy + " up " +
+                             kCluster + " --launcher slurm --slurm-args '--time=5' --set duration_s=60"
+                             " --run-dir " + dir + " 2>/dev/null; }",
+                         &rc);
+  ASSERT_EQ(rc, 0) << up;
+  const std::string name = "sluice-" + fs::path(dir).filename().string();
+  EXPECT_HAS(shell("squeue -h -n " + name + " -o %T"), "RUNNING");
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const std::string down = shell("{ " + kDeploy + " down " + dir + " --json 2>/dev/null; }", &rc);
+  EXPECT_EQ(rc, 0) << down;
+  EXPECT_EQ(YAML::Load(down)["lost"].as<uint64_t>(), 0u);
+  EXPECT_EQ(shell("squeue -h -n " + name + " -t running,pending"), "");
 }
 
 // The batch script render --slurm writes, submitted as a user would

@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -10,6 +12,7 @@
 #include <filesystem>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +21,7 @@
 #include "deploy/launcher.h"
 #include "deploy/predict.h"
 #include "deploy/session.h"
+#include "deploy/slurm.h"
 #include "graph/config.h"
 #include "graph/config_doc.h"
 
@@ -61,7 +65,8 @@ int main(int argc, char** argv) {
       "  2  a bad option or value, a deployment file that cannot be read or is invalid,\n"
       "     sluice-loadgen, -node or -sink not found, a launcher that cannot run here\n"
       "     (netns without root's capabilities, a host address the local launcher\n"
-      "     lacks), or (status, down) no state.json in the run directory given"};
+      "     lacks, slurm outside an allocation or with fewer nodes than hosts), or\n"
+      "     (status, down) no state.json in the run directory given"};
   app.require_subcommand(1);
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return fmt::format("sluice-deploy: {}\nRun with --help for more information.\n", e.what());
@@ -117,10 +122,18 @@ int main(int argc, char** argv) {
     sub->add_option("--launcher", launcher,
                     "How the processes are started, over the file's `launcher` (default local):\n"
                     "local (all on this host), netns (each host of `hosts:` in a network\n"
-                    "namespace of its own, joined by a bridge; needs root) or ssh (each process\n"
-                    "on its host over ssh: ssh_key, ssh_options, remote_dir, copy_binaries)")
-        ->check(CLI::IsMember({"local", "netns", "ssh"}));
+                    "namespace of its own, joined by a bridge; needs root), ssh (each process\n"
+                    "on its host over ssh: ssh_key, ssh_options, remote_dir, copy_binaries) or\n"
+                    "slurm (inside an allocation, SLURM_JOB_ID set: each process a job step on\n"
+                    "the node its host maps to, in order, at the node's address)")
+        ->check(CLI::IsMember({"local", "netns", "ssh", "slurm"}));
   }
+  std::string slurm_args;
+  CLI::Option* slurm_args_opt = run->add_option(
+      "--slurm-args", slurm_args,
+      "With --launcher slurm outside an allocation: ask Slurm for one first, `salloc\n"
+      "--no-shell --nodes=<hosts> --job-name=sluice-<run> ARGS` (e.g. \"--exclusive\n"
+      "--time=10\"), run in it, and scancel it at the end");
   plan->add_option("--run-dir", run_dir, "As for run");
   bool predict_flag = false;
   std::string calibration_path = std::string(SLUICE_SOURCE_DIR) + "/experiments/calibration.json";
@@ -143,7 +156,10 @@ int main(int argc, char** argv) {
   up->add_option("--bin-dir", bin_dir, "As for run");
   up->add_option("--timeout", timeout_s, "As for run: past it the supervisor stops the processes")
       ->check(CLI::Validator(check_timeout, "SECONDS"));
-  up->add_option("--launcher", launcher, "As for run")->check(CLI::IsMember({"local", "netns", "ssh"}));
+  CLI::Option* up_slurm_args_opt = up->add_option(
+      "--slurm-args", slurm_args, "As for run; the allocation is cancelled by `down`");
+  up->add_option("--launcher", launcher, "As for run")
+      ->check(CLI::IsMember({"local", "netns", "ssh", "slurm"}));
   std::string state_dir;
   bool now = false;
   double down_wait_s = 60;
@@ -180,12 +196,20 @@ int main(int argc, char** argv) {
       "render",
       "Write FILE.yaml for a cluster manager that starts the processes itself: --k8s,\n"
       "Kubernetes manifests (a ConfigMap with the deployment as the pods read it, and per\n"
-      "process a headless Service and a Pod); to standard output, or files in -o DIR");
+      "process a headless Service and a Pod); --slurm, the batch script to submit with\n"
+      "sbatch (one srun step per process); to standard output, or files in -o DIR");
   add_common(render);
   bool render_k8s_flag = false;
   K8sOptions k8s;
   std::string render_dir;
   render->add_flag("--k8s", render_k8s_flag, "Kubernetes manifests (deploy/README.md, \"Kubernetes\")");
+  bool render_slurm = false;
+  render->add_flag("--slurm", render_slurm,
+                   "A Slurm batch script (-o DIR: DIR/NAME.sbatch): #SBATCH --nodes=<hosts>\n"
+                   "--exclusive, each host on a node of the job in order at its address, one\n"
+                   "`srun --nodes=1 --ntasks=1 -w NODE` step per process (CPU binding from the\n"
+                   "host's cores), sinks first (deploy/README.md, \"slurm\")");
+  render->add_option("--bin-dir", bin_dir, "--slurm: where the script's programs are (as for run)");
   render->add_option("--image", k8s.image,
                      "--k8s: the container image holding sluice-loadgen, -node and -sink on PATH\n"
                      "(the repository's Dockerfile builds it); required");
@@ -258,11 +282,11 @@ int main(int argc, char** argv) {
   }
   for (const std::string& w : d.warnings) fmt::print(stderr, "sluice-deploy: warning: {}\n", w);
 
-  if (render->parsed()) {
-    if (!render_k8s_flag) {
-      fmt::print(stderr, "sluice-deploy: render: say what to render: --k8s\n");
-      return kBadInput;
-    }
+  if (render->parsed() && render_k8s_flag == render_slurm) {
+    fmt::print(stderr, "sluice-deploy: render: say what to render: --k8s or --slurm\n");
+    return kBadInput;
+  }
+  if (render->parsed() && render_k8s_flag) {
     std::vector<K8sFile> files;
     st = render_k8s(d, k8s, &files);
     if (st && !render_dir.empty()) st = write_k8s(render_dir, files);
@@ -281,7 +305,83 @@ int main(int argc, char** argv) {
     return kOk;
   }
 
+  if (render->parsed()) {  // --slurm
+    Programs programs;
+    if (st = find_programs(bin_dir, &programs); !st) {
+      fmt::print(stderr, "sluice-deploy: {}\n", st.message());
+      return kBadInput;
+    }
+    if (d.hosts.empty()) {
+      fmt::print(stderr, "sluice-deploy: {}: render --slurm puts each host of `hosts:` on a node, "
+                         "and this file has none\n", file);
+      return kBadInput;
+    }
+    const std::string script = slurm_batch_script(d, programs);
+    if (render_dir.empty()) {
+      fmt::print("{}", script);
+      return kOk;
+    }
+    std::error_code ec;
+    std::filesystem::create_directories(render_dir, ec);
+    const std::string out =
+        (std::filesystem::path(render_dir) / (std::filesystem::path(file).stem().string() + ".sbatch"))
+            .string();
+    std::FILE* f = std::fopen(out.c_str(), "w");
+    if (!f || std::fputs(script.c_str(), f) < 0 || std::fclose(f) != 0) {
+      fmt::print(stderr, "sluice-deploy: render --slurm: cannot write {}\n", out);
+      return kBadInput;
+    }
+    chmod(out.c_str(), 0755);
+    fmt::print("{}\n", out);
+    return kOk;
+  }
+
   if (!launcher.empty()) d.launcher = launcher;
+  // slurm: each host takes the address of the node it maps to, before
+  // anything is resolved, so resolved.yaml and every process agree. Without
+  // an allocation the file is left as it is, and the executor's check says
+  // why it cannot run.
+  // --slurm-args: an allocation of our own, released when the run ends.
+  struct Release {
+    std::string job;
+    ~Release() { slurm_release(job); }
+  } own_allocation;
+  if (d.launcher == "slurm" && slurm_args_opt->count() + up_slurm_args_opt->count() > 0 &&
+      !getenv("SLURM_JOB_ID") && !d.hosts.empty()) {
+    const size_t nodes = slurm_nodes_needed(d);
+    // Named after the run, so `down` finds it even if up's supervisor died.
+    if (run_dir.empty()) run_dir = default_run_dir();
+    const std::string name = slurm_job_name(run_dir);
+    fmt::print(stderr, "sluice-deploy: slurm: salloc --no-shell --nodes={} --job-name={} {}\n",
+               nodes, name, slurm_args);
+    if (st = slurm_allocate(nodes, name, slurm_args, &own_allocation.job); !st) {
+      fmt::print(stderr, "sluice-deploy: {}\n", st.message());
+      return kBadInput;
+    }
+    fmt::print(stderr, "sluice-deploy: slurm: job {} (cancelled when the run ends)\n",
+               own_allocation.job);
+    setenv("SLURM_JOB_ID", own_allocation.job.c_str(), 1);
+    unsetenv("SLURM_JOB_NODELIST");
+    // The executor that ends the run (this one, or up's supervisor's)
+    // cancels it when it removes the hosts.
+    setenv("SLUICE_SLURM_OWN_JOB", own_allocation.job.c_str(), 1);
+  }
+  if (d.launcher == "slurm" && !d.hosts.empty()) {
+    SlurmAllocation alloc;
+    std::map<std::string, size_t> nodes;
+    if (slurm_allocation(&alloc) && slurm_map_hosts(d, alloc, &nodes)) {
+      std::vector<std::string> with = sets;
+      for (auto& s : slurm_address_overrides(d, alloc, nodes)) with.push_back(s);
+      Deployment mapped;
+      if (st = load_deployment(file, with, &mapped); !st) {
+        fmt::print(stderr, "sluice-deploy: {} on the nodes of Slurm job {}: {}\n", file,
+                   alloc.job_id, st.message());
+        return kBadInput;
+      }
+      mapped.launcher = "slurm";
+      d = std::move(mapped);
+    }
+  }
   std::unique_ptr<Executor> executor;
   st = make_executor(d, stderr, &executor);
 
@@ -377,6 +477,7 @@ int main(int argc, char** argv) {
   if (up->parsed()) {
     opts.executor = nullptr;  // the supervisor makes its own
     SessionResult res = up_deployment(d, opts, json);
+    if (res.exit_code == 0) own_allocation.job.clear();  // the supervisor's now, until down
     fmt::print("{}", res.out);
     std::fflush(stdout);
     fmt::print(stderr, "{}", res.err);

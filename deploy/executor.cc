@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "deploy/netns.h"
+#include "deploy/slurm.h"
 #include "deploy/ssh.h"
 
 extern char** environ;
@@ -275,7 +276,11 @@ Status make_executor(const Deployment& d, std::FILE* progress, std::unique_ptr<E
     *out = make_ssh_executor(d, progress);
     return {};
   }
-  return Status::Error(fmt::format("unknown launcher '{}' (known: local, netns, ssh)", d.launcher));
+  if (d.launcher == "slurm") {
+    *out = make_slurm_executor(d, progress);
+    return {};
+  }
+  return Status::Error(fmt::format("unknown launcher '{}' (known: local, netns, ssh, slurm)", d.launcher));
 }
 
 }  // namespace sluice

@@ -66,9 +66,17 @@ class Executor {
   // Where process i runs, in words, for reports: "h1 (10.77.0.1, netns
   // sl123-h1, cpus 0-1)" or "127.0.0.1".
   virtual std::string where(size_t process) const;
+  // The machine a cluster manager placed process i on (slurm: its node,
+  // "sn2"), for the report and for naming a process that died; "" for the
+  // launchers that start on the file's hosts themselves.
+  virtual std::string node(size_t) const { return ""; }
+  // The program's wait status from that of the child start() returned
+  // (slurm: srun exits 128+N for a task killed by signal N, turned back
+  // into "killed by signal N"). The others' child is the program.
+  virtual int wait_status(int status) const { return status; }
 };
 
-// The executor the deployment's `launcher` names (local or netns). `progress`
+// The executor the deployment's `launcher` names (local, netns, ssh or slurm). `progress`
 // gets a line per thing made or removed (nullptr: quiet).
 Status make_executor(const Deployment& d, std::FILE* progress, std::unique_ptr<Executor>* out);
 

@@ -92,7 +92,8 @@ std::string death_words(int status) {
 // the children are polled instead and those seen in one sweep tie.
 class ExitWatch {
  public:
-  ExitWatch() : epoll_(epoll_create1(EPOLL_CLOEXEC)) {}
+  // `ex` turns the wait status of the child it started into the program's.
+  explicit ExitWatch(const Executor& ex) : ex_(ex), epoll_(epoll_create1(EPOLL_CLOEXEC)) {}
   ~ExitWatch() {
     for (int fd : pidfds_)
       if (fd >= 0) close(fd);
@@ -144,7 +145,7 @@ class ExitWatch {
     pid_t r = waitpid(c.pid, &st, WNOHANG);
     if (r != c.pid && !(r < 0 && errno == ECHILD)) return;
     c.running = false;
-    c.status = r == c.pid ? st : 0;
+    c.status = r == c.pid ? ex_.wait_status(st) : 0;
     c.exited_at = mono_s();
     c.exit_order = next_order_++;
     if (slot < pidfds_.size() && pidfds_[slot] >= 0) {
@@ -153,6 +154,7 @@ class ExitWatch {
     }
   }
 
+  const Executor& ex_;
   int epoll_;
   std::vector<int> pidfds_;
   uint64_t next_order_ = 0;
@@ -178,7 +180,7 @@ void stop_all(std::vector<Child>& children, ExitWatch& watch, Executor& ex, int 
     while (waitpid(c.pid, &st, 0) < 0 && errno == EINTR) {
     }
     c.running = false;
-    c.status = st;
+    c.status = ex.wait_status(st);
     c.exited_at = mono_s();
   }
 }
@@ -210,7 +212,8 @@ std::string names_of_running(const std::vector<Child>& children, const Deploymen
 // " on host h2" where the deployment has hosts:; "" where every process is
 // on this one.
 std::string on_host(const Deployment& d, const ProcessOutcome& p) {
-  return d.hosts.empty() ? "" : " on host " + p.host;
+  if (d.hosts.empty()) return "";
+  return " on host " + p.host + (p.node.empty() ? "" : " (node " + p.node + ")");
 }
 
 std::string num(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "0"; }
@@ -425,7 +428,7 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
   // Start downstream first (sinks, then the nodes that feed them, load
   // generators last), so every listener is up before its upstream connects.
   std::vector<Child> children;
-  ExitWatch watch;
+  ExitWatch watch(ex);
   // Those still running when the run stopped them are not blamed.
   struct MarkStopped {
     std::vector<Child>& children;
@@ -763,7 +766,10 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
     }
     ex = own.get();
   }
-  for (size_t i = 0; i < d.processes.size(); ++i) r.processes[i].where = ex->where(i);
+  for (size_t i = 0; i < d.processes.size(); ++i) {
+    r.processes[i].where = ex->where(i);
+    r.processes[i].node = ex->node(i);
+  }
   r.launcher = ex->name();
   if (Status st = ex->up(); !st) {
     r.error = fmt::format("the {} launcher could not make the hosts: {}", ex->name(), st.message());
@@ -865,9 +871,10 @@ std::string report_json(const RunReport& r) {
     for (double t : p.restarted_at_s) at += (at.empty() ? "" : ",") + num(t);
     restarts += p.restarts;
     procs += fmt::format(
-        "{}{{\"name\":{},\"role\":{},\"host\":{},\"where\":{},\"ok\":{},\"error\":{},\"log\":{},"
+        "{}{{\"name\":{},\"role\":{},\"host\":{},{}\"where\":{},\"ok\":{},\"error\":{},\"log\":{},"
         "\"restarts\":{},\"restarted_at_s\":[{}],{}}}",
-        procs.empty() ? "" : ",", str(p.name), str(role_name(p.role)), str(p.host), str(p.where),
+        procs.empty() ? "" : ",", str(p.name), str(role_name(p.role)), str(p.host),
+        p.node.empty() ? "" : fmt::format("\"node\":{},", str(p.node)), str(p.where),
         p.ok ? "true" : "false", str(p.error), str(p.log_path), p.restarts, at,
         p.summary.measured_json());
   }

@@ -100,6 +100,7 @@ struct ProcessOutcome {
   Role role = Role::kNode;
   std::string host;   // the host it ran on: its name in `hosts:`, else its address
   std::string where;  // the host in words, from the executor: address, namespace, cpus
+  std::string node;   // slurm: the node it ran on (Executor::node); "" for the others
   pid_t pid = -1;
   uint64_t start_ticks = 0;  // field 22 of /proc/PID/stat: with pid, names this process alone
   bool running = false;      // started and not yet seen to exit

@@ -15,8 +15,11 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
+
+#include "deploy/slurm.h"
 
 namespace sluice {
 
@@ -332,6 +335,20 @@ std::string clean_up_after(State& s) {
     else
       left += (left.empty() ? "" : "; ") + st.message();
   }
+  // slurm: a step outlives its srun; cancel what the run started, and the
+  // allocation --slurm-args made for it (named after the run).
+  std::vector<SlurmStep> steps;
+  if (s.launcher == "slurm" && slurm_steps_of(s.supervisor, &steps))
+    for (const SlurmStep& st : steps)
+      if (run_command({find_tool("scancel"), st.id}))
+        done.push_back(fmt::format("cancelled Slurm step {} ({})", st.id, st.process));
+  if (s.launcher == "slurm" && !s.run_dir.empty()) {
+    std::string jobs;
+    const std::string name = slurm_job_name(s.run_dir);
+    if (run_command({find_tool("squeue"), "-h", "-n", name, "-o", "%i"}, &jobs) && !jobs.empty() &&
+        run_command({find_tool("scancel"), "--name=" + name}))
+      done.push_back(fmt::format("cancelled Slurm job {} ({})", jobs, name));
+  }
   for (auto& p : s.processes)
     if (p.state == "running") {
       p.state = "unknown";
@@ -431,6 +448,18 @@ SessionResult deployment_status(const std::string& where, bool json) {
   bool failed = down ? !s.ok : !supervised;
   for (const auto& p : s.processes) failed = failed || process_failed(p);
   res.exit_code = failed ? 1 : 0;
+  // slurm: each process's job step, as Slurm has it now.
+  std::map<std::string, std::string> steps;
+  if (s.launcher == "slurm" && !down) {
+    std::vector<SlurmStep> known;
+    if (slurm_steps_of(s.supervisor, &known))
+      for (const SlurmStep& st : known) steps[st.process] = st.id + " on " + st.nodes;
+  }
+  auto step_of = [&](const ProcState& p) -> std::string {
+    if (s.launcher != "slurm" || down) return "";
+    auto it = steps.find(p.name);
+    return it != steps.end() ? "Slurm step " + it->second : "no Slurm step";
+  };
   const std::string sup =
       down ? "the hosts are removed" : supervised ? fmt::format("supervisor pid {} alive", s.supervisor)
                                  : fmt::format("its supervisor (pid {}) is gone", s.supervisor);
@@ -442,10 +471,11 @@ SessionResult deployment_status(const std::string& where, bool json) {
       procs += fmt::format(
           "{}{{\"name\":{},\"role\":{},\"host\":{},\"where\":{},\"pid\":{},\"state\":{},"
           "\"exit_code\":{},\"signal\":{},\"describe\":{},\"metrics_url\":{},\"log\":{},"
-          "\"restarts\":{}}}",
+          "\"restarts\":{}{}}}",
           procs.empty() ? "" : ",", jstr(p.name), jstr(p.role), jstr(p.host), jstr(p.where),
           p.pid, jstr(state), p.exit_code, p.signal, jstr(describe(p, supervised)),
-          jstr(p.metrics_url), jstr(p.log), p.restarts);
+          jstr(p.metrics_url), jstr(p.log), p.restarts,
+          step_of(p).empty() ? "" : ",\"slurm_step\":" + jstr(step_of(p)));
     }
     std::string ns;
     for (const auto& n : s.namespaces) ns += (ns.empty() ? "" : ",") + jstr(n);
@@ -465,7 +495,10 @@ SessionResult deployment_status(const std::string& where, bool json) {
   size_t w = 8;
   for (const auto& p : s.processes) w = std::max(w, p.name.size());
   for (const auto& p : s.processes) {
-    out += fmt::format("  {:<{}} {:<8} on {}: {}\n", p.name, w, p.role, p.host, describe(p, supervised));
+    const std::string step = step_of(p);
+    out += fmt::format("  {:<{}} {:<8} on {}: {}{}\n", p.name, w, p.role,
+                       step.empty() ? p.host : p.where, describe(p, supervised),
+                       step.empty() ? "" : "; " + step);
     if (p.state == "running" && !p.metrics_url.empty() && !down)
       out += fmt::format("  {:<{}} metrics {}\n", "", w + 9, p.metrics_url);
   }

@@ -198,7 +198,7 @@ struct Deployment {
   // Where the processes run. Without `hosts:` every process's `host` is an
   // address and the launcher is `local`.
   std::vector<HostConfig> hosts;
-  std::string launcher = "local";  // local | netns | ssh: how sluice-deploy run starts them
+  std::string launcher = "local";  // local | netns | ssh | slurm: how sluice-deploy run starts them
   // The ssh launcher: each process started on its host over ssh.
   std::string ssh_key;             // `ssh_key`: the identity file (-i); "": ssh's own choice
   std::string ssh_options;         // `ssh_options`: more options for ssh and scp, split at spaces

@@ -57,7 +57,7 @@ const std::vector<std::string> kTransports = {"tcp", "fabric", "ucx"};
 const std::vector<std::string> kWaits = {"block", "spin", "hybrid"};
 const std::vector<std::string> kRoles = {"loadgen", "node", "sink"};
 const std::vector<std::string> kGenKinds = {"sequence", "uniform", "zipf", "constant", "random"};
-const std::vector<std::string> kLaunchers = {"local", "netns", "ssh"};
+const std::vector<std::string> kLaunchers = {"local", "netns", "ssh", "slurm"};
 const std::vector<std::string>& kOperatorKinds = operator_kind_list();  // with test binaries' kinds
 const std::vector<std::string> kSendQueues = {"sync", "async"};
 const std::vector<std::string> kRxPolls = {"block", "select"};
@@ -324,7 +324,7 @@ const std::vector<Key>& keys() {
       enum_key("launcher", &kLaunchers, [](Deployment* d, const std::string& v) { d->launcher = v; },
                [](const Deployment& d) { return d.launcher; },
                "how sluice-deploy run starts the processes: on this machine, in network "
-               "namespaces (one per host), or over ssh"),
+               "namespaces (one per host), over ssh, or as job steps of a Slurm allocation"),
       string_key("ssh_key", &Deployment::ssh_key, "ssh: the identity file (-i); unset: ssh's own choice"),
       string_key("ssh_options", &Deployment::ssh_options,
                  "ssh: more options for every ssh and scp, split at spaces"),

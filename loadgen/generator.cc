@@ -12,11 +12,19 @@ namespace {
 
 // Events made but not yet sent wait in the pool: more than a few MiB of them
 // adds queueing latency and buys no throughput. loadgen_slots is the ceiling.
+// With acks an event's slot stays taken until the receiver acknowledges it,
+// which is once it is safe downstream (every hop to the sinks): the pool
+// must hold the link's whole unacknowledged window beside the queue, or
+// the generator waits on its pool while the pipeline is half empty.
 size_t generator_slots(const Deployment& d) {
   constexpr size_t kQueueBytes = 4u << 20;
   size_t ev = event_wire_bytes(d.tuple_bytes, tuples_per_event(d.tuple_bytes, d.event_bytes),
                                d.data_bytes);
-  return std::min<size_t>(d.loadgen_slots, std::max<size_t>(16, kQueueBytes / ev));
+  size_t window = 0;
+  for (const LinkConfig& l : d.links)
+    if (l.options.acks && d.processes[l.from].role == Role::kLoadgen)
+      window = std::max<size_t>(window, size_t{l.options.slots} * kAckWindowPerSlot);
+  return std::min<size_t>(d.loadgen_slots, std::max<size_t>(16, kQueueBytes / ev) + window);
 }
 
 }  // namespace

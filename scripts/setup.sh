@@ -22,6 +22,7 @@ PACKAGES=(
   python3-matplotlib         # experiments/reproduce.py: the plots of REPORT.md
   chromium                   # the console's test: the page in headless Chromium
   openssh-client openssh-server   # the ssh launcher, and its test (sshd in namespaces)
+  slurm-wlm munge            # the slurm launcher, and its test (scripts/slurm-cluster.sh)
   python3-venv               # scripts/k8s-validate.sh: the pinned kubernetes-validate in BUILD/k8s-venv
 )
 

@@ -86,7 +86,7 @@ class Receiver {
   // frame whose slot is held long (behind a slow downstream link) holds up
   // the acknowledgement of those after it, and this bounds how far. Senders
   // size their replay log by it.
-  static uint64_t window(uint32_t slots) { return uint64_t{slots} * 4; }
+  static uint64_t window(uint32_t slots) { return uint64_t{slots} * kAckWindowPerSlot; }
   uint32_t credit_batch() const { return batch_; }
   uint32_t first_slot() const { return first_slot_; }
   bool ended() const { return ended_; }   // END handed out

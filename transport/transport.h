@@ -37,6 +37,10 @@ namespace sluice {
 
 // Everything one end of a link needs to know. Both ends are built from the
 // same deployment file, and the handshake checks that they agree.
+// With acks, a receiver grants credit at most this many times its slots
+// frames beyond what it acknowledged: the most a sender keeps for replay.
+inline constexpr uint32_t kAckWindowPerSlot = 4;
+
 struct LinkOptions {
   std::string transport = "tcp";  // the carrier: tcp | fabric | ucx
 

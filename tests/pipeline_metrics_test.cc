@@ -273,6 +273,13 @@ TEST(PipelineMetrics, TheConsoleRendersWithDataInABrowser) {
       EXPECT_TRUE(std::regex_match(r[c], number)) << r[0] << " column " << c << ": '" << r[c] << "'";
   }
   EXPECT_EQ(names, (std::set<std::string>{"loadgen", "node-a", "node-b", "sink"}));
+  // The graphs open on the run so far (seconds old here), not a fixed hour
+  // with the run a sliver at its right edge.
+  std::smatch range;
+  ASSERT_TRUE(std::regex_search(dom, range, std::regex(R"(Graphs over the last (\d+) s \(the run so far\))")))
+      << dom;
+  EXPECT_GE(std::stoi(range[1]), 60);
+  EXPECT_LE(std::stoi(range[1]), 120);
   // Every graph was drawn by its script (Rickshaw draws an <svg> in its div).
   size_t svgs = 0;
   for (size_t at = dom.find("<svg"); at != std::string::npos; at = dom.find("<svg", at + 1)) ++svgs;

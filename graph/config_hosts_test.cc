@@ -140,7 +140,7 @@ TEST(ConfigHosts, ErrorsNameFileLineAndKey) {
   EXPECT_HAS(parse_err(with("host_rate: 10gbit", "host_rate: fast")),
              "test.yaml:2: key 'host_rate': expected a rate");
   EXPECT_HAS(parse_err(with("launcher: netns", "launcher: sssh")),
-             "test.yaml:1: key 'launcher': invalid value 'sssh' (allowed: local, netns, ssh)");
+             "test.yaml:1: key 'launcher': invalid value 'sssh' (allowed: local, netns, ssh, slurm)");
   // The ssh launcher's keys, and their round trip.
   Deployment ssh = parse_ok(with("launcher: netns", "launcher: ssh"),
                             {"ssh_key=/k/id", "ssh_options=-o Port=2 -q", "remote_dir=/opt/sluice",

@@ -5,6 +5,7 @@ with acks off and on, alternated in one run so both see the same machine.
 Prints tuples/s and node CPE_p per run, and the medians' ratio on/off.
 
   python3 experiments/acks_cost.py [--build build] [--repeats 3] [--duration 5] [--set k=v ...]
+                                   [--on-set k=v ...]   # keys for the acks-on runs only
 """
 import argparse, json, statistics, subprocess, sys
 
@@ -13,13 +14,15 @@ ap.add_argument("--build", default="build")
 ap.add_argument("--repeats", type=int, default=3)
 ap.add_argument("--duration", type=float, default=5)
 ap.add_argument("--set", action="append", default=[], help="more deployment keys, k=v")
+ap.add_argument("--on-set", action="append", default=[],
+                help="deployment keys for the acks-on runs only, k=v (e.g. slots=192)")
 a = ap.parse_args()
 
 def run(acks):
     cmd = [f"{a.build}/deploy/sluice-deploy", "run", "deploy/examples/pipeline.yaml", "--json",
            "--set", f"acks={acks}", "--set", f"duration_s={a.duration}", "--set", "base_port=31200",
            "--set", "tuple_bytes=128", "--set", "event_bytes=32768", "--set", "progress_s=0"]
-    for s in a.set:
+    for s in a.set + (a.on_set if acks == "on" else []):
         cmd += ["--set", s]
     p = subprocess.run(cmd, capture_output=True, text=True)
     j = json.loads(p.stdout)

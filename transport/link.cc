@@ -115,7 +115,9 @@ Status Receiver::give_back(uint32_t slot) {
   // sender can drop its copies before it closes.
   const bool end =
       !finished_ && end_back_ && (opts_.acks ? returned_ == received_ : slot == end_slot_);
-  if (!error_.ok()) return {};  // the link is gone; the slot just stays here
+  // The link is gone, or shut down from another thread: the slot just
+  // stays here, and nothing more goes to a peer that may be gone too.
+  if (!error_.ok() || shut_down_.load(std::memory_order_acquire)) return {};
   Status st = carrier_->post(slot);
   if (st) {
     ++pending_;

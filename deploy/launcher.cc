@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cerrno>
@@ -217,18 +218,6 @@ std::string on_host(const Deployment& d, const ProcessOutcome& p) {
 }
 
 std::string num(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "0"; }
-
-std::string operators_json(const ProcessSummary& s) {
-  std::string out;
-  for (size_t i = 0; i < s.operators.size(); ++i) {
-    const auto& o = s.operators[i];
-    out += fmt::format("{}{{\"name\":\"{}\",\"events_in\":{},\"events_out\":{},\"tuples_in\":{},"
-                       "\"tuples_out\":{},\"cpu_s\":{},\"state_bytes\":{}}}",
-                       i ? "," : "", json_escape(o.name), o.events_in, o.events_out, o.tuples_in,
-                       o.tuples_out, num(o.cpu_s), o.state_bytes);
-  }
-  return out;
-}
 
 // The pipeline, as its sinks saw it: every sink's tuples and counts added up,
 // over the longest of their measured intervals.
@@ -847,51 +836,51 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
 }
 
 
-// --prometheus: ,"prometheus_url":...,"prometheus":{NAME:{cpe_p, cpe_s, gbps,
-// seconds, samples}}; nothing without it.
-std::string prometheus_json(const RunReport& r) {
-  if (r.prometheus_url.empty()) return "";
-  auto str = [](std::string_view s) { return "\"" + json_escape(s) + "\""; };
-  std::string by;
-  for (const auto& [name, f] : r.prometheus)
-    by += fmt::format("{}{}:{{\"cpe_p\":{},\"cpe_s\":{},\"gbps\":{},\"seconds\":{},\"samples\":{}}}",
-                      by.empty() ? "" : ",", str(name), num(f.cpe_p), num(f.cpe_s), num(f.gbps),
-                      num(f.seconds), f.samples);
-  return fmt::format(",\"prometheus_url\":{},\"prometheus\":{{{}}}", str(r.prometheus_url), by);
-}
+using Json = nlohmann::ordered_json;  // keys in the order written
+
+double finite(double v) { return std::isfinite(v) ? v : 0; }  // JSON has no inf or nan
 
 std::string report_json(const RunReport& r) {
-  auto str = [](std::string_view s) { return "\"" + json_escape(s) + "\""; };
-  std::string procs;
+  Json procs = Json::array();
   uint64_t restarts = 0;
   // Each process: where and how it ran, then its own summary's fields
   // (ProcessSummary::measured_json, the one list of them).
   for (const auto& p : r.processes) {
-    std::string at;
-    for (double t : p.restarted_at_s) at += (at.empty() ? "" : ",") + num(t);
     restarts += p.restarts;
-    procs += fmt::format(
-        "{}{{\"name\":{},\"role\":{},\"host\":{},{}\"where\":{},\"ok\":{},\"error\":{},\"log\":{},"
-        "\"restarts\":{},\"restarted_at_s\":[{}],{}}}",
-        procs.empty() ? "" : ",", str(p.name), str(role_name(p.role)), str(p.host),
-        p.node.empty() ? "" : fmt::format("\"node\":{},", str(p.node)), str(p.where),
-        p.ok ? "true" : "false", str(p.error), str(p.log_path), p.restarts, at,
-        p.summary.measured_json());
+    Json e = {{"name", p.name}, {"role", role_name(p.role)}, {"host", p.host}};
+    if (!p.node.empty()) e["node"] = p.node;
+    Json at = Json::array();
+    for (double t : p.restarted_at_s) at.push_back(finite(t));
+    e.update(Json{{"where", p.where}, {"ok", p.ok}, {"error", p.error}, {"log", p.log_path},
+                  {"restarts", p.restarts}, {"restarted_at_s", std::move(at)}});
+    e.update(Json::parse("{" + p.summary.measured_json() + "}"));
+    procs.push_back(std::move(e));
   }
-  return fmt::format(
-      "{{\"deployment\":{},\"preset\":{},\"run_dir\":{},\"ok\":{},\"error\":{},"
-      "\"tuples\":{},\"tuples_per_s\":{},\"gbps\":{},\"lost\":{},\"duplicated\":{},"
-      "\"corrupt\":{},\"filtered\":{},\"aggregated\":{},\"joined\":{},\"partitioned\":{},"
-      "\"replayed\":{},\"deduplicated\":{},\"reconnects\":{},\"restarts\":{},\"latency_us\":{{\"p50\":{},\"p99\":{},\"max\":{}}},"
-      "\"cpe_p_nodes\":{},\"cpe_s_nodes\":{},\"cpe_p_endpoints\":{},\"cpe_s_endpoints\":{},"
-      "\"endpoints_cpu_share\":{},"
-      "\"processes\":[{}]{}}}",
-      str(r.deployment), str(r.preset), str(r.run_dir), r.ok ? "true" : "false", str(r.error),
-      r.tuples, num(r.tuples_per_s), num(r.gbps), r.lost, r.duplicated, r.corrupt, r.filtered,
-      r.aggregated, r.joined, r.partitioned, r.replayed, r.deduplicated, r.reconnects,
-      restarts, num(r.latency_p50_us), num(r.latency_p99_us), num(r.latency_max_us),
-      num(r.cpe_p_nodes), num(r.cpe_s_nodes), num(r.cpe_p_endpoints), num(r.cpe_s_endpoints),
-      num(r.endpoints_cpu_share), procs, prometheus_json(r));
+  Json j = {{"deployment", r.deployment}, {"preset", r.preset}, {"run_dir", r.run_dir},
+            {"ok", r.ok}, {"error", r.error}, {"tuples", r.tuples},
+            {"tuples_per_s", finite(r.tuples_per_s)}, {"gbps", finite(r.gbps)},
+            {"lost", r.lost}, {"duplicated", r.duplicated}, {"corrupt", r.corrupt},
+            {"filtered", r.filtered}, {"aggregated", r.aggregated}, {"joined", r.joined},
+            {"partitioned", r.partitioned}, {"replayed", r.replayed},
+            {"deduplicated", r.deduplicated}, {"reconnects", r.reconnects},
+            {"restarts", restarts},
+            {"latency_us", {{"p50", finite(r.latency_p50_us)}, {"p99", finite(r.latency_p99_us)},
+                            {"max", finite(r.latency_max_us)}}},
+            {"cpe_p_nodes", finite(r.cpe_p_nodes)}, {"cpe_s_nodes", finite(r.cpe_s_nodes)},
+            {"cpe_p_endpoints", finite(r.cpe_p_endpoints)},
+            {"cpe_s_endpoints", finite(r.cpe_s_endpoints)},
+            {"endpoints_cpu_share", finite(r.endpoints_cpu_share)},
+            {"processes", std::move(procs)}};
+  // --prometheus: what the run's own Prometheus said of each process.
+  if (!r.prometheus_url.empty()) {
+    Json by = Json::object();
+    for (const auto& [name, f] : r.prometheus)
+      by[name] = {{"cpe_p", finite(f.cpe_p)}, {"cpe_s", finite(f.cpe_s)}, {"gbps", finite(f.gbps)},
+                  {"seconds", finite(f.seconds)}, {"samples", f.samples}};
+    j["prometheus_url"] = r.prometheus_url;
+    j["prometheus"] = std::move(by);
+  }
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 std::string report_table(const RunReport& r) {

@@ -6,7 +6,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
 
@@ -48,26 +48,32 @@ struct State {
   std::vector<ProcState> processes;
 };
 
-std::string jstr(std::string_view s) { return "\"" + json_escape(s) + "\""; }
+using Json = nlohmann::ordered_json;  // keys in the order written
 
+// One JSON document on one line (what `status --json` and `down --json` print).
+std::string dump_line(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n"; }
+
+// state.json: one JSON object, written and read with nlohmann-json. A name,
+// path or error that is not UTF-8 is written with U+FFFD in its place.
 std::string state_json(const State& s) {
-  std::string procs;
+  Json procs = Json::array();
   for (const auto& p : s.processes)
-    procs += fmt::format(
-        "{}\n    {{\"name\":{},\"role\":{},\"host\":{},\"where\":{},\"pid\":{},\"start_ticks\":{},"
-        "\"state\":{},\"exit_code\":{},\"signal\":{},\"log\":{},\"summary\":{},\"metrics_url\":{},"
-        "\"error\":{},\"restarts\":{}}}",
-        procs.empty() ? "" : ",", jstr(p.name), jstr(p.role), jstr(p.host), jstr(p.where),
-        p.pid, p.start_ticks, jstr(p.state), p.exit_code, p.signal, jstr(p.log),
-        jstr(p.summary), jstr(p.metrics_url), jstr(p.error), p.restarts);
-  std::string ns;
-  for (const auto& n : s.namespaces) ns += (ns.empty() ? "" : ",") + jstr(n);
-  return fmt::format(
-      "{{\"run_id\":{},\"run_dir\":{},\"deployment\":{},\"launcher\":{},\"phase\":{},"
-      "\"supervisor\":{{\"pid\":{},\"start_ticks\":{}}},\"namespaces\":[{}],\"ok\":{},\"error\":{},"
-      "\"processes\":[{}\n]}}\n",
-      jstr(s.run_id), jstr(s.run_dir), jstr(s.deployment), jstr(s.launcher), jstr(s.phase),
-      s.supervisor, s.supervisor_ticks, ns, s.ok ? "true" : "false", jstr(s.error), procs);
+    procs.push_back({{"name", p.name}, {"role", p.role}, {"host", p.host}, {"where", p.where},
+                     {"pid", p.pid}, {"start_ticks", p.start_ticks}, {"state", p.state},
+                     {"exit_code", p.exit_code}, {"signal", p.signal}, {"log", p.log},
+                     {"summary", p.summary}, {"metrics_url", p.metrics_url}, {"error", p.error},
+                     {"restarts", p.restarts}});
+  Json j = {{"run_id", s.run_id},
+            {"run_dir", s.run_dir},
+            {"deployment", s.deployment},
+            {"launcher", s.launcher},
+            {"phase", s.phase},
+            {"supervisor", {{"pid", s.supervisor}, {"start_ticks", s.supervisor_ticks}}},
+            {"namespaces", s.namespaces},
+            {"ok", s.ok},
+            {"error", s.error},
+            {"processes", std::move(procs)}};
+  return j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 Status write_atomically(const fs::path& path, const std::string& text) {
@@ -144,42 +150,44 @@ Status read_state(const std::string& where, State* out) {
   std::stringstream text;
   text << in.rdbuf();
   try {
-    YAML::Node n = YAML::Load(text.str());
-    if (!n.IsMap() || !n["processes"] || !n["supervisor"])
+    const Json n = Json::parse(text.str());
+    if (!n.is_object() || !n.contains("processes") || !n.contains("supervisor"))
       return Status::Error(fmt::format("{}: not the state of a sluice-deploy run", path.string()));
     State s;
-    s.run_id = n["run_id"].as<std::string>("");
-    s.run_dir = n["run_dir"].as<std::string>("");
-    s.deployment = n["deployment"].as<std::string>("");
-    s.launcher = n["launcher"].as<std::string>("");
-    s.phase = n["phase"].as<std::string>("");
-    s.supervisor = n["supervisor"]["pid"].as<pid_t>(-1);
-    s.supervisor_ticks = n["supervisor"]["start_ticks"].as<uint64_t>(0);
-    for (const auto& e : n["namespaces"]) s.namespaces.push_back(e.as<std::string>());
-    s.ok = n["ok"].as<bool>(false);
-    s.error = n["error"].as<std::string>("");
-    for (const auto& e : n["processes"]) {
+    s.run_id = n.value("run_id", "");
+    s.run_dir = n.value("run_dir", "");
+    s.deployment = n.value("deployment", "");
+    s.launcher = n.value("launcher", "");
+    s.phase = n.value("phase", "");
+    const Json& sup = n.at("supervisor");
+    s.supervisor = sup.value("pid", pid_t{-1});
+    s.supervisor_ticks = sup.value("start_ticks", uint64_t{0});
+    if (n.contains("namespaces"))
+      for (const auto& e : n.at("namespaces")) s.namespaces.push_back(e.get<std::string>());
+    s.ok = n.value("ok", false);
+    s.error = n.value("error", "");
+    for (const auto& e : n.at("processes")) {
       ProcState p;
-      p.name = e["name"].as<std::string>("");
-      p.role = e["role"].as<std::string>("");
-      p.host = e["host"].as<std::string>("");
-      p.where = e["where"].as<std::string>("");
-      p.pid = e["pid"].as<pid_t>(-1);
-      p.start_ticks = e["start_ticks"].as<uint64_t>(0);
-      p.state = e["state"].as<std::string>("");
-      p.exit_code = e["exit_code"].as<int>(-1);
-      p.signal = e["signal"].as<int>(0);
-      p.log = e["log"].as<std::string>("");
-      p.summary = e["summary"].as<std::string>("");
-      p.metrics_url = e["metrics_url"].as<std::string>("");
-      p.error = e["error"].as<std::string>("");
-      p.restarts = e["restarts"].as<uint32_t>(0);
+      p.name = e.value("name", "");
+      p.role = e.value("role", "");
+      p.host = e.value("host", "");
+      p.where = e.value("where", "");
+      p.pid = e.value("pid", pid_t{-1});
+      p.start_ticks = e.value("start_ticks", uint64_t{0});
+      p.state = e.value("state", "");
+      p.exit_code = e.value("exit_code", -1);
+      p.signal = e.value("signal", 0);
+      p.log = e.value("log", "");
+      p.summary = e.value("summary", "");
+      p.metrics_url = e.value("metrics_url", "");
+      p.error = e.value("error", "");
+      p.restarts = e.value("restarts", uint32_t{0});
       s.processes.push_back(std::move(p));
     }
     if (s.run_dir.empty()) s.run_dir = path.parent_path().string();
     *out = std::move(s);
     return {};
-  } catch (const YAML::Exception& e) {
+  } catch (const nlohmann::json::exception& e) {
     return Status::Error(fmt::format("{}: not valid JSON: {}", path.string(), e.what()));
   }
 }
@@ -464,28 +472,29 @@ SessionResult deployment_status(const std::string& where, bool json) {
       down ? "the hosts are removed" : supervised ? fmt::format("supervisor pid {} alive", s.supervisor)
                                  : fmt::format("its supervisor (pid {}) is gone", s.supervisor);
   if (json) {
-    std::string procs;
+    Json procs = Json::array();
     for (const auto& p : s.processes) {
       std::string state = p.state;
       if (state == "running" && !supervised) state = alive(p.pid, p.start_ticks) ? "running" : "unknown";
-      procs += fmt::format(
-          "{}{{\"name\":{},\"role\":{},\"host\":{},\"where\":{},\"pid\":{},\"state\":{},"
-          "\"exit_code\":{},\"signal\":{},\"describe\":{},\"metrics_url\":{},\"log\":{},"
-          "\"restarts\":{}{}}}",
-          procs.empty() ? "" : ",", jstr(p.name), jstr(p.role), jstr(p.host), jstr(p.where),
-          p.pid, jstr(state), p.exit_code, p.signal, jstr(describe(p, supervised)),
-          jstr(p.metrics_url), jstr(p.log), p.restarts,
-          step_of(p).empty() ? "" : ",\"slurm_step\":" + jstr(step_of(p)));
+      Json e = {{"name", p.name},       {"role", p.role},         {"host", p.host},
+                {"where", p.where},     {"pid", p.pid},           {"state", state},
+                {"exit_code", p.exit_code}, {"signal", p.signal}, {"describe", describe(p, supervised)},
+                {"metrics_url", p.metrics_url}, {"log", p.log},   {"restarts", p.restarts}};
+      if (const std::string step = step_of(p); !step.empty()) e["slurm_step"] = step;
+      procs.push_back(std::move(e));
     }
-    std::string ns;
-    for (const auto& n : s.namespaces) ns += (ns.empty() ? "" : ",") + jstr(n);
-    res.out = fmt::format(
-        "{{\"run_id\":{},\"run_dir\":{},\"deployment\":{},\"launcher\":{},\"phase\":{},"
-        "\"supervisor\":{{\"pid\":{},\"alive\":{}}},\"namespaces\":[{}],\"ok\":{},\"failed\":{},"
-        "\"error\":{},\"processes\":[{}]}}\n",
-        jstr(s.run_id), jstr(s.run_dir), jstr(s.deployment), jstr(s.launcher),
-        jstr(s.phase), s.supervisor, supervised ? "true" : "false", ns, s.ok ? "true" : "false",
-        failed ? "true" : "false", jstr(s.error), procs);
+    Json j = {{"run_id", s.run_id},
+              {"run_dir", s.run_dir},
+              {"deployment", s.deployment},
+              {"launcher", s.launcher},
+              {"phase", s.phase},
+              {"supervisor", {{"pid", s.supervisor}, {"alive", supervised}}},
+              {"namespaces", s.namespaces},
+              {"ok", s.ok},
+              {"failed", failed},
+              {"error", s.error},
+              {"processes", std::move(procs)}};
+    res.out = dump_line(j);
     return res;
   }
   std::string out = fmt::format("run {} ({}, launcher {}): {}; {}\n", s.run_id, s.deployment,
@@ -552,8 +561,7 @@ SessionResult down_deployment(const std::string& where, bool now, bool json, dou
   s.error = fmt::format("{}; down: {}", why, done);
   write_atomically(run / "state.json", state_json(s));
   res.exit_code = 1;
-  res.out = json ? fmt::format("{{\"run_dir\":{},\"ok\":false,\"error\":{}}}\n", jstr(s.run_dir),
-                               jstr(s.error))
+  res.out = json ? dump_line(Json{{"run_dir", s.run_dir}, {"ok", false}, {"error", s.error}})
                  : fmt::format("FAILED: {}\nlogs in {}\n", s.error, s.run_dir);
   return res;
 }

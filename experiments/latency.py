@@ -267,7 +267,9 @@ def fmt(v, digits=1):
 
 
 def fmt_ratio(v):
-    return "-" if v is None else f"{v:.3g}"
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if v >= 100 else f"{v:.3g}" if v >= 0.01 else f"{v:.1g}"
 
 
 def ratio(a, b):
@@ -287,22 +289,31 @@ def cpu_cells(rs):
     return " / ".join(fmt(med(rs, f"cpu_pct_{h}"), 1) for h in HOPS)
 
 
-def write_report(out, rows, args, systems, skipped, header):
+def saturated(rs, rate):
+    """The sink saw under 90% of the rate asked for: its latency is queueing."""
+    tps = med(rs, "tuples_per_s")
+    return bool(rate) and tps is not None and tps < 0.9 * float(rate)
+
+
+def write_report(out, rows, args, systems, header):
     md = [f"# Latency against the plain-socket floor (issue 17)\n", header, ""]
     okrows = [r for r in rows if r.get("ok") == "true"]
-    rounds = max((int(r["round"]) for r in rows), default=0)
+    rounds = max((int(r["round"]) for r in rows if r["kind"] != "skipped"), default=0)
     md.append(f"Medians of {rounds} round(s); each run {args.duration:g} s. p50 / p99 x plain: the row's "
               "median against the plain relays' at the same tuple size and rate (below 1: faster than "
               "they are). CPU %: user + system time over the measured interval (first message to end), "
               "% of one core, per process: source or loadgen / relay1 or node-a / relay2 or node-b / "
-              "sink. Saturated: the sink saw under 90% of the rate asked for (then latency is queueing). "
+              "sink. Saturated: the sink saw under 90% of the rate asked for (then latency is queueing; "
+              "`sat.`: no ratio against a saturated baseline). "
               f"1-minute load average over the runs: median {fmt(med(rows, 'loadavg_1m'), 2)}, max "
               f"{fmt(max((num(r.get('loadavg_1m')) or 0 for r in rows), default=None), 2)} "
               "(other work on the machine: the runs hold the CPU lock, builds do not).\n")
-    for m, why in skipped.items():
-        md.append(f"- mode `{m}` skipped: {why}")
+    skipped = [r for r in rows if r["kind"] == "skipped"]
+    for r in skipped:
+        md.append(f"- mode `{r['system']}` skipped: {r['error']}")
     if skipped:
         md.append("")
+    rows = [r for r in rows if r["kind"] != "skipped"]
     refs = [p for p in PLAINS if p in systems]
     md.append("| tuple B | rate (events/s) | system | tuples/s | p50 us | p99 us | max us | "
               + "".join(f"p50 x {p} | p99 x {p} | " for p in refs) + "CPU % per process | runs ok | note |")
@@ -318,11 +329,12 @@ def write_report(out, rows, args, systems, skipped, header):
                 nok = sum(r.get("ok") == "true" for r in rs)
                 ratios = "".join(
                     "| | " if p == sysname else
+                    "sat. | sat. | " if saturated(base[p], rate) else
                     f"{fmt_ratio(ratio(p50, med(base[p], 'p50_us')))} | {fmt_ratio(ratio(p99, med(base[p], 'p99_us')))} | "
                     for p in refs)
                 note = errors_of(rs)
-                if not note and rate and tps is not None and tps < 0.9 * rate:
-                    note = f"saturated: {tps / rate:.0%} of the rate"
+                if not note and saturated(rs, rate):
+                    note = f"saturated: {tps / float(rate):.0%} of the rate"
                 md.append(f"| {tb} | {rate_name(rate)} | {sysname} | {fmt(tps, 0)} | "
                           f"{fmt(p50)} | {fmt(p99)} | {fmt(med(rs, 'max_us'))} | {ratios}{cpu_cells(rs)} | "
                           f"{nok}/{len(rs)} | {note} |")
@@ -433,7 +445,21 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="a smoke run of about a minute: 128 B tuples, 1 round of 1 s runs")
     ap.add_argument("--out", help="default: experiments/results/DATE-issue17")
+    ap.add_argument("--report-only", action="store_true",
+                    help="no runs: redraw OUT/latency.md and latency.png from OUT/runs.csv and OUT/meta.json")
     args = ap.parse_args()
+    if args.report_only:
+        if not args.out:
+            sys.exit("latency.py: --report-only needs --out DIR")
+        out = Path(args.out)
+        meta = json.loads((out / "meta.json").read_text())
+        rows = list(csv.DictReader(open(out / "runs.csv")))
+        for k in ("duration", "idle_rate", "tuple_bytes", "rates"):
+            setattr(args, k, meta[k])
+        write_report(out, rows, args, meta["systems"], meta["header"])
+        plot(out, [r for r in rows if r["kind"] != "skipped"], args, meta["systems"])
+        print(open(out / "latency.md").read())
+        return 0
     if args.quick:
         args.tuple_bytes, args.rounds, args.duration = [128], 1, 1
     args.rates = [int(r) if r == int(r) else r for r in args.rates]
@@ -471,7 +497,7 @@ def main():
         cells.append(("idle", args.tuple_bytes[-1], 0, args.idle_rate))
     if not args.no_batched and modes:
         cells.append(("batched", 128, 32768, 0))
-    total = args.rounds * sum(len(modes) + (kind != "batched") for kind, *_ in cells)
+    total = args.rounds * sum(len(modes if kind == "batched" else systems) for kind, *_ in cells)
     header = (f"`python3 experiments/latency.py {' '.join(sys.argv[1:])}`, "
               f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%dT%H:%M:%SZ}, commit {git_commit()}, "
               f"{socket.gethostname()}, {os.cpu_count()} cores; deployment "
@@ -480,12 +506,18 @@ def main():
               f". Plain relays: sluice-plainrelay latency mode, messages of {FRAME_HEADER} + {EVENT_HEADER} + "
               "tuple bytes (what tcp-opt puts on the wire for a one-tuple event).")
     log(f"{total} runs of {args.duration:g} s: systems {', '.join(systems)}; out {out}")
+    (out / "meta.json").write_text(json.dumps(
+        {"header": header, "systems": systems, "duration": args.duration, "idle_rate": args.idle_rate,
+         "tuple_bytes": args.tuple_bytes, "rates": args.rates}, indent=1) + "\n")
 
     rows, n, t_start = [], 0, time.monotonic()
     csv_path = out / "runs.csv"
     with open(csv_path, "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=CSV_FIELDS, restval="", extrasaction="ignore")
         w.writeheader()
+        for m, why in skipped.items():  # a row each, so the CSV says what was left out
+            rows.append({"round": 0, "kind": "skipped", "system": m, "ok": "false", "error": why})
+            w.writerow(rows[-1])
         for rnd in range(1, args.rounds + 1):
             for kind, tb, eb, rate in cells:
                 order = systems if kind != "batched" else modes
@@ -516,9 +548,10 @@ def main():
                             if row["ok"] == "true" else f"FAILED: {row.get('error', '')[:200]}")
                     log(f"[{n}/{total} {time.monotonic() - t_start:.0f} s] round {rnd} {kind} {sysname} "
                         f"{tb} B at {rate_name(rate)}: {what}")
-    write_report(out, rows, args, systems, skipped, header)
-    plot(out, rows, args, systems)
+    write_report(out, rows, args, systems, header)
+    plot(out, [r for r in rows if r["kind"] != "skipped"], args, systems)
     print(open(out / "latency.md").read())
+    rows = [r for r in rows if r["kind"] != "skipped"]
     failed = sum(r["ok"] != "true" for r in rows)
     if failed:
         log(f"{failed} of {len(rows)} runs failed (error column of {csv_path})")

@@ -368,7 +368,8 @@ def write_report(out, rows, args, systems, header):
                       f"{fmt(med(rs, 'p99_us'))} | {cpu_cells(rs)} | "
                       f"{sum(r.get('ok') == 'true' for r in rs)}/{len(rs)} | {errors_of(rs)} |")
     md.append("\n![p50, p99 and CPU by rate](latency.png)\n")
-    md.append(f"One row per run: [runs.csv](runs.csv); each run's JSON and log: raw/. "
+    md.append(f"One row per run: [runs.csv](runs.csv); each run's JSON and log: raw/ where it ran "
+              "(not committed). "
               f"{len(okrows)} of {len(rows)} runs ok.")
     (out / "latency.md").write_text("\n".join(md) + "\n")
 
@@ -498,7 +499,7 @@ def main():
     if not args.no_batched and modes:
         cells.append(("batched", 128, 32768, 0))
     total = args.rounds * sum(len(modes if kind == "batched" else systems) for kind, *_ in cells)
-    header = (f"`python3 experiments/latency.py {' '.join(sys.argv[1:])}`, "
+    header = (f"`{' '.join(['python3 experiments/latency.py'] + sys.argv[1:])}`, "
               f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%dT%H:%M:%SZ}, commit {git_commit()}, "
               f"{socket.gethostname()}, {os.cpu_count()} cores; deployment "
               f"{os.path.relpath(args.deployment, REPO)} with event_bytes=0 (one tuple per event)"

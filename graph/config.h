@@ -132,6 +132,7 @@ struct ProcessConfig {
   std::string results;             // a sink: write every tuple it receives to this CSV file
                                    // ({instance} is replaced by the instance's number)
   std::string restart;             // `restart`: never | on-failure; "": the top-level `restart`
+  std::string threads;             // `threads`: dedicated | shared | adaptive; "": the top-level
   // Resolved: the schema of the stream into it (a loadgen: none) and out of
   // it (after its operators).
   Schema in_schema, out_schema;
@@ -171,6 +172,7 @@ struct Deployment {
   // The node.
   Wait wait = Wait::kBlock;        // descriptor rings: block | spin | hybrid
   bool handover_copy = false;      // handover: copy (original) | descriptor
+  std::string threads = "dedicated";  // dedicated | shared | adaptive: every process's unless it sets its own
   uint32_t ring_slots = 1024;      // descriptors per ring (power of two)
   uint32_t loadgen_slots = 1024;   // generator pool slots, at most (about 4 MiB of events)
 

@@ -97,6 +97,7 @@ const std::vector<SectionKey>& link_own_keys();  // from, to, port, preset
 extern const std::vector<std::string> kRoles;
 extern const std::vector<std::string> kSplits;
 extern const std::vector<std::string> kRestarts;
+extern const std::vector<std::string> kThreads;
 extern const std::vector<std::string> kProcessKeys;
 extern const std::vector<std::string> kSchemaKeys;
 extern const std::vector<std::string> kFieldKeys;

@@ -295,6 +295,8 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
       st = r.get_string(v, kpath, true, &p->results);
     } else if (key == "restart") {
       st = r.get_enum(v, kpath, kRestarts, &p->restart);
+    } else if (key == "threads") {
+      st = r.get_enum(v, kpath, kThreads, &p->threads);
     } else if (key == "operators") {
       if (v.IsNull()) continue;
       if (!v.IsSequence()) {

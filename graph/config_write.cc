@@ -91,6 +91,7 @@ std::string dump_deployment(const Deployment& d) {
     if (!p.schema.empty()) e << YAML::Key << "schema" << YAML::Value << YAML::DoubleQuoted << p.schema;
     if (!p.results.empty()) e << YAML::Key << "results" << YAML::Value << YAML::DoubleQuoted << p.results;
     if (!p.restart.empty()) e << YAML::Key << "restart" << YAML::Value << p.restart;
+    if (!p.threads.empty()) e << YAML::Key << "threads" << YAML::Value << p.threads;
     e << YAML::Key << "operators" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const auto& op : p.operators) {
       e << YAML::BeginMap << YAML::Key << op.kind << YAML::Value << YAML::BeginMap;

@@ -164,6 +164,7 @@ size_t Generator::allowed_now(double now) {
       due_s = t0_ + generated_events_ / rate_;
     }
     if (allowed > 0) return static_cast<size_t>(allowed);
+    waited_ = true;
     double sleep_s = std::min(due_s - now, 0.05);  // wake now and then to see stop()
     if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
     now = now_s();
@@ -232,8 +233,22 @@ Descriptor Generator::make_end(uint32_t slot) {
   return {slot, 0, static_cast<uint32_t>(eos.wire_bytes()), 0, 0, kDescEnd};
 }
 
+// A free slot, waiting for one. threads: shared: while none is free and the
+// send stage's carrier has sends to complete (they free slots), this thread
+// reaps them, there being no other.
+uint32_t Generator::acquire_slot() {
+  for (;;) {
+    const uint32_t slot = pool_.try_acquire();
+    if (slot != kNoSlot || pool_.closed()) return slot;
+    Status st;
+    if (!idle_wait({}, 1, &st)) return pool_.acquire(wait_);
+    if (!st) return kNoSlot;  // the send stage's own next call says why
+  }
+}
+
 Status Generator::next(std::span<Descriptor> out, size_t* n) {
   *n = 0;
+  waited_ = false;
   if (ended_) return {};
   double now = now_s();
   if (t0_ < 0) t0_ = now;
@@ -250,7 +265,7 @@ Status Generator::next(std::span<Descriptor> out, size_t* n) {
     }
     // Wait for a slot only when there is nothing to hand out yet: never hold
     // made events back waiting for more.
-    uint32_t slot = k ? pool_.try_acquire() : pool_.acquire(wait_);
+    uint32_t slot = k ? pool_.try_acquire() : acquire_slot();
     if (slot == kNoSlot) {
       if (k == 0) return Status::Error("load generator stopped while waiting for a free slot");
       break;
@@ -258,7 +273,7 @@ Status Generator::next(std::span<Descriptor> out, size_t* n) {
     out[k++] = make_event(slot, ts);
   }
   if (finished && k < out.size()) {
-    uint32_t slot = k ? pool_.try_acquire() : pool_.acquire(wait_);
+    uint32_t slot = k ? pool_.try_acquire() : acquire_slot();
     if (slot != kNoSlot) {
       out[k++] = make_end(slot);
       ended_ = true;

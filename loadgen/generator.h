@@ -64,6 +64,8 @@ class Generator final : public Source {
   Status next(std::span<Descriptor> out, size_t* n) override;
   SlotPool& pool() override { return pool_; }
   void shutdown() override;
+  // The last next() waited for its schedule (rate or bursts): not backed up.
+  bool waited() const override { return waited_; }
   // Ends the stream early but cleanly (SIGINT): END goes out after what was made.
   void stop() { stop_.store(true, std::memory_order_relaxed); }
   // Makes the next event in `slot` with send timestamp `ts` (exposed for
@@ -72,6 +74,7 @@ class Generator final : public Source {
 
  private:
   size_t allowed_now(double now);
+  uint32_t acquire_slot();
   Descriptor make_end(uint32_t slot);
 
   uint32_t tuple_bytes_, tuples_per_event_, data_bytes_, streams_, first_stream_;
@@ -86,6 +89,7 @@ class Generator final : public Source {
   uint64_t generated_tuples_ = 0;
   double t0_ = -1;
   bool ended_ = false;
+  bool waited_ = false;
   std::atomic<bool> stop_{false};
   std::unique_ptr<FieldFiller> filler_;
   EventHeader header_{};                 // the constant fields of every event

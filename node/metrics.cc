@@ -197,6 +197,7 @@ const Field kFields[] = {
     SLUICE_F(filtered), SLUICE_F(aggregated), SLUICE_F(joined), SLUICE_F(partitioned),
     SLUICE_F(credit_waits),
     SLUICE_F(replayed), SLUICE_F(deduplicated), SLUICE_F(reconnects),
+    SLUICE_F(threads), SLUICE_F(inline_events),
     SLUICE_F(metrics_url),
     SLUICE_F(cpus), SLUICE_F(last_cpu),
 };

@@ -223,6 +223,10 @@ struct ProcessSummary {
   // Upstream backup (acks): events sent again after a link broke, and what a
   // sink dropped as already had; links connected again after a break.
   uint64_t replayed = 0, deduplicated = 0, reconnects = 0;
+  // threads: the mode its stages ran in, and the events its receiving thread
+  // ran through process and send itself (adaptive, shared) instead of handing off.
+  std::string threads;
+  uint64_t inline_events = 0;
   double latency_p50_us = 0, latency_p99_us = 0, latency_max_us = 0;
 
   uint64_t credit_waits = 0;

@@ -39,6 +39,36 @@ std::string link_label(const LinkOptions& o) {
 }
 }  // namespace
 
+const char* threads_name(Threads t) {
+  switch (t) {
+    case Threads::kDedicated: return "dedicated";
+    case Threads::kShared: return "shared";
+    case Threads::kAdaptive: return "adaptive";
+  }
+  return "?";
+}
+
+bool parse_threads(const std::string& s, Threads* t) {
+  if (s == "dedicated") *t = Threads::kDedicated;
+  else if (s == "shared") *t = Threads::kShared;
+  else if (s == "adaptive") *t = Threads::kAdaptive;
+  else return false;
+  return true;
+}
+
+bool Source::idle_wait(std::span<const int> fds, int ms, Status* st) {
+  if (!idle_ || !idle_->busy()) return false;
+  if (!(*st = idle_->progress()).ok() || !idle_->busy()) return true;
+  idle_fds_.clear();
+  idle_->wait_fds(&idle_fds_);
+  idle_poll_.clear();
+  for (int fd : fds) idle_poll_.push_back({fd, POLLIN, 0});
+  for (int fd : idle_fds_) idle_poll_.push_back({fd, POLLIN, 0});
+  // Bounded: a carrier whose peer died may say so only when asked.
+  ::poll(idle_poll_.data(), idle_poll_.size(), ms < 0 || ms > 200 ? 200 : ms);
+  return true;
+}
+
 // ---- NetSource --------------------------------------------------------------
 
 NetSource::NetSource(const std::vector<LinkOptions>& links) : opts_(links) {}
@@ -251,6 +281,14 @@ Status NetSource::sleep() {
   freed.prepare_fd_wait();
   bool rang = false;
   if (pool_->free_slots() < wake_threshold_ && !pool_->closed()) {
+    waited_ = true;
+    // threads: shared: the send stage's carrier work is this thread's too.
+    Status idle_st;
+    const int ep[1] = {epfd_};
+    if (idle_wait(ep, timeout, &idle_st)) {
+      freed.finish_fd_wait(true);  // the pool's eventfd may have rung: drained next time
+      return idle_st;
+    }
     epoll_event evs[16];
     int r = epoll_wait(epfd_, evs, 16, timeout);
     if (r < 0 && errno != EINTR) {
@@ -265,6 +303,7 @@ Status NetSource::sleep() {
 
 Status NetSource::next(std::span<Descriptor> out, size_t* n) {
   *n = 0;
+  waited_ = false;
   for (;;) {
     if (pool_->closed()) return Status::Error("receive stage shut down");
     Status st = give_back_freed();
@@ -567,6 +606,16 @@ Instance::Instance(const InstanceConfig& cfg, std::unique_ptr<Source> source,
 Instance::~Instance() { join(); }
 
 void Instance::start() {
+  // The process stage's state, set up before any thread may run it.
+  work_pool_ = handover_ ? &handover_->pool : &source_->pool();
+  for (size_t i = 0; i < chain_.size(); ++i) emitters_.push_back(std::make_unique<ChainEmitter>(this, i));
+  watermark_.assign(chain_.size(), 0);
+  nested_s_.assign(chain_.size(), 0);
+  if (handover_) cfg_.threads = Threads::kDedicated;
+  if (cfg_.threads == Threads::kShared) {
+    threads_[0] = std::thread([this] { run_stage(0, &Instance::shared_loop); });
+    return;
+  }
   threads_[0] = std::thread([this] { run_stage(0, &Instance::receive_loop); });
   threads_[1] = std::thread([this] { run_stage(1, &Instance::process_loop); });
   threads_[2] = std::thread([this] { run_stage(2, &Instance::send_loop); });
@@ -649,6 +698,21 @@ void Instance::receive_loop() {
     }
     in_.add(ev, tu, by);
     count_stage(0, ev);
+    // Run to completion: the stream is not backed up (the source waited for
+    // this batch) and the process stage holds nothing (it finished all it
+    // was handed): this thread runs the operators itself, and sends too if
+    // the send stage is idle. END always goes through the stages.
+    if (cfg_.threads == Threads::kAdaptive && source_->waited() &&
+        processed_.load(std::memory_order_acquire) == handed_ && !(batch[n - 1].flags & kDescEnd)) {
+      inline_ = true;
+      proc_stage_ = 0;
+      const bool ok = process_batch(batch, n);
+      proc_stage_ = 1;
+      inline_ = false;
+      if (!ok) break;
+      continue;
+    }
+    handed_ += n;
     if (!push_all(0, to_process_, batch, n)) break;
   }
   if (!st.ok()) fail(st);
@@ -681,7 +745,7 @@ class Instance::ChainEmitter final : public Emitter {
   ChainEmitter(Instance* in, size_t op) : in_(in), op_(op) {}
   std::byte* acquire(uint32_t* capacity) override {
     SlotPool& pool = *in_->work_pool_;
-    slot_ = in_->handover_ ? pool.acquire(in_->cfg_.wait) : pool.acquire_reserved(in_->cfg_.wait);
+    slot_ = in_->emit_slot();
     if (slot_ == kNoSlot) return nullptr;
     *capacity = in_->cfg_.emit_capacity ? std::min<uint32_t>(in_->cfg_.emit_capacity, pool.slot_bytes())
                                         : static_cast<uint32_t>(pool.slot_bytes());
@@ -706,7 +770,7 @@ class Instance::ChainEmitter final : public Emitter {
     c.events_out += events;
     c.tuples_out += tuples;
     const double t0 = thread_cpu_s();
-    if (in_->run_chain(d, op_ + 1)) in_->push_all(1, in_->to_send_, &d, 1);
+    if (in_->run_chain(d, op_ + 1)) in_->forward(&d, 1);
     in_->nested_s_[op_] += thread_cpu_s() - t0;
   }
 
@@ -714,6 +778,30 @@ class Instance::ChainEmitter final : public Emitter {
   size_t op_;
   uint32_t slot_ = kNoSlot;
 };
+
+// A slot for an emitting operator. shared: while none is free and the send
+// stage's carrier has sends to complete (they free slots), this thread reaps
+// them, there being no other.
+uint32_t Instance::emit_slot() {
+  SlotPool& pool = *work_pool_;
+  if (handover_) return pool.acquire(cfg_.wait);
+  if (cfg_.threads != Threads::kShared) return pool.acquire_reserved(cfg_.wait);
+  for (;;) {
+    const uint32_t slot = pool.try_acquire_reserved();
+    if (slot != kNoSlot || pool.closed()) return slot;
+    if (!dest_->busy()) return pool.acquire_reserved(cfg_.wait);
+    if (Status st = dest_->progress(); !st) {
+      fail(st);
+      return kNoSlot;
+    }
+    if (!dest_->busy()) continue;
+    emit_fds_.clear();
+    dest_->wait_fds(&emit_fds_);
+    emit_poll_.clear();
+    for (int fd : emit_fds_) emit_poll_.push_back({fd, POLLIN, 0});
+    ::poll(emit_poll_.data(), emit_poll_.size(), 10);
+  }
+}
 
 bool Instance::run_chain(Descriptor& d, size_t from) {
   for (size_t i = from; i < chain_.size(); ++i) {
@@ -769,14 +857,54 @@ bool Instance::end_chain(Descriptor& d) {
   return true;
 }
 
+// The process stage's work on one batch from the receive stage, on the
+// process thread or (run to completion) the receiving thread.
+bool Instance::process_batch(Descriptor* batch, size_t n) {
+  SlotPool& pool = *work_pool_;
+  bool ok = true;
+  // With a handover copy, one event at a time: a copy waits for a free
+  // handover slot only after every earlier copy is on its way to the send
+  // stage, which frees them. Waiting with copies held back would deadlock.
+  const size_t step = handover_ ? 1 : n;
+  for (size_t i = 0; ok && i < n; i += step) {
+    size_t kept = i;
+    for (size_t j = i; j < i + step; ++j) {
+      Descriptor d = batch[j];
+      if (handover_ && !(ok = hand_over(d))) break;
+      if (chain_.empty()) {
+        batch[kept++] = d;
+        continue;
+      }
+      if (d.flags & kDescEnd) {
+        ok = end_chain(d);
+        batch[kept++] = d;
+        continue;
+      }
+      count_stage(1, d.events);
+      // The watermark: the newest event time seen (one header read per
+      // descriptor), less each operator's lateness.
+      uint64_t ts;
+      std::memcpy(&ts, pool.slot(d.slot) + d.offset + offsetof(EventHeader, send_ts_ns), 8);
+      if (ts > max_ts_) max_ts_ = ts;
+      const bool keep = run_chain(d, 0);
+      if (keep) batch[kept++] = d;
+      for (size_t o = 0; o < chain_.size(); ++o) {
+        const uint64_t late = chain_.spec(o).lateness_ns;
+        const uint64_t wm = max_ts_ > late ? max_ts_ - late : 0;
+        if (wm > watermark_[o]) {
+          watermark_[o] = wm;
+          chain_.op(o).on_time(wm, *emitters_[o]);
+        }
+      }
+    }
+    ok = ok && forward(batch + i, kept - i);
+  }
+  return ok;
+}
+
 void Instance::process_loop() {
   const CpuTimes c0 = CpuTimes::thread();
   Descriptor batch[kProcessBatch];
-  SlotPool& pool = handover_ ? handover_->pool : source_->pool();
-  work_pool_ = &pool;
-  for (size_t i = 0; i < chain_.size(); ++i) emitters_.push_back(std::make_unique<ChainEmitter>(this, i));
-  watermark_.assign(chain_.size(), 0);
-  nested_s_.assign(chain_.size(), 0);
   bool ok = true;
   while (ok) {
     size_t n = to_process_.try_pop_n(batch, kProcessBatch);
@@ -786,47 +914,97 @@ void Instance::process_loop() {
       add_blocked(1, kRingEmpty, t);
     }
     if (n == 0) break;
-    // With a handover copy, one event at a time: a copy waits for a free
-    // handover slot only after every earlier copy is on its way to the send
-    // stage, which frees them. Waiting with copies held back would deadlock.
-    const size_t step = handover_ ? 1 : n;
-    for (size_t i = 0; ok && i < n; i += step) {
-      size_t kept = i;
-      for (size_t j = i; j < i + step; ++j) {
-        Descriptor d = batch[j];
-        if (handover_ && !(ok = hand_over(d))) break;
-        if (chain_.empty()) {
-          batch[kept++] = d;
-          continue;
-        }
-        if (d.flags & kDescEnd) {
-          ok = end_chain(d);
-          batch[kept++] = d;
-          continue;
-        }
-        count_stage(1, d.events);
-        // The watermark: the newest event time seen (one header read per
-        // descriptor), less each operator's lateness.
-        uint64_t ts;
-        std::memcpy(&ts, pool.slot(d.slot) + d.offset + offsetof(EventHeader, send_ts_ns), 8);
-        if (ts > max_ts_) max_ts_ = ts;
-        const bool keep = run_chain(d, 0);
-        if (keep) batch[kept++] = d;
-        for (size_t o = 0; o < chain_.size(); ++o) {
-          const uint64_t late = chain_.spec(o).lateness_ns;
-          const uint64_t wm = max_ts_ > late ? max_ts_ - late : 0;
-          if (wm > watermark_[o]) {
-            watermark_[o] = wm;
-            chain_.op(o).on_time(wm, *emitters_[o]);
-          }
-        }
-      }
-      ok = ok && push_all(1, to_send_, batch + i, kept - i);
-    }
+    ok = process_batch(batch, n);
+    // Done with them (all forwarded): the receiving thread may run the next
+    // batch itself.
+    processed_.fetch_add(n, std::memory_order_release);
   }
   to_send_.close();
   cpu_[1] = CpuTimes::thread() - c0;
   done_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+// Run to completion's send half: the calling thread consumes d itself when
+// it may (shared: always; adaptive: the send thread has consumed all it was
+// given and is not using dest_); else the send stage's ring takes them.
+bool Instance::forward(Descriptor* d, size_t n) {
+  if (n == 0) return true;
+  if (inline_) {
+    bool ok = true;
+    if (send_here(d, n, &ok)) return ok;
+  }
+  // Counted before the push: the count may run ahead of the ring, never
+  // behind it, so an inline send never overtakes a queued descriptor.
+  queued_.fetch_add(n, std::memory_order_release);
+  return push_all(proc_stage_, to_send_, d, n);
+}
+
+bool Instance::send_here(const Descriptor* d, size_t n, bool* ok) {
+  std::unique_lock lk(send_mu_, std::defer_lock);
+  if (cfg_.threads == Threads::kAdaptive) {
+    if (!lk.try_lock() || !dest_started_.load(std::memory_order_acquire) ||
+        queued_.load(std::memory_order_acquire) != sent_.load(std::memory_order_acquire))
+      return false;
+  }
+  const auto [ev, tu, by] = count(d, n);
+  Status st = dest_->consume(std::span<const Descriptor>(d, n));
+  if (!st.ok()) {
+    if (lk.owns_lock()) lk.unlock();
+    fail(st);
+    *ok = false;
+    return true;
+  }
+  if (d[n - 1].flags & kDescEnd) ended_ = true;
+  out_.add(ev, tu, by);
+  count_stage(2, ev);
+  inline_events_.fetch_add(ev, std::memory_order_relaxed);
+  // Sends left to complete (fabric, ucx): the send thread reaps them.
+  if (cfg_.threads == Threads::kAdaptive && dest_->busy()) {
+    kick_.store(true, std::memory_order_release);
+    to_send_.not_empty().notify();
+  }
+  return true;
+}
+
+// threads: shared: one thread; the send stage's carrier work is done while
+// the source waits (Source::idle_wait).
+void Instance::shared_loop() {
+  const CpuTimes c0 = CpuTimes::thread();
+  // Downstream first: a process upstream connects to this one's listener,
+  // which takes the connection whenever the source starts.
+  Status st = dest_->start();
+  if (st.ok()) st = source_->start();
+  source_->set_idle_work(dest_.get());
+  Descriptor batch[kReceiveBatch];
+  bool first = true, ok = true;
+  inline_ = true;
+  proc_stage_ = 0;
+  bool finished = false;
+  // After END went out the source is still asked for more: it returns 0
+  // once every upstream link finished (its last credits went back).
+  while (st.ok() && ok) {
+    size_t n = 0;
+    st = source_->next(batch, &n);
+    if (!st.ok() || n == 0) break;
+    const auto [ev, tu, by] = count(batch, n);
+    if (first && ev) {
+      first = false;
+      on_first_event_();
+    }
+    in_.add(ev, tu, by);
+    count_stage(0, ev);
+    ok = process_batch(batch, n);
+    if (ok && ended_ && !finished) {
+      finished = true;
+      st = dest_->finish();
+    }
+  }
+  if (!st.ok()) fail(st);
+  if (!finished) dest_->abort();
+  to_process_.close();
+  to_send_.close();
+  cpu_[0] = CpuTimes::thread() - c0;
+  done_.fetch_add(3, std::memory_order_acq_rel);
 }
 
 // What the send stage does next: descriptors from its ring, waiting on the
@@ -835,25 +1013,47 @@ void Instance::process_loop() {
 // completions to reap. 0: the ring was closed (or progress failed: *st).
 size_t Instance::next_to_send(Descriptor* batch, size_t max, Status* st) {
   std::vector<int> fds;
+  const bool adaptive = cfg_.threads == Threads::kAdaptive;
+  // adaptive: dest_ is shared with the receiving thread's inline sends.
+  std::unique_lock lk(send_mu_, std::defer_lock);
   for (;;) {
     size_t n = to_send_.try_pop_n(batch, max);
     if (n) return n;
     const uint64_t t = mono_ns();
-    if (!dest_->busy() || cfg_.wait == Wait::kSpin) {
-      n = to_send_.pop_n(batch, max, cfg_.wait);
+    if (adaptive) lk.lock();
+    const bool busy = dest_->busy();
+    if (adaptive && !busy) lk.unlock();
+    if (!busy || cfg_.wait == Wait::kSpin) {
+      if (!adaptive) {
+        n = to_send_.pop_n(batch, max, cfg_.wait);
+        add_blocked(2, kRingEmpty, t);
+        return n;
+      }
+      if (lk.owns_lock()) lk.unlock();
+      // Woken by a push, or by an inline send that left work to reap.
+      wait_until(cfg_.wait, to_send_.not_empty(),
+                 [&] { return to_send_.size() > 0 || kick_.load(std::memory_order_acquire); },
+                 [&] { return to_send_.closed(); });
       add_blocked(2, kRingEmpty, t);
-      return n;
+      kick_.store(false, std::memory_order_relaxed);
+      if (to_send_.closed() && to_send_.size() == 0) return 0;
+      continue;
     }
-    if (!(*st = dest_->progress()).ok()) return 0;
-    if (!dest_->busy()) continue;
+    *st = dest_->progress();
+    const bool still = st->ok() && dest_->busy();
+    if (still) {
+      fds.clear();
+      dest_->wait_fds(&fds);
+    }
+    if (lk.owns_lock()) lk.unlock();
+    if (!st->ok()) return 0;
+    if (!still) continue;
     EventCount& ready = to_send_.not_empty();
     if (!ready.enable_fd()) {
       n = to_send_.pop_n(batch, max, cfg_.wait);
       add_blocked(2, kRingEmpty, t);
       return n;
     }
-    fds.clear();
-    dest_->wait_fds(&fds);
     std::vector<pollfd> p;
     for (int fd : fds) p.push_back({fd, POLLIN, 0});
     p.push_back({ready.fd(), POLLIN, 0});
@@ -870,6 +1070,7 @@ size_t Instance::next_to_send(Descriptor* batch, size_t max, Status* st) {
 void Instance::send_loop() {
   const CpuTimes c0 = CpuTimes::thread();
   Status st = dest_->start();
+  dest_started_.store(st.ok(), std::memory_order_release);
   Descriptor batch[kSendBatch];
   bool ended = false;
   while (st.ok() && !ended) {
@@ -877,14 +1078,21 @@ void Instance::send_loop() {
     if (n == 0) break;  // closed without END: somebody failed, and said so
     if (batch[n - 1].flags & kDescEnd) ended = true;
     const auto [ev, tu, by] = count(batch, n);
+    std::unique_lock lk(send_mu_, std::defer_lock);
+    if (cfg_.threads == Threads::kAdaptive) lk.lock();
     st = dest_->consume(std::span<const Descriptor>(batch, n));
     if (!st.ok()) break;
     out_.add(ev, tu, by);
     count_stage(2, ev);
+    sent_.fetch_add(n, std::memory_order_release);
   }
-  if (st.ok() && ended) st = dest_->finish();
-  if (!st.ok()) fail(st);
-  if (!st.ok() || !ended) dest_->abort();
+  {
+    std::unique_lock lk(send_mu_, std::defer_lock);
+    if (cfg_.threads == Threads::kAdaptive) lk.lock();
+    if (st.ok() && ended) st = dest_->finish();
+    if (!st.ok()) fail(st);
+    if (!st.ok() || !ended) dest_->abort();
+  }
   cpu_[2] = CpuTimes::thread() - c0;
   done_.fetch_add(1, std::memory_order_acq_rel);
 }
@@ -923,6 +1131,8 @@ void Instance::report(ProcessSummary& s) const {
                        l.stats.credit_waits, l.stats.credit_wait_ns / 1e9});
   source_->report(s);
   dest_->report(s);
+  s.threads = threads_name(cfg_.threads);
+  s.inline_events += inline_events();
   // Operators: one entry per place in the chain, instances added up.
   for (size_t i = 0; i < chain_.size(); ++i) {
     const std::string name = fmt::format("{}:{}", i, chain_.op(i).name());

@@ -12,12 +12,18 @@
 // or the sink's verifier). The load generator and the sink are nodes with one stage
 // swapped, measured exactly like a node.
 //
+// `threads:` chooses how the stages share threads (Threads below): one thread
+// each (dedicated), one thread for all three (shared), or dedicated threads
+// whose receiving thread runs process and send itself while they are idle
+// (adaptive: run to completion when idle, pipeline when busy).
+//
 // An instance is one such chain of three threads with its own pool and its own
 // links; a process hosts `instances` independent instances. When one stage of
 // an instance fails, the instance stops (its rings close, its links shut), and
 // the other instances keep serving.
 #pragma once
 
+#include <poll.h>
 #include <sys/types.h>
 
 #include <atomic>
@@ -48,6 +54,8 @@ struct LiveLink {
   LinkStats stats;
 };
 
+class Destination;
+
 // What the receive stage does: hand out descriptors of events that arrived.
 class Source {
  public:
@@ -63,6 +71,24 @@ class Source {
   virtual void report(ProcessSummary&) const {}
   // From any thread, while it runs: its links and their counters.
   virtual void live_links(std::vector<LiveLink>*) const {}
+  // Whether the last next() slept (or paced) before it had descriptors: the
+  // stream is not backed up. threads: adaptive runs to completion only then;
+  // a source that cannot tell is taken to be backed up.
+  virtual bool waited() const { return false; }
+  // threads: shared: the destination's work (a carrier reaping completions)
+  // is done by this stage's thread while it waits, there being no other.
+  void set_idle_work(Destination* d) { idle_ = d; }
+
+ protected:
+  // Drives the idle work; while it stays busy, sleeps at most ms (and at
+  // most 200) on fds and the work's wait fds together. False: it had no
+  // work, and the caller sleeps its own way.
+  bool idle_wait(std::span<const int> fds, int ms, Status* st);
+  Destination* idle_ = nullptr;
+
+ private:
+  std::vector<int> idle_fds_;
+  std::vector<pollfd> idle_poll_;
 };
 
 // What the send stage does with descriptors: send them on, or verify them.
@@ -110,6 +136,7 @@ class NetSource final : public Source {
   void shutdown() override;
   void report(ProcessSummary& s) const override;
   void live_links(std::vector<LiveLink>* out) const override;
+  bool waited() const override { return waited_; }
 
  private:
   explicit NetSource(const std::vector<LinkOptions>& links);
@@ -130,6 +157,7 @@ class NetSource final : public Source {
   std::vector<bool> watching_;                    // link's fd in the epoll set
   int epfd_ = -1;
   size_t rr_ = 0, ended_ = 0, wake_threshold_ = 1;
+  bool waited_ = true;
   bool end_out_ = false;
   std::unique_ptr<EndOfStream> merged_;
   mutable std::mutex mu_;  // guards links_ against shutdown() and live_links() from other threads
@@ -198,8 +226,15 @@ struct HandoverPool {
   SlotPool pool;
 };
 
+// How an instance's stages share threads (`threads:`).
+enum class Threads { kDedicated, kShared, kAdaptive };
+const char* threads_name(Threads t);
+bool parse_threads(const std::string& s, Threads* t);
+
 struct InstanceConfig {
   uint32_t index = 0;
+  // A handover copy (original) is always dedicated: the study's baseline.
+  Threads threads = Threads::kDedicated;
   Wait wait = Wait::kBlock;
   uint32_t ring_slots = 1024;
   std::vector<OperatorConfig> operators;
@@ -255,9 +290,21 @@ class Instance {
   // waits are its no_credit time), from any thread.
   void live(LiveInstance* out) const;
   const LiveHistogram* live_latency() const { return dest_->live_latency(); }
+  // Events the receiving thread ran through process and send itself.
+  uint64_t inline_events() const { return inline_events_.load(std::memory_order_relaxed); }
 
  private:
   void receive_loop();
+  void shared_loop();
+  // The process stage's work on a batch; what it keeps goes to forward().
+  bool process_batch(Descriptor* batch, size_t n);
+  // To the send stage: consumed here (shared; adaptive while the send
+  // thread is idle) or pushed to its ring.
+  bool forward(Descriptor* d, size_t n);
+  bool send_here(const Descriptor* d, size_t n, bool* ok);
+  uint32_t emit_slot();
+  std::vector<int> emit_fds_;
+  std::vector<pollfd> emit_poll_;
   void process_loop();
   void send_loop();
   size_t next_to_send(Descriptor* batch, size_t max, Status* st);
@@ -302,6 +349,18 @@ class Instance {
                            std::memory_order_relaxed);
   }
   std::atomic<int> done_{0};
+  // threads: adaptive and shared ("Run to completion" in node.cc).
+  bool inline_ = false;           // the receiving thread runs process (and send) now
+  int proc_stage_ = 1;            // the stage whose blocked time a full to_send_ counts to
+  uint64_t handed_ = 0;           // descriptors pushed to to_process_ (receive thread only)
+  std::atomic<uint64_t> processed_{0};  // of those, done by the process thread
+  std::atomic<uint64_t> queued_{0};     // descriptors pushed to to_send_, by whoever produced them
+  std::atomic<uint64_t> sent_{0};       // of those, consumed by the send thread
+  std::mutex send_mu_;            // dest_: the send thread, or the receiving thread sending inline
+  std::atomic<bool> kick_{false};       // an inline send left dest_ busy: the send thread reaps
+  std::atomic<bool> dest_started_{false};
+  bool ended_ = false;            // shared: END was consumed
+  std::atomic<uint64_t> inline_events_{0};
   mutable std::mutex mu_;
   Status error_;
   std::thread threads_[3];

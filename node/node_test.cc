@@ -4,6 +4,7 @@
 #include "node/node.h"
 
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -37,6 +38,8 @@ struct Result {
   uint64_t latency_samples;
   Status status;
   uint64_t events_out;
+  uint64_t inline_events = 0;  // run to completion on the receiving thread
+  bool stage_threads = false;  // the process and send stages had threads of their own
 };
 
 struct NoEmit final : Emitter {
@@ -45,7 +48,7 @@ struct NoEmit final : Emitter {
 } no_emit;
 
 Result run_local(const Deployment& d, std::vector<OperatorConfig> ops, Wait wait,
-                 bool handover_copy = false) {
+                 bool handover_copy = false, Threads threads = Threads::kDedicated) {
   auto gen = std::make_unique<Generator>(d, 0);
   std::unique_ptr<HandoverPool> handover;
   if (handover_copy)  // fewer slots than the generator: the copy stage waits too
@@ -58,10 +61,24 @@ Result run_local(const Deployment& d, std::vector<OperatorConfig> ops, Wait wait
   InstanceConfig ic;
   ic.wait = wait;
   ic.ring_slots = d.ring_slots;
+  ic.threads = threads;
   Instance in(ic, std::move(gen), std::move(ver), std::move(chain), [] {}, std::move(handover));
   in.start();
   in.join();
-  return {v->counts(), v->latency().count(), in.status(), in.out().events.load()};
+  return {v->counts(),       v->latency().count(),
+          in.status(),       in.out().events.load(),
+          in.inline_events(), in.stage_tid(1) != 0 && in.stage_tid(2) != 0};
+}
+
+void expect_every_tuple_once(const Result& r, uint64_t n, const char* what) {
+  ASSERT_TRUE(r.status.ok()) << what << ": " << r.status.message();
+  EXPECT_TRUE(r.counts.end_seen) << what;
+  EXPECT_EQ(r.counts.tuples, n) << what;
+  // The verifier counts a tuple out of order within its stream as lost and
+  // then duplicated: none of either means none was reordered.
+  EXPECT_EQ(r.counts.lost, 0u) << what;
+  EXPECT_EQ(r.counts.duplicated, 0u) << what;
+  EXPECT_EQ(r.counts.corrupt, 0u) << what;
 }
 
 TEST(Node, EveryTupleArrivesOnceAndIntact) {
@@ -78,6 +95,81 @@ TEST(Node, EveryTupleArrivesOnceAndIntact) {
     EXPECT_EQ(r.counts.duplicated, 0u);
     EXPECT_EQ(r.counts.corrupt, 0u);
     EXPECT_EQ(r.latency_samples, n);
+  }
+}
+
+// ---- threads: dedicated, shared, adaptive ------------------------------------
+
+// An idle node (events far apart): the receiving thread runs every event
+// through process and send itself; no hand-off. The first batch may come
+// before the schedule made the generator wait.
+TEST(Threads, AnIdleAdaptiveNodeRunsEventsOnTheReceivingThread) {
+  Deployment d = small_deployment(128, 0, 60);
+  d.streams = 1;
+  d.rate = 500;  // 2 ms apart: the generator waits for each
+  Result r = run_local(d, {}, Wait::kBlock, false, Threads::kAdaptive);
+  expect_every_tuple_once(r, 60, "adaptive, idle");
+  EXPECT_TRUE(r.stage_threads);
+  EXPECT_GE(r.inline_events, 58u);
+  EXPECT_LE(r.inline_events, 60u);
+}
+
+// A busy node (the generator never waits for its schedule): every event is
+// handed to the stage threads, as with dedicated threads.
+TEST(Threads, ABusyAdaptiveNodeHandsEveryEventOff) {
+  Deployment d = small_deployment(64, 2048, 20000);
+  Result r = run_local(d, {}, Wait::kBlock, false, Threads::kAdaptive);
+  expect_every_tuple_once(r, 20000, "adaptive, busy");
+  EXPECT_EQ(r.inline_events, 0u);
+  Result dedicated = run_local(d, {}, Wait::kBlock, false, Threads::kDedicated);
+  expect_every_tuple_once(dedicated, 20000, "dedicated");
+  EXPECT_EQ(dedicated.inline_events, 0u);
+}
+
+// Bursts: the head of each burst finds the generator behind its schedule
+// (hand-off), the gaps between bursts find it waiting (inline), so the
+// mode switches back and forth many times; within each stream no tuple is
+// reordered, lost or repeated, through a filter that drops some.
+TEST(Threads, SwitchingBetweenInlineAndHandOffReordersNothing) {
+  Deployment d = small_deployment(64, 512, 30000);  // 7 tuples per event
+  d.burst_events = 40;
+  d.burst_ms = 1;
+  d.duration_s = 60;
+  OperatorConfig f = OperatorConfig::filter("key", "lt", 0);
+  f.set("value", std::to_string(768));
+  Result r = run_local(d, {f}, Wait::kBlock, false, Threads::kAdaptive);
+  ASSERT_TRUE(r.status.ok()) << r.status.message();
+  EXPECT_TRUE(r.counts.end_seen);
+  EXPECT_EQ(r.counts.tuples + r.counts.filtered, 30000u);
+  EXPECT_GT(r.counts.filtered, 0u);
+  EXPECT_EQ(r.counts.lost, 0u);
+  EXPECT_EQ(r.counts.duplicated, 0u);
+  EXPECT_EQ(r.counts.corrupt, 0u);
+  // Both ways were taken.
+  EXPECT_GT(r.inline_events, 0u);
+  EXPECT_LT(r.inline_events, r.events_out);
+}
+
+// shared: one thread runs all three stages; the process and send stages
+// have no thread, and every event was run to completion.
+TEST(Threads, SharedRunsEveryStageOnOneThread) {
+  Deployment d = small_deployment(128, 4096, 20000);
+  Result r = run_local(d, {}, Wait::kBlock, false, Threads::kShared);
+  expect_every_tuple_once(r, 20000, "shared");
+  EXPECT_FALSE(r.stage_threads);
+  EXPECT_EQ(r.inline_events, r.events_out);
+}
+
+// A handover copy (the original preset) stays dedicated whatever is asked:
+// it is the study's baseline.
+TEST(Threads, AHandoverCopyStaysDedicated) {
+  Deployment d = small_deployment(128, 4096, 5000);
+  d.rate = 2000;
+  for (Threads t : {Threads::kShared, Threads::kAdaptive}) {
+    Result r = run_local(d, {}, Wait::kBlock, /*handover_copy=*/true, t);
+    expect_every_tuple_once(r, 5000, threads_name(t));
+    EXPECT_TRUE(r.stage_threads);
+    EXPECT_EQ(r.inline_events, 0u);
   }
 }
 
@@ -308,6 +400,43 @@ TEST(Node, TheSendStageWaitsOnItsRingAndItsLinkTogether) {
   EXPECT_LE(ad->progress_calls(), 4 * signals + 16);
 }
 
+// Every mode with sends that complete later (fabric, ucx): shared reaps them
+// on its one thread while the generator waits for a slot; adaptive's inline
+// sends leave them to the send thread, which it wakes.
+TEST(Threads, SendsThatCompleteLaterAreReapedInEveryMode) {
+  for (Threads t : {Threads::kDedicated, Threads::kShared, Threads::kAdaptive}) {
+    for (double rate : {0.0, 3000.0}) {
+      Deployment d = small_deployment(64, 2048, 5000);
+      d.rate = rate;
+      auto gen = std::make_unique<Generator>(d, 0);
+      auto dest = std::make_unique<AsyncDest>(gen->pool());
+      AsyncDest* ad = dest.get();
+      InstanceConfig ic;
+      ic.ring_slots = 4;
+      ic.threads = t;
+      Instance in(ic, std::move(gen), std::move(dest), OperatorChain(), [] {});
+      std::atomic<bool> stop{false};
+      std::thread completions([&] {
+        const uint64_t one = 1;
+        while (!stop.load()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          (void)!::write(ad->fd(), &one, sizeof one);
+        }
+      });
+      in.start();
+      in.join();
+      stop = true;
+      completions.join();
+      const std::string what = fmt::format("{} at {} events/s", threads_name(t), rate);
+      ASSERT_TRUE(in.status().ok()) << what << ": " << in.status().message();
+      EXPECT_TRUE(ad->end_seen()) << what;
+      EXPECT_EQ(ad->tuples(), 5000u) << what;
+      if (t == Threads::kShared) EXPECT_EQ(in.inline_events(), in.out().events.load()) << what;
+      if (t == Threads::kAdaptive && rate > 0) EXPECT_GT(in.inline_events(), 0u) << what;
+    }
+  }
+}
+
 // ---- an emitting operator on a tiny reserve --------------------------------
 
 // A generator whose events are copied into a pool of its own that keeps
@@ -329,6 +458,7 @@ class ReservedSource final : public Source {
     return {};
   }
   SlotPool& pool() override { return pool_; }
+  bool waited() const override { return gen_.waited(); }
   void shutdown() override {
     gen_.shutdown();
     pool_.close();
@@ -365,8 +495,20 @@ class SlowVerifier final : public Destination {
 // the send side gives back slowly: the process stage waits for the slot
 // each time instead of failing or taking another; every row arrives, every
 // input tuple is accounted for, nothing is lost.
+void emitting_operator_on_a_tiny_reserve(Threads threads);
+
 TEST(Node, AnEmittingOperatorWaitsForItsReserveAndLosesNothing) {
+  emitting_operator_on_a_tiny_reserve(Threads::kDedicated);
+}
+TEST(Threads, AnEmittingOperatorWaitsForItsReserveInEveryMode) {
+  emitting_operator_on_a_tiny_reserve(Threads::kShared);
+  emitting_operator_on_a_tiny_reserve(Threads::kAdaptive);
+}
+
+void emitting_operator_on_a_tiny_reserve(Threads threads) {
+  SCOPED_TRACE(threads_name(threads));
   Deployment d = small_deployment(16, 1024, 6000);
+  if (threads == Threads::kAdaptive) d.rate = 20000;  // waits, so some events run inline
   const OperatorSpec* spec = find_operator_spec("moving_avg");
   ASSERT_NE(spec, nullptr);
   OperatorConfig oc;
@@ -386,6 +528,7 @@ TEST(Node, AnEmittingOperatorWaitsForItsReserveAndLosesNothing) {
   InstanceConfig ic;
   ic.ring_slots = 4;
   ic.emit_capacity = 1024;  // a few rows per slot: many slots' worth of rows
+  ic.threads = threads;
   Instance in(ic, std::move(src), std::move(dest), std::move(chain), [] {});
   in.start();
   in.join();

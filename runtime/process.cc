@@ -105,6 +105,7 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         ic.stage_cpu[j] = static_cast<int>(cpus[(k * Instance::kStages + j) % cpus.size()]);
     }
     ic.wait = d.wait;
+    parse_threads(pc.threads.empty() ? d.threads : pc.threads, &ic.threads);  // checked by the parser
     ic.ring_slots = d.ring_slots;
     ic.operators = pc.operators;
     b->instances.push_back(std::make_unique<Instance>(ic, std::move(source), std::move(dest),

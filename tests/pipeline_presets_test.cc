@@ -20,6 +20,25 @@ TEST_P(Pipeline, EveryTupleArrivesOnceAndIntact) {
   sets.push_back("tuples=" + std::to_string(c.tuples));
   RunResult r = deploy(c.name, port, sets);
   expect_clean(r, c.tuples * c.instances);
+  // threads: every process ran in the mode asked for; shared ran every event
+  // to completion, adaptive at a rate some.
+  std::string threads = "dedicated";
+  bool rate = false;
+  for (const auto& s : c.sets) {
+    if (s.rfind("threads=", 0) == 0) threads = s.substr(8);
+    rate = rate || s.rfind("rate=", 0) == 0;
+  }
+  if (!r.json.IsMap()) return;
+  for (const auto& p : r.json["processes"]) {
+    const std::string name = p["name"].as<std::string>();
+    EXPECT_EQ(p["threads"].as<std::string>(), threads) << name;
+    const uint64_t inl = p["inline_events"].as<uint64_t>();
+    if (threads == "dedicated") EXPECT_EQ(inl, 0u) << name;
+    // A sink's events are those it received (out counts none).
+    if (threads == "shared" && p["role"].as<std::string>() != "sink")
+      EXPECT_EQ(inl, p["events_out"].as<uint64_t>()) << name;
+    if (threads == "adaptive" && rate) EXPECT_GT(inl, 0u) << name;
+  }
 }
 
 const Case kCases[] = {
@@ -52,6 +71,17 @@ const Case kCases[] = {
     // UCX's largest eager shared-memory message (65535) must go another way.
     {"ucx_sm_full_frames", {"preset=ucx-opt", "ucx_tls=sm", "tuple_bytes=12", "event_bytes=32768"}, 200000},
     {"ucx_sm_one_tuple_events", {"preset=ucx-opt", "ucx_tls=sm", "tuple_bytes=12", "event_bytes=0"}, 100000},
+    // threads: shared and adaptive, over each kind of carrier. A rate makes
+    // adaptive's receiving threads wait, so they run events to completion
+    // and hand off in turn; acks ride the same path.
+    {"threads_shared", {"threads=shared", "event_bytes=4096", "acks=on"}, 20000},
+    {"threads_adaptive", {"threads=adaptive", "tuple_bytes=128", "event_bytes=0", "rate=20000", "acks=on"}, 20000},
+    {"threads_shared_fabric_shm",
+     {"preset=fabric-opt", "fabric_provider=shm", "threads=shared", "event_bytes=4096"}, 20000},
+    {"threads_adaptive_fabric_tcp",
+     {"preset=fabric-opt", "fabric_provider=tcp", "threads=adaptive", "event_bytes=0", "rate=20000"}, 20000},
+    {"threads_adaptive_ucx_sm",
+     {"preset=ucx-opt", "ucx_tls=sm", "threads=adaptive", "event_bytes=2048", "rate=5000"}, 100000},
 };
 
 std::vector<std::tuple<Case, int>> cases() {

@@ -75,7 +75,8 @@ SLUICE_NAMES = ["loadgen", "node-a", "node-b", "sink"]
 
 CSV_FIELDS = (["round", "kind", "system", "tuple_bytes", "event_bytes", "message_bytes", "rate",
                "duration_s", "ok", "error", "tuples", "tuples_per_s", "p50_us", "p99_us", "max_us"]
-              + [f"cpu_pct_{h}" for h in HOPS] + ["started_utc", "wall_s", "loadavg_1m", "raw"])
+              + [f"cpu_pct_{h}" for h in HOPS] + ["inline_pct_nodes", "threads_seen",
+                                                  "started_utc", "wall_s", "loadavg_1m", "raw"])
 
 
 def log(msg):
@@ -241,6 +242,17 @@ def run_sluice(deploy, yaml, mode, tuple_bytes, event_bytes, rate, duration, ext
         p = by_name.get(n) or {}
         wall = p.get("wall_s") or 0
         row[f"cpu_pct_{h}"] = f"{100 * ((p.get('user_s') or 0) + (p.get('sys_s') or 0)) / wall:.2f}" if wall else ""
+    # What the nodes say they ran as (processes report `threads` once the key
+    # exists) and the share of events their receiving thread took through
+    # process and send itself (inline_events: adaptive, shared).
+    nodes = [p for p in rep.get("processes") or [] if p.get("role") == "node"]
+    seen = sorted({p["threads"] for p in nodes if p.get("threads")})
+    row["threads_seen"] = ",".join(seen)
+    if "inline_events" in (nodes[0] if nodes else {}):
+        ev = sum(p.get("events_in") or 0 for p in nodes)
+        row["inline_pct_nodes"] = f"{100 * sum(p.get('inline_events') or 0 for p in nodes) / ev:.1f}" if ev else ""
+    if mode != "default" and seen and seen != [mode]:
+        row.update(ok="false", error=f"asked for threads={mode}, the nodes report {','.join(seen)}")
     shutil.rmtree(rundir, ignore_errors=True)
     return row
 
@@ -304,7 +316,8 @@ def write_report(out, rows, args, systems, header):
               "they are). CPU %: user + system time over the measured interval (first message to end), "
               "% of one core, per process: source or loadgen / relay1 or node-a / relay2 or node-b / "
               "sink. Saturated: the sink saw under 90% of the rate asked for (then latency is queueing; "
-              "`sat.`: no ratio against a saturated baseline). "
+              "`sat.`: no ratio against a saturated baseline). Inline %: the share of the nodes' events "
+              "their receiving thread ran through process and send itself, no hand-off (`inline_events`). "
               f"1-minute load average over the runs: median {fmt(med(rows, 'loadavg_1m'), 2)}, max "
               f"{fmt(max((num(r.get('loadavg_1m')) or 0 for r in rows), default=None), 2)} "
               "(other work on the machine: the runs hold the CPU lock, builds do not).\n")
@@ -316,8 +329,8 @@ def write_report(out, rows, args, systems, header):
     rows = [r for r in rows if r["kind"] != "skipped"]
     refs = [p for p in PLAINS if p in systems]
     md.append("| tuple B | rate (events/s) | system | tuples/s | p50 us | p99 us | max us | "
-              + "".join(f"p50 x {p} | p99 x {p} | " for p in refs) + "CPU % per process | runs ok | note |")
-    md.append("|---|---|---|---|---|---|---|" + "---|---|" * len(refs) + "---|---|---|")
+              + "".join(f"p50 x {p} | p99 x {p} | " for p in refs) + "CPU % per process | inline % | runs ok | note |")
+    md.append("|---|---|---|---|---|---|---|" + "---|---|" * len(refs) + "---|---|---|---|")
     for tb in args.tuple_bytes:
         for rate in args.rates:
             base = {p: cell_rows(rows, kind="latency", system=p, tuple_bytes=tb, rate=rate) for p in refs}
@@ -337,7 +350,7 @@ def write_report(out, rows, args, systems, header):
                     note = f"saturated: {tps / float(rate):.0%} of the rate"
                 md.append(f"| {tb} | {rate_name(rate)} | {sysname} | {fmt(tps, 0)} | "
                           f"{fmt(p50)} | {fmt(p99)} | {fmt(med(rs, 'max_us'))} | {ratios}{cpu_cells(rs)} | "
-                          f"{nok}/{len(rs)} | {note} |")
+                          f"{fmt(med(rs, 'inline_pct_nodes'), 0)} | {nok}/{len(rs)} | {note} |")
     idle = [r for r in rows if r["kind"] == "idle"]
     if idle:
         md.append(f"\n## Idle: {args.idle_rate:g} events/s ({args.tuple_bytes[-1]} B tuples), CPU % of one core "

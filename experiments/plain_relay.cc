@@ -60,7 +60,6 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>

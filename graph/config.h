@@ -172,7 +172,7 @@ struct Deployment {
   // The node.
   Wait wait = Wait::kBlock;        // descriptor rings: block | spin | hybrid
   bool handover_copy = false;      // handover: copy (original) | descriptor
-  std::string threads = "dedicated";  // dedicated | shared | adaptive: every process's unless it sets its own
+  std::string threads = "adaptive";   // dedicated | shared | adaptive: every process's unless it sets its own
   uint32_t ring_slots = 1024;      // descriptors per ring (power of two)
   uint32_t loadgen_slots = 1024;   // generator pool slots, at most (about 4 MiB of events)
 

@@ -18,6 +18,9 @@ namespace {
 constexpr size_t kReceiveBatch = 64;
 constexpr size_t kProcessBatch = 256;
 constexpr size_t kSendBatch = 1024;  // everything queued, up to one gather list
+// threads: adaptive: batches in a row that came without a wait, beyond which
+// the stream is backed up and the receiving thread hands off.
+constexpr uint32_t kBacklogBatches = 8;
 
 struct Counts {
   uint64_t events, tuples, bytes;
@@ -682,27 +685,37 @@ bool Instance::push_all(int stage, SpscRing<Descriptor>& ring, const Descriptor*
   return true;
 }
 
+// The receive stage's step: the source's next batch, counted. *n = 0: the
+// stream ended (or the status says why not).
+Status Instance::receive_batch(std::span<Descriptor> batch, size_t* n) {
+  Status st = source_->next(batch, n);
+  if (!st.ok() || *n == 0) return st;
+  const auto [ev, tu, by] = count(batch.data(), *n);
+  if (!first_event_seen_ && ev) {
+    first_event_seen_ = true;
+    on_first_event_();
+  }
+  in_.add(ev, tu, by);
+  count_stage(0, ev);
+  return st;
+}
+
 void Instance::receive_loop() {
   const CpuTimes c0 = CpuTimes::thread();
   Status st = source_->start();
   Descriptor batch[kReceiveBatch];
-  bool first = true;
   while (st.ok()) {
     size_t n = 0;
-    st = source_->next(batch, &n);
+    st = receive_batch(batch, &n);
     if (!st.ok() || n == 0) break;
-    const auto [ev, tu, by] = count(batch, n);
-    if (first && ev) {
-      first = false;
-      on_first_event_();
-    }
-    in_.add(ev, tu, by);
-    count_stage(0, ev);
     // Run to completion: the stream is not backed up (the source waited for
     // this batch) and the process stage holds nothing (it finished all it
     // was handed): this thread runs the operators itself, and sends too if
     // the send stage is idle. END always goes through the stages.
-    if (cfg_.threads == Threads::kAdaptive && source_->waited() &&
+    // One batch that came at once is no backlog (the next event was there
+    // as this thread finished the last one); a run of them is.
+    unwaited_ = source_->waited() ? 0 : unwaited_ + 1;
+    if (cfg_.threads == Threads::kAdaptive && unwaited_ <= kBacklogBatches &&
         processed_.load(std::memory_order_acquire) == handed_ && !(batch[n - 1].flags & kDescEnd)) {
       inline_ = true;
       proc_stage_ = 0;
@@ -976,23 +989,15 @@ void Instance::shared_loop() {
   if (st.ok()) st = source_->start();
   source_->set_idle_work(dest_.get());
   Descriptor batch[kReceiveBatch];
-  bool first = true, ok = true;
+  bool ok = true, finished = false;
   inline_ = true;
   proc_stage_ = 0;
-  bool finished = false;
   // After END went out the source is still asked for more: it returns 0
   // once every upstream link finished (its last credits went back).
   while (st.ok() && ok) {
     size_t n = 0;
-    st = source_->next(batch, &n);
+    st = receive_batch(batch, &n);
     if (!st.ok() || n == 0) break;
-    const auto [ev, tu, by] = count(batch, n);
-    if (first && ev) {
-      first = false;
-      on_first_event_();
-    }
-    in_.add(ev, tu, by);
-    count_stage(0, ev);
     ok = process_batch(batch, n);
     if (ok && ended_ && !finished) {
       finished = true;

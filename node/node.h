@@ -296,6 +296,8 @@ class Instance {
  private:
   void receive_loop();
   void shared_loop();
+  Status receive_batch(std::span<Descriptor> batch, size_t* n);
+  bool first_event_seen_ = false;  // the receiving thread's
   // The process stage's work on a batch; what it keeps goes to forward().
   bool process_batch(Descriptor* batch, size_t n);
   // To the send stage: consumed here (shared; adaptive while the send
@@ -353,6 +355,7 @@ class Instance {
   bool inline_ = false;           // the receiving thread runs process (and send) now
   int proc_stage_ = 1;            // the stage whose blocked time a full to_send_ counts to
   uint64_t handed_ = 0;           // descriptors pushed to to_process_ (receive thread only)
+  uint32_t unwaited_ = 0;         // batches in a row that came without a wait (receive thread only)
   std::atomic<uint64_t> processed_{0};  // of those, done by the process thread
   std::atomic<uint64_t> queued_{0};     // descriptors pushed to to_send_, by whoever produced them
   std::atomic<uint64_t> sent_{0};       // of those, consumed by the send thread

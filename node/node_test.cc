@@ -114,13 +114,14 @@ TEST(Threads, AnIdleAdaptiveNodeRunsEventsOnTheReceivingThread) {
   EXPECT_LE(r.inline_events, 60u);
 }
 
-// A busy node (the generator never waits for its schedule): every event is
+// A busy node (the generator never waits for its schedule): after the first
+// batches (8 in a row without a wait may still be a lull), every event is
 // handed to the stage threads, as with dedicated threads.
-TEST(Threads, ABusyAdaptiveNodeHandsEveryEventOff) {
-  Deployment d = small_deployment(64, 2048, 20000);
+TEST(Threads, ABusyAdaptiveNodeHandsOff) {
+  Deployment d = small_deployment(64, 2048, 20000);  // 625 events
   Result r = run_local(d, {}, Wait::kBlock, false, Threads::kAdaptive);
   expect_every_tuple_once(r, 20000, "adaptive, busy");
-  EXPECT_EQ(r.inline_events, 0u);
+  EXPECT_LE(r.inline_events, 8u * d.loadgen_slots);  // 8 batches of at most 8 slots' events
   Result dedicated = run_local(d, {}, Wait::kBlock, false, Threads::kDedicated);
   expect_every_tuple_once(dedicated, 20000, "dedicated");
   EXPECT_EQ(dedicated.inline_events, 0u);

@@ -22,12 +22,17 @@ TEST_P(Pipeline, EveryTupleArrivesOnceAndIntact) {
   expect_clean(r, c.tuples * c.instances);
   // threads: every process ran in the mode asked for; shared ran every event
   // to completion, adaptive at a rate some.
-  std::string threads = "dedicated";
-  bool rate = false;
+  std::string threads = "adaptive";  // the default
+  bool rate = false, original = false, copy = false, descriptor = false;
   for (const auto& s : c.sets) {
     if (s.rfind("threads=", 0) == 0) threads = s.substr(8);
     rate = rate || s.rfind("rate=", 0) == 0;
+    original = original || s == "preset=original";
+    copy = copy || s == "handover=copy";
+    descriptor = descriptor || s == "handover=descriptor";
   }
+  // A handover copy (original's) is always dedicated.
+  if (copy || (original && !descriptor)) threads = "dedicated";
   if (!r.json.IsMap()) return;
   for (const auto& p : r.json["processes"]) {
     const std::string name = p["name"].as<std::string>();

@@ -211,6 +211,13 @@ class FabricEndpoint final : public msg::Endpoint {
 
   // An active endpoint on `info`, bound to the queues and enabled.
   Status open_ep(fi_info* info) {
+    // One at a time in a process: libfabric's shm provider names each
+    // endpoint from a process-wide counter it increments without a lock, so
+    // two made at once (a node's receive thread accepting while its send
+    // thread connects) could take the same name, and the second fi_enable
+    // failed with EBUSY (seen about once in a full test run).
+    static std::mutex mu;
+    std::lock_guard lk(mu);
     int ret = fi_endpoint(d_->domain, info, &ep_, nullptr);
     if (ret) return Status::Error(fmt::format("fi_endpoint: {}", fi_text(ret)));
     ret = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV);

@@ -18,15 +18,48 @@
 //
 // --congestion sets TCP_CONGESTION on every socket (listening, accepted and
 // connected), so the baseline runs with the same choice as sluice's links.
+//
+// Latency mode (--message-bytes N on all four; experiments/latency.py): the
+// same four processes move fixed-size messages instead of a byte stream.
+//
+//   1. sink --listen P3 --message-bytes N --json   reads whole messages, records
+//      each one's one-way latency, prints messages, messages_per_s and
+//      latency_us {p50, p99, max} when its upstream closes
+//   2. relay --listen P2 --connect H:P3 --message-bytes N   reads exactly one
+//      message, writes it, reads the next
+//   3. relay --listen P1 --connect H:P2 --message-bytes N
+//   4. source --connect H:P1 --message-bytes N --rate R --duration S   sends
+//      R messages/s (0: as fast as it can) for S seconds, then closes
+//
+// --batch on all four: the source writes every message due at once (up to
+// --chunk bytes), relays copy bytes as they come (as without latency mode),
+// the sink reads what is there and takes every whole message in it. Plain
+// sockets batching as sluice does when events queue up; without it each
+// message costs a read and a write per hop, and four such processes on two
+// cores top out well below 100,000 messages/s.
+//
+// A message (N >= 16 bytes; the rest is filler):
+//
+//  byte 0                  8                  16          N
+//       +------------------+------------------+-----------+
+//       | send time, ns    | sequence number  | filler    |
+//       +------------------+------------------+-----------+
+//
+// The send time is CLOCK_MONOTONIC, read just before the write: all four
+// processes run on one machine. The sink keeps latencies in sluice's own
+// LatencyHistogram (fixed size, 6% buckets, nothing allocated per message),
+// so both sides of a comparison compute percentiles the same way.
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -38,6 +71,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "node/metrics.h"
 
 namespace {
 
@@ -186,6 +220,171 @@ size_t read_some(int fd, char* p, size_t n, const char* what) {
   }
 }
 
+// Reads exactly n bytes: true with all of them, false at end of stream
+// before the first; end of stream inside them is an error (a torn message).
+bool read_exact(int fd, char* p, size_t n, const char* what) {
+  size_t got = 0;
+  while (got < n) {
+    size_t r = read_some(fd, p + got, n - got, what);
+    if (r == 0) {
+      if (got == 0) return false;
+      throw Fatal(std::string("stream from ") + what + " ended inside a message (" + std::to_string(got) +
+                  " of " + std::to_string(n) + " bytes)");
+    }
+    got += r;
+  }
+  return true;
+}
+
+uint64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+void sleep_until_ns(uint64_t t) {
+  timespec ts{static_cast<time_t>(t / 1000000000ull), static_cast<long>(t % 1000000000ull)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+// Latency mode's source. Pacing as sluice's load generator paces `rate`
+// (loadgen/generator.cc, Generator::allowed_now): message i is due at
+// t0 + i / rate, an absolute schedule, so sleeping late never accumulates as
+// drift; when it is behind, every message already due goes out back to back
+// (the generator hands all due events out at once), none is skipped; each
+// is stamped when it is sent, not when it was due (the generator stamps the
+// events it makes with the time it makes them). The generator sleeps toward
+// the deadline with a relative sleep; this sleeps with clock_nanosleep
+// (TIMER_ABSTIME) on the deadline itself: the same schedule.
+//
+// One message per write; with `batch`, all the messages due (up to --chunk
+// bytes of them, as many as it can at rate 0) in one write, as sluice's send
+// stage gathers the events the generator hands out together.
+int run_source_latency(const std::string& connect, double duration_s, double rate, size_t message_bytes,
+                       bool batch, const Options& o) {
+  Fd s = connect_to(connect, o);
+  const size_t per_write = batch ? std::max<size_t>(1, o.chunk / message_bytes) : 1;
+  std::vector<char> buf(per_write * message_bytes);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<char>(i * 131 + 7);
+  const uint64_t t0 = mono_ns();
+  const uint64_t end = t0 + static_cast<uint64_t>(duration_s * 1e9);
+  auto due_ns = [&](uint64_t i) { return t0 + static_cast<uint64_t>(static_cast<double>(i) * 1e9 / rate); };
+  uint64_t seq = 0;
+  for (;;) {
+    uint64_t now = mono_ns();
+    size_t n = per_write;
+    if (rate > 0) {
+      if (due_ns(seq) >= end) break;
+      if (due_ns(seq) > now) {
+        sleep_until_ns(due_ns(seq));
+        now = mono_ns();
+      }
+      // Messages due by now (and before the end), this one included.
+      size_t due = 1;
+      while (due < per_write && due_ns(seq + due) <= now && due_ns(seq + due) < end) ++due;
+      n = due;
+    }
+    if (now >= end) break;
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t q = seq + i;
+      std::memcpy(buf.data() + i * message_bytes, &now, 8);
+      std::memcpy(buf.data() + i * message_bytes + 8, &q, 8);
+    }
+    if (!write_all(s.get(), buf.data(), n * message_bytes, connect.c_str())) return 1;
+    seq += n;
+  }
+  ::shutdown(s.get(), SHUT_WR);
+  char sink[256];
+  while (read_some(s.get(), sink, sizeof sink, connect.c_str()) > 0) {
+  }
+  double secs = static_cast<double>(mono_ns() - t0) / 1e9;
+  std::fprintf(stderr, "sluice-plainrelay source: sent %" PRIu64 " messages of %zu bytes in %.3f s\n", seq,
+               message_bytes, secs);
+  return 0;
+}
+
+// Latency mode's relay: one message in, the same message out, nothing held.
+// (With --batch a relay copies bytes as they come: run_relay.)
+int run_relay_latency(uint16_t listen_port, const std::string& connect, size_t message_bytes,
+                      const Options& o) {
+  Fd l = listen_on(listen_port, o);
+  Fd down = connect_to(connect, o);
+  Fd up = accept_one(l, listen_port, o);
+  l.reset();
+  std::vector<char> msg(message_bytes);
+  uint64_t moved = 0;
+  while (read_exact(up.get(), msg.data(), msg.size(), "upstream")) {
+    if (!write_all(down.get(), msg.data(), msg.size(), connect.c_str())) return 1;
+    ++moved;
+  }
+  ::shutdown(down.get(), SHUT_WR);
+  char tmp[256];
+  while (read_some(down.get(), tmp, sizeof tmp, connect.c_str()) > 0) {
+  }
+  std::fprintf(stderr, "sluice-plainrelay relay :%u: moved %" PRIu64 " messages\n", listen_port, moved);
+  return 0;
+}
+
+// Latency mode's sink: whole messages, one latency each (arrival - send
+// time); a sequence number other than the next expected counts as out of
+// order. One message per read; with `batch`, what is there (up to --chunk
+// bytes), every whole message in it arriving at the time of that read.
+int run_sink_latency(uint16_t listen_port, bool json, size_t message_bytes, bool batch, const Options& o) {
+  Fd l = listen_on(listen_port, o);
+  Fd up = accept_one(l, listen_port, o);
+  l.reset();
+  std::vector<char> buf(batch ? std::max(o.chunk, message_bytes) : message_bytes);
+  sluice::LatencyHistogram lat;
+  uint64_t messages = 0, out_of_order = 0;
+  uint64_t first = 0;
+  size_t have = 0;  // bytes of a message not yet whole, at the front of buf
+  for (;;) {
+    if (batch) {
+      const size_t r = read_some(up.get(), buf.data() + have, buf.size() - have, "upstream");
+      if (r == 0) {
+        if (have)
+          throw Fatal("stream from upstream ended inside a message (" + std::to_string(have) + " of " +
+                      std::to_string(message_bytes) + " bytes)");
+        break;
+      }
+      have += r;
+    } else {
+      if (!read_exact(up.get(), buf.data(), message_bytes, "upstream")) break;
+      have = message_bytes;
+    }
+    const uint64_t now = mono_ns();
+    size_t at = 0;
+    for (; have - at >= message_bytes; at += message_bytes) {
+      uint64_t sent, seq;
+      std::memcpy(&sent, buf.data() + at, 8);
+      std::memcpy(&seq, buf.data() + at + 8, 8);
+      lat.record(now > sent ? now - sent : 0);
+      if (seq != messages) ++out_of_order;
+      if (messages++ == 0) first = now;
+    }
+    std::memmove(buf.data(), buf.data() + at, have - at);
+    have -= at;
+  }
+  const uint64_t last = mono_ns();
+  const double secs = messages ? static_cast<double>(last - first) / 1e9 : 0.0;
+  const double per_s = secs > 0 ? static_cast<double>(messages) / secs : 0.0;
+  const double p50 = static_cast<double>(lat.percentile(50)) / 1e3;
+  const double p99 = static_cast<double>(lat.percentile(99)) / 1e3;
+  const double mx = static_cast<double>(lat.max()) / 1e3;
+  if (json)
+    std::printf("{\"messages\":%" PRIu64 ",\"message_bytes\":%zu,\"out_of_order\":%" PRIu64
+                ",\"seconds\":%.6f,\"messages_per_s\":%.1f,"
+                "\"latency_us\":{\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f}}\n",
+                messages, message_bytes, out_of_order, secs, per_s, p50, p99, mx);
+  else
+    std::printf("sink: %" PRIu64 " messages of %zu bytes in %.3f s = %.0f/s, latency p50 %.1f us, p99 %.1f us, "
+                "max %.1f us, %" PRIu64 " out of order\n",
+                messages, message_bytes, secs, per_s, p50, p99, mx, out_of_order);
+  std::fflush(stdout);
+  return messages && out_of_order == 0 ? 0 : 1;
+}
+
 int run_source(const std::string& connect, uint64_t max_bytes, double duration_s, const Options& o) {
   Fd s = connect_to(connect, o);
   std::vector<char> chunk(o.chunk);
@@ -283,26 +482,54 @@ int main(int argc, char** argv) {
   uint64_t bytes = 0;
   double duration = 0;
   bool json = false;
+  size_t message_bytes = 0;  // > 0: latency mode
+  double rate = 0;
+  bool batch = false;
+  auto add_message = [&](CLI::App* c) {
+    c->add_option("--message-bytes", message_bytes,
+                  "latency mode: fixed-size messages of this many bytes (>= 16), one read and one write each; "
+                  "the same on all four processes")
+        ->check(CLI::Range(size_t{16}, size_t{1} << 24));
+    c->add_flag("--batch", batch,
+                "latency mode: read and write what is there, up to --chunk bytes (the source: every message "
+                "due in one write), instead of one message at a time");
+  };
 
   auto* src = app.add_subcommand("source", "write chunks to --connect for --duration s or --bytes");
   src->add_option("--connect", connect, "HOST:PORT of the first relay (or the sink)")->required();
   src->add_option("--bytes", bytes, "stop after this many bytes (0: no limit)");
   src->add_option("--duration", duration, "stop after this many seconds (0: no limit)");
+  src->add_option("--rate", rate, "latency mode: messages per second (0: as fast as it can)")
+      ->check(CLI::NonNegativeNumber);
+  add_message(src);
   add_common(src);
 
   auto* rel = app.add_subcommand("relay", "accept one connection on --listen, copy it to --connect");
   rel->add_option("--listen", listen_port, "port to listen on")->required();
   rel->add_option("--connect", connect, "HOST:PORT downstream")->required();
+  add_message(rel);
   add_common(rel);
 
   auto* snk = app.add_subcommand("sink", "accept one connection, count bytes, report at end");
   snk->add_option("--listen", listen_port, "port to listen on")->required();
-  snk->add_flag("--json", json, "print {\"bytes\",\"seconds\",\"gbps\"} on stdout");
+  snk->add_flag("--json", json,
+                "print {\"bytes\",\"seconds\",\"gbps\"} on stdout (latency mode: {\"messages\", "
+                "\"messages_per_s\", \"latency_us\", ...})");
+  add_message(snk);
   add_common(snk);
 
   CLI11_PARSE(app, argc, argv);
 
   try {
+    if (message_bytes) {
+      if (*src) {
+        if (bytes) throw Fatal("--bytes is not for latency mode (--message-bytes): give --duration");
+        return run_source_latency(connect, duration > 0 ? duration : 5, rate, message_bytes, batch, o);
+      }
+      if (*rel) return batch ? run_relay(listen_port, connect, o) : run_relay_latency(listen_port, connect, message_bytes, o);
+      if (*snk) return run_sink_latency(listen_port, json, message_bytes, batch, o);
+    }
+    if (rate > 0 || batch) throw Fatal("--rate and --batch are for latency mode: give --message-bytes too");
     if (*src) {
       if (bytes == 0 && duration <= 0) duration = 5;
       return run_source(connect, bytes, duration, o);

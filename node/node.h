@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -366,6 +367,9 @@ class Instance {
   std::mutex send_mu_;            // dest_: the send thread, or the receiving thread sending inline
   std::atomic<bool> kick_{false};       // an inline send left dest_ busy: the send thread reaps
   std::atomic<bool> dest_started_{false};
+  std::mutex start_mu_;           // the receive stage starts its source after dest_ started
+  std::condition_variable start_cv_;
+  bool dest_start_done_ = false;
   bool ended_ = false;            // shared: END was consumed
   std::atomic<uint64_t> inline_events_{0};
   mutable std::mutex mu_;

@@ -228,6 +228,10 @@ const std::vector<LinkKey>& link_keys() {
                 "on: upstream backup: a sender keeps what it sent until the receiver "
                 "acknowledges it, connects again after a break and replays the rest (nothing "
                 "lost when a node dies and restarts; transport/PROTOCOL.md section 5)"),
+      link_uint("max_delay_us", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.max_delay_us; },
+                "how long the sending node may hold what it has queued for this link, waiting "
+                "for more to fill a frame (a slot of the receiver's), in microseconds; 0: it "
+                "sends at once. One-tuple events at high rates then travel many to a frame"),
       link_uint("reconnect_timeout_ms", nullptr,
                 +[](LinkOptions& l) -> uint32_t& { return l.reconnect_timeout_ms; },
                 "with acks: how long a sender whose link broke keeps trying to connect again "

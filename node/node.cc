@@ -1,3 +1,6 @@
+// The instance: its receive, process and send stages, the rings between them,
+// and how they share threads (dedicated, shared, adaptive: "Run to
+// completion" in docs/DESIGN.md). The network stages are in net.cc.
 #include "node/node.h"
 
 #include <fmt/format.h>
@@ -21,6 +24,12 @@ constexpr size_t kSendBatch = 1024;  // everything queued, up to one gather list
 // threads: adaptive: batches in a row that came without a wait, beyond which
 // the stream is backed up and the receiving thread hands off.
 constexpr uint32_t kBacklogBatches = 8;
+// threads: adaptive: the most bytes a batch may name and still run to
+// completion. Run to completion saves the hand-offs' fixed cost (a wake-up,
+// tens of microseconds); a large batch costs its bytes, and receiving the
+// next one while sending this one wins: with 32 KiB events run inline, a
+// full-rate pipeline ran at 0.87x dedicated's tuples/s (issue 17's notes).
+constexpr uint64_t kInlineBytes = 8192;
 
 struct Counts {
   uint64_t events, tuples, bytes;
@@ -35,10 +44,6 @@ Counts count(const Descriptor* d, size_t n) {
     c.bytes += d[i].bytes;
   }
   return c;
-}
-// A link's name as metrics label it: FROM->TO (bounded: the deployment's links).
-std::string link_label(const LinkOptions& o) {
-  return fmt::format("{}->{}", o.from.empty() ? "?" : o.from, o.to.empty() ? "?" : o.to);
 }
 }  // namespace
 
@@ -70,526 +75,6 @@ bool Source::idle_wait(std::span<const int> fds, int ms, Status* st) {
   // Bounded: a carrier whose peer died may say so only when asked.
   ::poll(idle_poll_.data(), idle_poll_.size(), ms < 0 || ms > 200 ? 200 : ms);
   return true;
-}
-
-// ---- NetSource --------------------------------------------------------------
-
-NetSource::NetSource(const std::vector<LinkOptions>& links) : opts_(links) {}
-
-NetSource::~NetSource() {
-  for (auto& l : listeners_) l->shutdown();
-  for (auto& r : rejoin_)
-    if (r && r->accepting.joinable()) r->accepting.join();
-  if (epfd_ >= 0) ::close(epfd_);
-}
-
-std::unique_ptr<NetSource> NetSource::make(const std::vector<LinkOptions>& links,
-                                           TransportContext& ctx, Status* st, size_t reserve) {
-  if (links.empty() || links.size() > UINT16_MAX) {
-    *st = Status::Error(fmt::format("a receive stage needs 1..{} upstream links, got {}",
-                                    UINT16_MAX, links.size()));
-    return nullptr;
-  }
-  std::unique_ptr<NetSource> s(new NetSource(links));
-  size_t slots = 0, slot_bytes = 0;
-  for (const auto& l : links) {
-    slots += l.slots;
-    slot_bytes = std::max<size_t>(slot_bytes, l.slot_bytes);
-  }
-  s->pool_ = std::make_unique<SlotPool>(slots, slot_bytes, reserve);
-  *st = ctx.register_pool(*s->pool_);
-  if (!st->ok()) return nullptr;
-  // Every slot starts with its link: posted, and granted by the handshake.
-  std::vector<uint32_t> all(slots);  // the links' slots; the reserve is the process stage's
-  if (s->pool_->try_acquire_n(all.data(), slots) != slots) {
-    *st = Status::Error("a fresh pool did not hand out every slot");
-    return nullptr;
-  }
-  s->owner_.resize(slots);
-  uint32_t first = 0;
-  for (size_t i = 0; i < links.size(); ++i) {
-    for (uint32_t k = 0; k < links[i].slots; ++k) s->owner_[first + k] = static_cast<uint16_t>(i);
-    s->first_.push_back(first);
-    auto l = make_listener(links[i], *s->pool_, first, ctx, st);
-    if (!l) return nullptr;
-    s->listeners_.push_back(std::move(l));
-    first += links[i].slots;
-  }
-  s->merged_ = std::make_unique<EndOfStream>();
-  s->epfd_ = epoll_create1(EPOLL_CLOEXEC);
-  if (s->epfd_ < 0 || !s->pool_->freed().enable_fd()) {
-    *st = Status::Error(fmt::format("epoll/eventfd for the receive stage: {}", strerror(errno)));
-    return nullptr;
-  }
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u64 = UINT64_MAX;  // the pool
-  epoll_ctl(s->epfd_, EPOLL_CTL_ADD, s->pool_->freed().fd(), &ev);
-  return s;
-}
-
-// Every upstream connects on its own schedule: accept them side by side.
-Status NetSource::start() {
-  std::vector<std::unique_ptr<Receiver>> got(listeners_.size());
-  std::vector<Status> sts(listeners_.size());
-  std::vector<std::thread> ts;
-  for (size_t i = 0; i < listeners_.size(); ++i)
-    ts.emplace_back([&, i] {
-      got[i] = listeners_[i]->accept(&sts[i]);
-      // One failed accept ends the stage: the others must not wait forever.
-      if (!got[i])
-        for (auto& l : listeners_) l->shutdown();
-    });
-  for (auto& t : ts) t.join();
-  std::lock_guard lk(mu_);
-  for (size_t i = 0; i < got.size(); ++i)
-    if (!got[i]) return sts[i];
-  links_ = std::move(got);
-  if (shut_) {
-    for (auto& r : links_) r->shutdown();
-    return Status::Error("shut down while accepting");
-  }
-  // Strangers (a second sender, a port scanner) are answered and closed
-  // from now on, not left in the backlog until their own timeout.
-  for (auto& l : listeners_) l->turn_away(true);
-  watching_.assign(links_.size(), true);
-  rejoin_.clear();
-  for (size_t i = 0; i < links_.size(); ++i) rejoin_.push_back(std::make_unique<Rejoin>());
-  for (size_t i = 0; i < links_.size(); ++i) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = i;
-    epoll_ctl(epfd_, EPOLL_CTL_ADD, links_[i]->wait_fd(), &ev);
-  }
-  return {};
-}
-
-// Slots released anywhere come back to their link: posted and credited.
-Status NetSource::give_back_freed() {
-  uint32_t freed[64];
-  size_t n;
-  while ((n = pool_->try_acquire_n(freed, 64)) > 0)
-    for (size_t i = 0; i < n; ++i) {
-      const uint16_t l = owner_[freed[i]];
-      Status st = links_[l]->give_back(freed[i]);
-      if (!st) st = link_broke(l, st);  // a credit message to an upstream that is gone
-      if (!st) return st;
-    }
-  return {};
-}
-
-// A link with acks broke (its upstream died, or the network between): what
-// it had handed out goes on through the node; once every slot of it came
-// back, the listener waits for the upstream to connect again, and its sender
-// replays what was not acknowledged. Without acks the error ends the stage.
-Status NetSource::link_broke(size_t i, const Status& why) {
-  if (!opts_[i].acks || shut_ || pool_->closed()) return why;
-  if (rejoin_[i]->down) return {};
-  spdlog::warn("{}; waiting for its upstream to connect again", why.message());
-  if (watching_[i]) {
-    epoll_ctl(epfd_, EPOLL_CTL_DEL, links_[i]->wait_fd(), nullptr);
-    watching_[i] = false;
-  }
-  rejoin_[i]->down = true;
-  return {};
-}
-
-Status NetSource::tend_broken() {
-  for (size_t i = 0; i < links_.size(); ++i) {
-    Rejoin& r = *rejoin_[i];
-    if (!r.down) continue;
-    if (!r.accepting.joinable()) {
-      // Its slots must all be back before a new connection posts them.
-      if (links_[i]->outstanding() > 0) continue;
-      r.done = false;
-      listeners_[i]->turn_away(false);  // the upstream's reconnect is accepted
-      r.accepting = std::thread([this, i, &r] {
-        r.next = listeners_[i]->accept(&r.error);
-        r.done.store(true, std::memory_order_release);
-      });
-      continue;
-    }
-    if (!r.done.load(std::memory_order_acquire)) continue;
-    r.accepting.join();
-    if (!r.next) return r.error.ok() ? Status::Error("shut down while accepting") : r.error;
-    {
-      std::lock_guard lk(mu_);
-      links_[i] = std::move(r.next);
-    }
-    listeners_[i]->turn_away(true);
-    r.down = false;
-    ++reconnects_;
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = i;
-    epoll_ctl(epfd_, EPOLL_CTL_ADD, links_[i]->wait_fd(), &ev);
-    watching_[i] = true;
-    spdlog::info("{}: connected again", links_[i]->name());
-  }
-  return {};
-}
-
-// A link's END: merged into one END for the instance. Every END but the last
-// frees its slot at once; the last carries the merged totals. False: drop it.
-bool NetSource::merge_end(const Descriptor& d) {
-  auto eos = std::make_unique<EndOfStream>();  // once per link, at its end
-  read_end(pool_->slot(d.slot), d.bytes, eos.get());  // checked
-  merged_->flags |= eos->flags & kEndAccounts;
-  for (uint32_t i = 0; i < eos->n_streams && merged_->n_streams < kMaxStreams; ++i) {
-    merged_->accounts[merged_->n_streams] = eos->accounts[i];
-    merged_->streams[merged_->n_streams++] = eos->streams[i];
-  }
-  ++ended_;
-  if (ended_ < links_.size()) {
-    (void)pool_->release(d.slot);
-    return false;
-  }
-  return true;
-}
-
-// Sleeps until a link has something, or enough slots came back to matter: a
-// credit batch, when some upstream is short of credits. An upstream that
-// still holds a batch of credits sends, and its frames wake this stage,
-// which then returns whatever came back: so freed slots cost no wake-up of
-// their own unless an upstream would otherwise wait.
-Status NetSource::sleep() {
-  int timeout = -1;
-  size_t threshold = end_out_ ? 1 : pool_->reserve_first();
-  for (size_t i = 0; i < links_.size(); ++i) {
-    if (rejoin_[i]->down) timeout = 20;  // look at the accept now and then
-    if (!watching_[i]) continue;
-    // With acks, nothing owed waits for a batch while this stage sleeps: a
-    // sender may be waiting for acknowledgements (its replay log full, or
-    // its close).
-    if (opts_[i].acks) {
-      Status st = links_[i]->flush_credits();
-      if (!st) {
-        st = link_broke(i, st);
-        if (!st) return st;
-        continue;
-      }
-    }
-    const int p = links_[i]->poll_period_ms();
-    if (p >= 0 && (timeout < 0 || p < timeout)) timeout = p;
-    const Receiver& l = *links_[i];
-    if (l.sender_credits() < l.credit_batch()) threshold = std::min<size_t>(threshold, l.credit_batch());
-    // With acks, a slot that comes back is an acknowledgement an upstream
-    // may be waiting for (its log, its pool, its close): wake for a credit
-    // batch of them, or for all it has out if fewer, so none is left unsent.
-    if (opts_[i].acks && l.outstanding() > 0)
-      threshold = std::min<size_t>(threshold, std::min<uint64_t>(l.credit_batch(), l.outstanding()));
-  }
-  if (threshold != wake_threshold_) pool_->set_wake_threshold(wake_threshold_ = threshold);
-  EventCount& freed = pool_->freed();
-  freed.prepare_fd_wait();
-  bool rang = false;
-  if (pool_->free_slots() < wake_threshold_ && !pool_->closed()) {
-    waited_ = true;
-    // threads: shared: the send stage's carrier work is this thread's too.
-    Status idle_st;
-    const int ep[1] = {epfd_};
-    if (idle_wait(ep, timeout, &idle_st)) {
-      freed.finish_fd_wait(true);  // the pool's eventfd may have rung: drained next time
-      return idle_st;
-    }
-    epoll_event evs[16];
-    int r = epoll_wait(epfd_, evs, 16, timeout);
-    if (r < 0 && errno != EINTR) {
-      freed.finish_fd_wait(true);
-      return Status::Error(fmt::format("epoll_wait failed: {}", strerror(errno)));
-    }
-    for (int i = 0; i < r; ++i) rang = rang || evs[i].data.u64 == UINT64_MAX;
-  }
-  freed.finish_fd_wait(rang);
-  return {};
-}
-
-Status NetSource::next(std::span<Descriptor> out, size_t* n) {
-  *n = 0;
-  waited_ = false;
-  for (;;) {
-    if (pool_->closed()) return Status::Error("receive stage shut down");
-    Status st = give_back_freed();
-    if (!st) return st;
-    st = tend_broken();
-    if (!st) return st;
-    if (end_out_) {
-      // The stream has ended; stay until every END slot came back, so each
-      // link returns its last credits and finishes cleanly.
-      bool all = true;
-      for (auto& l : links_) all = all && l->finished();
-      if (all) return {};
-      st = sleep();
-      if (!st) return st;
-      continue;
-    }
-    size_t k = 0;
-    for (size_t j = 0; j < links_.size() && k < out.size(); ++j) {
-      const size_t i = (rr_ + j) % links_.size();
-      Receiver& l = *links_[i];
-      if (l.ended() || rejoin_[i]->down) continue;
-      size_t got = 0;
-      st = l.poll(out.subspan(k), &got);
-      if (!st) {
-        st = link_broke(i, st);
-        if (!st) return st;
-        continue;
-      }
-      for (size_t e = k; e < k + got; ++e) {
-        if (!(out[e].flags & kDescEnd)) continue;
-        if (watching_[i]) {
-          epoll_ctl(epfd_, EPOLL_CTL_DEL, l.wait_fd(), nullptr);  // EOF stays readable
-          watching_[i] = false;
-        }
-        if (links_.size() == 1) {
-          end_out_ = true;
-          continue;
-        }
-        if (merge_end(out[e])) {
-          write_end(*merged_, pool_->slot(out[e].slot));
-          out[e].bytes = static_cast<uint32_t>(merged_->wire_bytes());
-          end_out_ = true;
-        } else {
-          std::memmove(&out[e], &out[e + 1], (k + got - e - 1) * sizeof(Descriptor));
-          --got;
-          --e;
-        }
-      }
-      k += got;
-    }
-    rr_ = (rr_ + 1) % links_.size();
-    if (k > 0) {
-      *n = k;
-      return {};
-    }
-    st = sleep();
-    if (!st) return st;
-  }
-}
-
-void NetSource::shutdown() {
-  std::lock_guard lk(mu_);
-  shut_ = true;  // read unlocked by the stage: a broken link then just ends it
-  for (auto& l : listeners_) l->shutdown();
-  for (auto& r : links_) r->shutdown();
-  pool_->close();
-}
-
-void NetSource::report(ProcessSummary& s) const { s.reconnects += reconnects_; }
-
-void NetSource::live_links(std::vector<LiveLink>* out) const {
-  std::lock_guard lk(mu_);
-  for (size_t i = 0; i < links_.size(); ++i)
-    out->push_back({link_label(opts_[i]), false, links_[i]->stats()});
-}
-
-// ---- NetDestination ---------------------------------------------------------
-
-namespace {
-constexpr size_t kLinkBatch = 1024;
-}
-
-NetDestination::NetDestination(std::vector<LinkOptions> links, Split split, SlotPool& pool,
-                               TransportContext& ctx, std::shared_ptr<const PartitionTally> tally)
-    : opts_(std::move(links)), split_(split), pool_(pool), ctx_(ctx), tally_(std::move(tally)) {}
-
-Status NetDestination::start() {
-  if (split_ == Split::kKey && opts_.size() > 1 && (!tally_ || tally_->links() != opts_.size()))
-    return Status::Error(fmt::format("split: key over {} links needs the process stage's partition "
-                                     "tally for as many", opts_.size()));
-  Status st = ctx_.register_pool(pool_);
-  if (!st) return st;
-  for (const auto& o : opts_) {
-    auto s = make_sender(o, pool_, ctx_, &st);
-    if (!s) return st;
-    std::lock_guard lk(mu_);
-    links_.push_back(std::move(s));
-  }
-  batch_.assign(links_.size(), std::vector<Descriptor>(kLinkBatch));
-  nbatch_.assign(links_.size(), 0);
-  runs_.resize(pool_.slot_bytes() / kEventHeaderBytes + 1);
-  end_ = std::make_unique<EndOfStream>();
-  end_all_ = std::make_unique<EndOfStream>();
-  end_wire_ = std::make_unique<std::byte[]>(kMaxEndBytes);
-  last_stats_.resize(links_.size());
-  return {};
-}
-
-Status NetDestination::flush(size_t i) {
-  if (nbatch_[i] == 0) return {};
-  Status st = links_[i]->send(std::span<const Descriptor>(batch_[i].data(), nbatch_[i]));
-  nbatch_[i] = 0;
-  return st;
-}
-
-// Cuts one descriptor's events into runs of consecutive events bound for the
-// same link; the runs share the slot, which gets one holder per run.
-Status NetDestination::split_by_stream(const Descriptor& d) {
-  const std::byte* base = pool_.slot(d.slot) + d.offset;
-  const size_t L = links_.size();
-  size_t nruns = 0;
-  size_t cur_link = SIZE_MAX;
-  uint32_t off = 0;
-  for (uint32_t e = 0; e < d.events; ++e) {
-    EventHeader h;
-    std::memcpy(&h, base + off, sizeof h);  // checked when it arrived
-    const size_t link = h.stream % L;
-    const uint32_t len = static_cast<uint32_t>(h.wire_bytes());
-    if (link != cur_link || nruns == 0) {
-      runs_[nruns++] = Descriptor{d.slot, d.offset + off, 0, 0, 0, static_cast<uint32_t>(link)};
-      cur_link = link;
-    }
-    Descriptor& r = runs_[nruns - 1];
-    r.bytes += len;
-    r.events += 1;
-    r.tuples += h.tuple_count;
-    off += len;
-  }
-  if (nruns > 1) {
-    Status st = pool_.retain(d.slot, static_cast<uint32_t>(nruns - 1));
-    if (!st) return st;
-  }
-  for (size_t r = 0; r < nruns; ++r) {
-    const size_t i = runs_[r].flags;
-    runs_[r].flags = 0;
-    if (nbatch_[i] == kLinkBatch) {
-      Status st = flush(i);
-      if (!st) return st;
-    }
-    batch_[i][nbatch_[i]++] = runs_[r];
-  }
-  return {};
-}
-
-// A key split's parts: each descriptor already names its link.
-Status NetDestination::route(const Descriptor& d) {
-  const size_t i = d.flags >> kDescLinkShift;
-  if (!(d.flags & kDescRouted) || i >= links_.size())
-    return Status::Error(fmt::format("split: key: a descriptor with no downstream link of {} "
-                                     "(flags {:#x})", links_.size(), d.flags));
-  if (nbatch_[i] == kLinkBatch) {
-    Status st = flush(i);
-    if (!st) return st;
-  }
-  Descriptor r = d;
-  r.flags = 0;
-  batch_[i][nbatch_[i]++] = r;
-  return {};
-}
-
-// END: each link's own, after everything before it; then the slot is free.
-// A key split's links each get every stream, each stream's account with the
-// tuples the split sent to the other links added as `partitioned`, and those
-// dropped before the split inside the events it cut as `filtered`.
-Status NetDestination::end(const Descriptor& d) {
-  const std::byte* p = pool_.slot(d.slot) + d.offset;
-  Status st;
-  if (links_.size() == 1 || split_ == Split::kCopy) {
-    for (auto& l : links_)
-      if (st) st = l->end(p, d.bytes);
-  } else if (split_ == Split::kKey) {
-    EndOfStream& all = *end_all_;
-    read_end(p, d.bytes, &all);  // checked when it arrived
-    for (size_t i = 0; i < links_.size() && st; ++i) {
-      *end_ = all;
-      end_->flags |= kEndAccounts | kEndPartitioned;
-      for (uint32_t e = 0; e < all.n_streams; ++e) {
-        end_->accounts[e].partitioned +=
-            tally_->not_sent(all.streams[e].stream, static_cast<uint32_t>(i));
-        end_->accounts[e].filtered += tally_->filtered_ahead(all.streams[e].stream);
-      }
-      write_end(*end_, end_wire_.get());
-      st = links_[i]->end(end_wire_.get(), static_cast<uint32_t>(end_->wire_bytes()));
-    }
-  } else {
-    EndOfStream& all = *end_all_;
-    read_end(p, d.bytes, &all);  // checked when it arrived
-    for (size_t i = 0; i < links_.size() && st; ++i) {
-      end_->n_streams = 0;
-      end_->flags = all.flags;
-      for (uint32_t e = 0; e < all.n_streams; ++e)
-        if (all.streams[e].stream % links_.size() == i) {
-          end_->accounts[end_->n_streams] = all.accounts[e];
-          end_->streams[end_->n_streams++] = all.streams[e];
-        }
-      write_end(*end_, end_wire_.get());
-      st = links_[i]->end(end_wire_.get(), static_cast<uint32_t>(end_->wire_bytes()));
-    }
-  }
-  if (d.slot != kNoSlot) {
-    Status r = pool_.release(d.slot);
-    if (st) st = r;
-  }
-  return st;
-}
-
-Status NetDestination::consume(std::span<const Descriptor> descs) {
-  size_t n = descs.size();
-  const bool has_end = n > 0 && (descs[n - 1].flags & kDescEnd);
-  if (has_end) --n;
-  Status st;
-  if (links_.size() == 1) {
-    if (n) st = links_[0]->send(descs.first(n));
-  } else if (split_ == Split::kKey) {
-    for (size_t i = 0; i < n && st; ++i) st = route(descs[i]);
-    for (size_t l = 0; l < links_.size() && st; ++l) st = flush(l);
-  } else if (split_ == Split::kCopy) {
-    const uint32_t extra = static_cast<uint32_t>(links_.size() - 1);
-    for (size_t i = 0; i < n && st; ++i) st = pool_.retain(descs[i].slot, extra);
-    for (size_t l = 0; l < links_.size() && st && n; ++l) st = links_[l]->send(descs.first(n));
-  } else {
-    for (size_t i = 0; i < n && st; ++i) st = split_by_stream(descs[i]);
-    for (size_t l = 0; l < links_.size() && st; ++l) st = flush(l);
-  }
-  if (st && has_end) st = end(descs[n]);
-  return st;
-}
-
-Status NetDestination::finish() {
-  Status first;
-  for (auto& l : links_) {
-    Status st = l->close();
-    if (first && !st) first = st;
-  }
-  return first;
-}
-
-void NetDestination::abort() {
-  for (size_t i = 0; i < links_.size(); ++i) {
-    last_stats_[i] = links_[i]->stats();
-    links_[i]->abort();
-  }
-}
-
-bool NetDestination::busy() const {
-  for (const auto& l : links_)
-    if (l->busy()) return true;
-  return false;
-}
-
-Status NetDestination::progress() {
-  for (auto& l : links_)
-    if (Status st = l->progress(); !st) return st;
-  return {};
-}
-
-void NetDestination::wait_fds(std::vector<int>* fds) const {
-  for (const auto& l : links_) fds->push_back(l->wait_fd());
-}
-
-void NetDestination::report(ProcessSummary& s) const {
-  for (const auto& l : links_) {
-    s.credit_waits += l->stats().credit_waits;
-    const ReplayStats r = l->replay_stats();
-    s.replayed += r.replayed_events;
-    s.reconnects += r.reconnects;
-  }
-}
-
-void NetDestination::live_links(std::vector<LiveLink>* out) const {
-  std::lock_guard lk(mu_);
-  for (size_t i = 0; i < links_.size(); ++i)
-    out->push_back({link_label(opts_[i]), true, links_[i]->stats()});
 }
 
 // ---- Instance ---------------------------------------------------------------
@@ -716,6 +201,7 @@ void Instance::receive_loop() {
     // as this thread finished the last one); a run of them is.
     unwaited_ = source_->waited() ? 0 : unwaited_ + 1;
     if (cfg_.threads == Threads::kAdaptive && unwaited_ <= kBacklogBatches &&
+        count(batch, n).bytes <= kInlineBytes &&
         processed_.load(std::memory_order_acquire) == handed_ && !(batch[n - 1].flags & kDescEnd)) {
       inline_ = true;
       proc_stage_ = 0;
@@ -1072,6 +558,36 @@ size_t Instance::next_to_send(Descriptor* batch, size_t max, Status* st) {
   }
 }
 
+// max_delay_us: waits, at most the bound from the first descriptor's taking,
+// for more to fill a frame (emit_capacity bytes: the smallest receiver's
+// slot), then sends what it has. END ends the wait.
+size_t Instance::gather(Descriptor* batch, size_t n) {
+  if (!cfg_.emit_capacity) return n;
+  EventCount& ready = to_send_.not_empty();
+  if (!ready.enable_fd()) return n;
+  const uint64_t deadline = mono_ns() + uint64_t{cfg_.max_delay_us} * 1000;
+  uint64_t bytes = count(batch, n).bytes;
+  while (n < kSendBatch && bytes < cfg_.emit_capacity && !(batch[n - 1].flags & kDescEnd)) {
+    if (const size_t k = to_send_.try_pop_n(batch + n, kSendBatch - n); k) {
+      bytes += count(batch + n, k).bytes;
+      n += k;
+      continue;
+    }
+    const uint64_t now = mono_ns();
+    if (now >= deadline || to_send_.closed()) break;
+    ready.prepare_fd_wait();
+    bool rang = false;
+    if (to_send_.size() == 0 && !to_send_.closed()) {
+      pollfd p{ready.fd(), POLLIN, 0};
+      const uint64_t left = deadline - now;
+      const timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
+      rang = ::ppoll(&p, 1, &ts, nullptr) > 0;
+    }
+    ready.finish_fd_wait(rang);
+  }
+  return n;
+}
+
 void Instance::send_loop() {
   const CpuTimes c0 = CpuTimes::thread();
   Status st = dest_->start();
@@ -1081,6 +597,7 @@ void Instance::send_loop() {
   while (st.ok() && !ended) {
     size_t n = next_to_send(batch, kSendBatch, &st);
     if (n == 0) break;  // closed without END: somebody failed, and said so
+    if (cfg_.max_delay_us) n = gather(batch, n);
     if (batch[n - 1].flags & kDescEnd) ended = true;
     const auto [ev, tu, by] = count(batch, n);
     std::unique_lock lk(send_mu_, std::defer_lock);

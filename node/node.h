@@ -242,6 +242,9 @@ struct InstanceConfig {
   // it runs where the process may.
   int stage_cpu[3] = {-1, -1, -1};
   uint32_t emit_capacity = 0;  // bytes an emitted slot may fill (the smallest downstream slot)
+  // The send stage may wait this long for more to fill emit_capacity bytes
+  // before it sends what it has (the links' max_delay_us); 0: at once.
+  uint32_t max_delay_us = 0;
 };
 
 // What one instance counts, read while it runs (or after): the one set of
@@ -310,6 +313,7 @@ class Instance {
   void process_loop();
   void send_loop();
   size_t next_to_send(Descriptor* batch, size_t max, Status* st);
+  size_t gather(Descriptor* batch, size_t n);
   void fail(const Status& st);
   bool hand_over(Descriptor& d);
   bool push_all(int stage, SpscRing<Descriptor>& ring, const Descriptor* d, size_t n);

@@ -92,9 +92,14 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
       dest = std::make_unique<NetDestination>(std::move(out), pc.split, send_pool, ctx, tally);
     }
     InstanceConfig ic;
+    bool first_out = true;
     for (size_t l : d.outputs_of(index)) {
-      const uint32_t sb = d.link_options(l, k).slot_bytes;
-      ic.emit_capacity = ic.emit_capacity ? std::min(ic.emit_capacity, sb) : sb;
+      const LinkOptions lo = d.link_options(l, k);
+      ic.emit_capacity = ic.emit_capacity ? std::min(ic.emit_capacity, lo.slot_bytes) : lo.slot_bytes;
+      // One send stage serves every downstream link: it holds nothing
+      // longer than the tightest of their bounds.
+      ic.max_delay_us = first_out ? lo.max_delay_us : std::min(ic.max_delay_us, lo.max_delay_us);
+      first_out = false;
     }
     ic.index = k;
     // pin_stages: stage t = 3k + j on CPU t mod n of the list (its own, else

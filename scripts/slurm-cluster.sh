@@ -28,7 +28,7 @@
 # Why the namespace shells mount cgroups: `ip netns exec` gives a fresh /sys
 # with no cgroup tree, and slurmd 22.05 refuses the host's mixed v1/v2
 # layout; each slurmd's shell (its own mount namespace) mounts a tmpfs and
-# the v1 controllers, and cgroup.conf says cgroup/v1 (../shared/SLURM-NOTES.md).
+# the v1 controllers, and cgroup.conf says cgroup/v1.
 set -euo pipefail
 
 DIR=${SLUICE_SLURM_DIR:-/tmp/sluice-slurm}

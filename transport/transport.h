@@ -57,6 +57,10 @@ struct LinkOptions {
   // acknowledged is sent again. Off: a broken link ends the run, as in v2.
   bool acks = false;
   uint32_t reconnect_timeout_ms = 10000;
+  // The sending node's send stage may wait this long for more to gather
+  // into the frame it sends (at most a slot of the receiver's); 0: it sends
+  // what is queued at once. Read by the node, not the carrier.
+  uint32_t max_delay_us = 0;
 
   // Schema of the stream on this link.
   uint32_t tuple_bytes = 128;

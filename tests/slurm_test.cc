@@ -222,9 +222,16 @@ TEST_F(SlurmCluster, AStepKilledWithScancelIsNamedWithItsNode) {
   EXPECT_HAS(error, "process 'node-a'");
   EXPECT_HAS(error, "(node sn2)");
   EXPECT_HAS(error, "killed by signal 9");
+  // The others were stopped, or ended on their own first: their link to
+  // node-a broke before srun told the supervisor that node-a's step died
+  // (slurmd's report takes longer than a neighbour's read). Either way the
+  // run's error names node-a, the first to fail.
   for (const auto& p : r["processes"])
     if (p["name"].as<std::string>() != "node-a") {
-      EXPECT_HAS(p["error"].as<std::string>(), "stopped by sluice-deploy");
+      const std::string e = p["error"].as<std::string>();
+      EXPECT_TRUE(e.find("stopped by sluice-deploy") != std::string::npos ||
+                  e.find("failed with exit code 1") != std::string::npos)
+          << p["name"].as<std::string>() << ": " << e;
     }
   EXPECT_EQ(shell("squeue -h -s -j " + job_), "");
 }

@@ -132,14 +132,15 @@ TEST(Threads, ABusyAdaptiveNodeHandsOff) {
   EXPECT_EQ(dedicated.inline_events, 0u);
 }
 
-// Bursts: the head of each burst finds the generator behind its schedule
-// (hand-off), the gaps between bursts find it waiting (inline), so the
-// mode switches back and forth many times; within each stream no tuple is
-// reordered, lost or repeated, through a filter that drops some.
+// Bursts: each burst is far more than 8 batches (8 slots each) that come
+// without a wait (hand-off), and the gaps between bursts find the generator
+// waiting (inline), so the mode switches back and forth many times; within
+// each stream no tuple is reordered, lost or repeated, through a filter
+// that drops some.
 TEST(Threads, SwitchingBetweenInlineAndHandOffReordersNothing) {
   Deployment d = small_deployment(64, 512, 30000);  // 7 tuples per event
-  d.burst_events = 40;
-  d.burst_ms = 1;
+  d.burst_events = 200;
+  d.burst_ms = 2;
   d.duration_s = 60;
   OperatorConfig f = OperatorConfig::filter("key", "lt", 0);
   f.set("value", std::to_string(768));

@@ -853,7 +853,7 @@ std::string report_json(const RunReport& r) {
     for (double t : p.restarted_at_s) at.push_back(finite(t));
     e.update(Json{{"where", p.where}, {"ok", p.ok}, {"error", p.error}, {"log", p.log_path},
                   {"restarts", p.restarts}, {"restarted_at_s", std::move(at)}});
-    e.update(Json::parse("{" + p.summary.measured_json() + "}"));
+    e.update(Json::parse(p.summary.measured_json()));
     procs.push_back(std::move(e));
   }
   Json j = {{"deployment", r.deployment}, {"preset", r.preset}, {"run_dir", r.run_dir},

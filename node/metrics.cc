@@ -321,10 +321,7 @@ void LiveHistogram::merge_into(uint64_t* cum, double* sum) const {
   *sum += sum_s();
 }
 
-std::string ProcessSummary::measured_json() const {
-  const std::string j = text(measured(*this));
-  return j.substr(1, j.size() - 2);  // without the braces
-}
+std::string ProcessSummary::measured_json() const { return text(measured(*this)); }
 
 std::string ProcessSummary::to_json() const {
   Json j = {{"name", name}, {"role", role}, {"ok", ok}, {"error", error}};

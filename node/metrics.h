@@ -243,8 +243,8 @@ struct ProcessSummary {
   // Fills the cpe_*, cpb_p and epe_joules fields from the raw counts.
   void compute();
   std::string to_json() const;
-  // Everything but the identity (name, role, ok, error), as "k":v,... without
-  // braces: what sluice-deploy's report puts after its own fields.
+  // Everything but the identity (name, role, ok, error), as one JSON object:
+  // what sluice-deploy's report puts after its own fields.
   std::string measured_json() const;
 };
 

@@ -172,10 +172,11 @@ bool Instance::push_all(int stage, SpscRing<Descriptor>& ring, const Descriptor*
 
 // The receive stage's step: the source's next batch, counted. *n = 0: the
 // stream ended (or the status says why not).
-Status Instance::receive_batch(std::span<Descriptor> batch, size_t* n) {
+Status Instance::receive_batch(std::span<Descriptor> batch, size_t* n, uint64_t* bytes) {
   Status st = source_->next(batch, n);
   if (!st.ok() || *n == 0) return st;
   const auto [ev, tu, by] = count(batch.data(), *n);
+  if (bytes) *bytes = by;
   if (!first_event_seen_ && ev) {
     first_event_seen_ = true;
     on_first_event_();
@@ -191,17 +192,19 @@ void Instance::receive_loop() {
   // stage's links are up waits in the pool for their connect (a refused
   // one is retried every 20 ms): a 20-34 ms stall in every run's maximum
   // latency, found by experiments/latency.py. shared_loop does the same.
+  bool dest_ok;
   {
     std::unique_lock lk(start_mu_);
     start_cv_.wait(lk, [&] { return dest_start_done_; });
+    dest_ok = dest_ok_;
   }
-  Status st = dest_started_.load(std::memory_order_acquire)
-                  ? source_->start()
-                  : Status::Error("the send stage did not start");  // it said why first
+  Status st = dest_ok ? source_->start()
+                      : Status::Error("the send stage did not start");  // it said why first
   Descriptor batch[kReceiveBatch];
   while (st.ok()) {
     size_t n = 0;
-    st = receive_batch(batch, &n);
+    uint64_t bytes = 0;
+    st = receive_batch(batch, &n, &bytes);
     if (!st.ok() || n == 0) break;
     // Run to completion: the stream is not backed up (the source waited for
     // this batch) and the process stage holds nothing (it finished all it
@@ -211,12 +214,10 @@ void Instance::receive_loop() {
     // as this thread finished the last one); a run of them is.
     unwaited_ = source_->waited() ? 0 : unwaited_ + 1;
     if (cfg_.threads == Threads::kAdaptive && unwaited_ <= kBacklogBatches &&
-        count(batch, n).bytes <= kInlineBytes &&
+        bytes <= kInlineBytes &&
         processed_.load(std::memory_order_acquire) == handed_ && !(batch[n - 1].flags & kDescEnd)) {
       inline_ = true;
-      proc_stage_ = 0;
       const bool ok = process_batch(batch, n);
-      proc_stage_ = 1;
       inline_ = false;
       if (!ok) break;
       continue;
@@ -294,21 +295,15 @@ class Instance::ChainEmitter final : public Emitter {
 uint32_t Instance::emit_slot() {
   SlotPool& pool = *work_pool_;
   if (handover_) return pool.acquire(cfg_.wait);
-  if (cfg_.threads != Threads::kShared) return pool.acquire_reserved(cfg_.wait);
   for (;;) {
     const uint32_t slot = pool.try_acquire_reserved();
     if (slot != kNoSlot || pool.closed()) return slot;
-    if (!dest_->busy()) return pool.acquire_reserved(cfg_.wait);
-    if (Status st = dest_->progress(); !st) {
+    Status st;  // the idle work is set in shared mode only
+    if (!source_->idle_wait({}, 10, &st)) return pool.acquire_reserved(cfg_.wait);
+    if (!st) {
       fail(st);
       return kNoSlot;
     }
-    if (!dest_->busy()) continue;
-    emit_fds_.clear();
-    dest_->wait_fds(&emit_fds_);
-    emit_poll_.clear();
-    for (int fd : emit_fds_) emit_poll_.push_back({fd, POLLIN, 0});
-    ::poll(emit_poll_.data(), emit_poll_.size(), 10);
   }
 }
 
@@ -426,7 +421,7 @@ void Instance::process_loop() {
     ok = process_batch(batch, n);
     // Done with them (all forwarded): the receiving thread may run the next
     // batch itself.
-    processed_.fetch_add(n, std::memory_order_release);
+    if (cfg_.threads == Threads::kAdaptive) processed_.fetch_add(n, std::memory_order_release);
   }
   to_send_.close();
   cpu_[1] = CpuTimes::thread() - c0;
@@ -442,16 +437,18 @@ bool Instance::forward(Descriptor* d, size_t n) {
     bool ok = true;
     if (send_here(d, n, &ok)) return ok;
   }
-  // Counted before the push: the count may run ahead of the ring, never
-  // behind it, so an inline send never overtakes a queued descriptor.
-  queued_.fetch_add(n, std::memory_order_release);
-  return push_all(proc_stage_, to_send_, d, n);
+  // adaptive: counted before the push: the count may run ahead of the ring,
+  // never behind it, so an inline send never overtakes a queued descriptor.
+  if (cfg_.threads == Threads::kAdaptive) queued_.fetch_add(n, std::memory_order_release);
+  // A full ring is the blocked time of the stage doing the process work.
+  return push_all(inline_ ? 0 : 1, to_send_, d, n);
 }
 
 bool Instance::send_here(const Descriptor* d, size_t n, bool* ok) {
   std::unique_lock lk(send_mu_, std::defer_lock);
   if (cfg_.threads == Threads::kAdaptive) {
-    if (!lk.try_lock() || !dest_started_.load(std::memory_order_acquire) ||
+    // (dest_ started: the receiving thread waited for that before its source.)
+    if (!lk.try_lock() ||
         queued_.load(std::memory_order_acquire) != sent_.load(std::memory_order_acquire))
       return false;
   }
@@ -487,7 +484,6 @@ void Instance::shared_loop() {
   Descriptor batch[kReceiveBatch];
   bool ok = true, finished = false;
   inline_ = true;
-  proc_stage_ = 0;
   // After END went out the source is still asked for more: it returns 0
   // once every upstream link finished (its last credits went back).
   while (st.ok() && ok) {
@@ -602,10 +598,10 @@ void Instance::send_loop() {
   const CpuTimes c0 = CpuTimes::thread();
   Status st = dest_->start();
   if (!st.ok()) fail(st);  // first: the receive stage, told next, then fails for this
-  dest_started_.store(st.ok(), std::memory_order_release);
   {
     std::lock_guard lk(start_mu_);
     dest_start_done_ = true;
+    dest_ok_ = st.ok();
   }
   start_cv_.notify_all();
   Descriptor batch[kSendBatch];
@@ -616,13 +612,14 @@ void Instance::send_loop() {
     if (cfg_.max_delay_us) n = gather(batch, n);
     if (batch[n - 1].flags & kDescEnd) ended = true;
     const auto [ev, tu, by] = count(batch, n);
+    const bool adaptive = cfg_.threads == Threads::kAdaptive;
     std::unique_lock lk(send_mu_, std::defer_lock);
-    if (cfg_.threads == Threads::kAdaptive) lk.lock();
+    if (adaptive) lk.lock();
     st = dest_->consume(std::span<const Descriptor>(batch, n));
     if (!st.ok()) break;
     out_.add(ev, tu, by);
     count_stage(2, ev);
-    sent_.fetch_add(n, std::memory_order_release);
+    if (adaptive) sent_.fetch_add(n, std::memory_order_release);
   }
   {
     std::unique_lock lk(send_mu_, std::defer_lock);

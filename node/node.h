@@ -79,12 +79,13 @@ class Source {
   // threads: shared: the destination's work (a carrier reaping completions)
   // is done by this stage's thread while it waits, there being no other.
   void set_idle_work(Destination* d) { idle_ = d; }
-
- protected:
   // Drives the idle work; while it stays busy, sleeps at most ms (and at
   // most 200) on fds and the work's wait fds together. False: it had no
-  // work, and the caller sleeps its own way.
+  // work (none set, or not busy), and the caller sleeps its own way. The
+  // source's own waits call it, and the instance's, on the same thread.
   bool idle_wait(std::span<const int> fds, int ms, Status* st);
+
+ protected:
   Destination* idle_ = nullptr;
 
  private:
@@ -300,7 +301,7 @@ class Instance {
  private:
   void receive_loop();
   void shared_loop();
-  Status receive_batch(std::span<Descriptor> batch, size_t* n);
+  Status receive_batch(std::span<Descriptor> batch, size_t* n, uint64_t* bytes = nullptr);
   bool first_event_seen_ = false;  // the receiving thread's
   // The process stage's work on a batch; what it keeps goes to forward().
   bool process_batch(Descriptor* batch, size_t n);
@@ -309,8 +310,6 @@ class Instance {
   bool forward(Descriptor* d, size_t n);
   bool send_here(const Descriptor* d, size_t n, bool* ok);
   uint32_t emit_slot();
-  std::vector<int> emit_fds_;
-  std::vector<pollfd> emit_poll_;
   void process_loop();
   void send_loop();
   size_t next_to_send(Descriptor* batch, size_t max, Status* st);
@@ -358,7 +357,6 @@ class Instance {
   std::atomic<int> done_{0};
   // threads: adaptive and shared ("Run to completion" in node.cc).
   bool inline_ = false;           // the receiving thread runs process (and send) now
-  int proc_stage_ = 1;            // the stage whose blocked time a full to_send_ counts to
   uint64_t handed_ = 0;           // descriptors pushed to to_process_ (receive thread only)
   uint32_t unwaited_ = 0;         // batches in a row that came without a wait (receive thread only)
   std::atomic<uint64_t> processed_{0};  // of those, done by the process thread
@@ -366,10 +364,9 @@ class Instance {
   std::atomic<uint64_t> sent_{0};       // of those, consumed by the send thread
   std::mutex send_mu_;            // dest_: the send thread, or the receiving thread sending inline
   std::atomic<bool> kick_{false};       // an inline send left dest_ busy: the send thread reaps
-  std::atomic<bool> dest_started_{false};
   std::mutex start_mu_;           // the receive stage starts its source after dest_ started
   std::condition_variable start_cv_;
-  bool dest_start_done_ = false;
+  bool dest_start_done_ = false, dest_ok_ = false;  // under start_mu_
   bool ended_ = false;            // shared: END was consumed
   std::atomic<uint64_t> inline_events_{0};
   mutable std::mutex mu_;

@@ -1,5 +1,5 @@
-// docs/CONFIG.md and docs/OPERATORS.md are what `sluice-deploy keys
-// --markdown` and `--operators` print: a key or an operator parameter
+// docs/CONFIG.md and docs/OPERATORS.md are what `sluice-deploy keys` and
+// `sluice-deploy keys --operators` print: a key or an operator parameter
 // declared, renamed or given another default, type or doc must come with the
 // regenerated file. The generated text is left in the build folder
 // (CONFIG_DOC_OUT_DIR) to copy over.

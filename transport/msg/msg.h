@@ -13,8 +13,9 @@
 //      the slot's first byte. A frame of several pieces is gathered (iov)
 //      when the endpoint takes that many, else copied into a staging buffer
 //      of its own (one per send in flight).
-//   3. Credit messages go receiver -> sender the same way (an 8-byte
-//      CreditFrame into one of the sender's small pre-posted buffers).
+//   3. Credit messages go receiver -> sender the same way (a 16-byte
+//      CreditFrame, credits and the acknowledged count, into one of the
+//      sender's small pre-posted buffers).
 //   4. The control connection stays open: the receiver's finish ('F'), and
 //      the end of either process (EOF), travel on it, so a peer that vanishes
 //      is seen even where the endpoint would not say (UCX's error mode NONE).

@@ -93,4 +93,8 @@ Status run_command(const std::vector<std::string>& argv, std::string* output = n
 // An executable named `name` on PATH, else in /usr/sbin, /sbin; "" if none.
 std::string find_tool(const std::string& name);
 
+// `argv` as one POSIX shell command line: words that need it in single quotes
+// (anything but [A-Za-z0-9_./:=@%+,-]).
+std::string shell_quote(const std::vector<std::string>& argv);
+
 }  // namespace sluice

@@ -641,30 +641,6 @@ std::vector<std::string> process_args(const std::string& resolved, const std::st
   return {"--deployment", resolved, "--process", name, "--summary", summary};
 }
 
-namespace {
-
-// A command line as a shell would read it back: words with anything but
-// [A-Za-z0-9_./:=@%+,-] in single quotes.
-std::string shell_words(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& a : argv) {
-    if (!out.empty()) out += ' ';
-    const bool plain = !a.empty() && std::all_of(a.begin(), a.end(), [](unsigned char c) {
-      return std::isalnum(c) || std::strchr("_./:=@%+,-", c);
-    });
-    if (plain) {
-      out += a;
-      continue;
-    }
-    out += '\'';
-    for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    out += '\'';
-  }
-  return out;
-}
-
-}  // namespace
-
 std::string plan_text(const Deployment& d, const Programs& programs, const Executor& ex,
                       const std::string& run_dir) {
   std::error_code ec;
@@ -680,7 +656,7 @@ std::string plan_text(const Deployment& d, const Programs& programs, const Execu
   const auto steps = ex.up_steps();
   out += fmt::format("\nhosts ({}):\n", steps.empty() ? "nothing to make" : "made in this order");
   for (const auto& s : steps)
-    out += fmt::format("  {}{}\n", shell_words(s.argv), s.why.empty() ? "" : "    # " + s.why);
+    out += fmt::format("  {}{}\n", shell_quote(s.argv), s.why.empty() ? "" : "    # " + s.why);
   out += fmt::format("\nrun directory: {}\n  resolved.yaml  the deployment as resolved, read by every process\n",
                      run.string());
   out += "\nprocesses, in start order (sinks first, load generators last):\n";
@@ -691,7 +667,7 @@ std::string plan_text(const Deployment& d, const Programs& programs, const Execu
     out += fmt::format("  {} ({}) on {}\n", p.name, role_name(p.role),
                        ex.where(k).empty() ? p.host : ex.where(k));
     out += fmt::format("    command: {}\n",
-                       shell_words(ex.command(k, programs.of(p.role), process_args(resolved, p.name, summary))));
+                       shell_quote(ex.command(k, programs.of(p.role), process_args(resolved, p.name, summary))));
     std::vector<std::string> listens;
     for (size_t l = 0; l < d.links.size(); ++l) {
       if (d.links[l].to != k) continue;

@@ -16,24 +16,6 @@ namespace fs = std::filesystem;
 
 namespace sluice {
 
-std::string shell_quote(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& a : argv) {
-    if (!out.empty()) out += ' ';
-    const bool plain = !a.empty() && std::all_of(a.begin(), a.end(), [](unsigned char c) {
-      return std::isalnum(c) || std::strchr("_./:=@%+,-", c);
-    });
-    if (plain) {
-      out += a;
-      continue;
-    }
-    out += '\'';
-    for (char c : a) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    out += '\'';
-  }
-  return out;
-}
-
 namespace {
 
 class SshExecutor : public Executor {

@@ -32,7 +32,4 @@ namespace sluice {
 
 std::unique_ptr<Executor> make_ssh_executor(const Deployment& d, std::FILE* progress);
 
-// `argv` as one POSIX shell command line: words that need it in single quotes.
-std::string shell_quote(const std::vector<std::string>& argv);
-
 }  // namespace sluice

@@ -222,6 +222,19 @@ Status parse_schemas(const Reader& r, const YAML::Node& n, Deployment* d) {
   return {};
 }
 
+// A process's or a host's name becomes a file or namespace name: letters,
+// digits, '.', '_' and '-' only.
+static Status check_name(const Reader& r, const YAML::Node& v, const std::string& kpath,
+                         const std::string& name, const char* what, const char* names) {
+  if (name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                             "0123456789._-") == std::string::npos)
+    return {};
+  return r.error(v, kpath,
+                 fmt::format("'{}': a {} name may hold only letters, digits, '.', '_' and '-' "
+                             "(it names {})",
+                             name, what, names));
+}
+
 // `at`: where the process and each key it sets were given (a clash of
 // ports names the line of `port`, not the process's).
 Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::string& default_host,
@@ -242,12 +255,8 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
     if (key == "name") {
       have_name = true;
       st = r.get_string(v, kpath, false, &p->name);
-      if (st && p->name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                          "0123456789._-") != std::string::npos)
-        st = r.error(v, kpath,
-                     fmt::format("'{}': a process name may hold only letters, digits, '.', '_' "
-                                 "and '-' (it names the process's log and summary files)",
-                                 p->name));
+      if (st)
+        st = check_name(r, v, kpath, p->name, "process", "the process's log and summary files");
     } else if (key == "role") {
       have_role = true;
       std::string role;
@@ -339,12 +348,7 @@ Status parse_host(const Reader& r, const YAML::Node& n, size_t i, uint64_t defau
     if (key == "name") {
       have_name = true;
       st = r.get_string(v, kpath, false, &h->name);
-      if (st && h->name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                          "0123456789._-") != std::string::npos)
-        st = r.error(v, kpath,
-                     fmt::format("'{}': a host name may hold only letters, digits, '.', '_' and "
-                                 "'-' (it names the host's network namespace)",
-                                 h->name));
+      if (st) st = check_name(r, v, kpath, h->name, "host", "the host's network namespace");
     } else if (key == "address") {
       have_address = true;
       st = r.get_string(v, kpath, false, &h->address);

@@ -279,6 +279,10 @@ class Instance::ChainEmitter final : public Emitter {
     auto& c = in_->chain_.cost(op_);
     c.events_out += events;
     c.tuples_out += tuples;
+    if (in_->timing_ == 0) {
+      if (in_->run_chain(d, op_ + 1)) in_->forward(&d, 1);
+      return;
+    }
     const double t0 = thread_cpu_s();
     if (in_->run_chain(d, op_ + 1)) in_->forward(&d, 1);
     in_->nested_s_[op_] += thread_cpu_s() - t0;
@@ -307,6 +311,14 @@ uint32_t Instance::emit_slot() {
   }
 }
 
+double Instance::time_pass() {
+  if (passes_++ < kTimedAlways) return 1;
+  sample_rng_ ^= sample_rng_ << 13;  // xorshift32: no period to alias with a window's
+  sample_rng_ ^= sample_rng_ >> 17;
+  sample_rng_ ^= sample_rng_ << 5;
+  return sample_rng_ % kTimeOneIn == 0 ? kTimeOneIn : 0;
+}
+
 bool Instance::run_chain(Descriptor& d, size_t from) {
   for (size_t i = from; i < chain_.size(); ++i) {
     auto& c = chain_.cost(i);
@@ -315,12 +327,18 @@ bool Instance::run_chain(Descriptor& d, size_t from) {
     Operator& op = chain_.op(i);
     // The thread's CPU time (not wall time: a wait for a reserve slot or a
     // preemption is no cost of the operator), read per operator per
-    // descriptor (a batch of events), not per tuple; what it emits is timed
-    // again by the operators after it, and taken out of its own time.
-    const double nested0 = nested_s_[i];
-    const double t0 = thread_cpu_s();
-    const Operator::Result r = op.process(work_pool_->slot(d.slot) + d.offset, d, *emitters_[i]);
-    c.cpu_s += thread_cpu_s() - t0 - (nested_s_[i] - nested0);
+    // descriptor (a batch of events) of a timed pass, not per tuple; what it
+    // emits is timed again by the operators after it, and taken out of its
+    // own time.
+    Operator::Result r;
+    if (timing_ == 0) {
+      r = op.process(work_pool_->slot(d.slot) + d.offset, d, *emitters_[i]);
+    } else {
+      const double nested0 = nested_s_[i];
+      const double t0 = thread_cpu_s();
+      r = op.process(work_pool_->slot(d.slot) + d.offset, d, *emitters_[i]);
+      c.cpu_s += timing_ * (thread_cpu_s() - t0 - (nested_s_[i] - nested0));
+    }
     if (Status st = op.status(); !st) {
       fail(Status::Error(fmt::format("operator {} ({}): {}", i, op.name(), st.message())));
       return false;
@@ -339,6 +357,7 @@ bool Instance::run_chain(Descriptor& d, size_t from) {
 // emits still passes the operators after it), then adds its accounts and
 // derived streams to END's payload, rewritten in its slot.
 bool Instance::end_chain(Descriptor& d) {
+  timing_ = 1;  // once: always timed
   for (size_t i = 0; i < chain_.size(); ++i) {
     const double nested0 = nested_s_[i];
     const double t0 = thread_cpu_s();
@@ -385,6 +404,7 @@ bool Instance::process_batch(Descriptor* batch, size_t n) {
         continue;
       }
       count_stage(1, d.events);
+      timing_ = time_pass();
       // The watermark: the newest event time seen (one header read per
       // descriptor), less each operator's lateness.
       uint64_t ts;

@@ -157,6 +157,10 @@ class NetSource final : public Source {
   std::vector<std::unique_ptr<Receiver>> links_;
   std::vector<uint16_t> owner_;                   // slot -> link
   std::vector<bool> watching_;                    // link's fd in the epoll set
+  // epoll said the link's fd is readable since it was last polled; a link
+  // whose carrier read it empty (Receiver::drained) is not polled without
+  // this, which saves a read that would only say EAGAIN per wake-up.
+  std::vector<bool> ready_;
   int epfd_ = -1;
   size_t rr_ = 0, ended_ = 0, wake_threshold_ = 1;
   bool waited_ = true;
@@ -332,6 +336,16 @@ class Instance {
   std::vector<uint64_t> watermark_;
   std::vector<double> nested_s_;
   uint64_t max_ts_ = 0;
+  // Operator cost is timed on a sample of the chain's passes: a read of the
+  // thread's CPU clock is a system call (1-2 us on this VM, two per operator
+  // per descriptor), as much as the rest of a hop at low rates. The first
+  // kTimedAlways passes are timed (weight 1), then one in kTimeOneIn at
+  // random (weight kTimeOneIn): the sum stays an unbiased estimate.
+  static constexpr uint32_t kTimedAlways = 16, kTimeOneIn = 16;
+  double time_pass();          // the weight of the pass about to start; 0: not timed
+  double timing_ = 1;          // the weight of the pass running now (0: untimed)
+  uint64_t passes_ = 0;
+  uint32_t sample_rng_ = 0x9e3779b9u;
 
   InstanceConfig cfg_;
   std::unique_ptr<Source> source_;

@@ -106,6 +106,7 @@ Status NetSource::start() {
   // from now on, not left in the backlog until their own timeout.
   for (auto& l : listeners_) l->turn_away(true);
   watching_.assign(links_.size(), true);
+  ready_.assign(links_.size(), true);
   rejoin_.clear();
   for (size_t i = 0; i < links_.size(); ++i) rejoin_.push_back(std::make_unique<Rejoin>());
   for (size_t i = 0; i < links_.size(); ++i) {
@@ -171,6 +172,7 @@ Status NetSource::tend_broken() {
     }
     listeners_[i]->turn_away(true);
     r.down = false;
+    ready_[i] = true;
     ++reconnects_;
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -243,6 +245,7 @@ Status NetSource::sleep() {
     const int ep[1] = {epfd_};
     if (idle_wait(ep, timeout, &idle_st)) {
       freed.finish_fd_wait(true);  // the pool's eventfd may have rung: drained next time
+      ready_.assign(ready_.size(), true);  // which link woke it is not known
       return idle_st;
     }
     epoll_event evs[16];
@@ -251,7 +254,12 @@ Status NetSource::sleep() {
       freed.finish_fd_wait(true);
       return Status::Error(fmt::format("epoll_wait failed: {}", strerror(errno)));
     }
-    for (int i = 0; i < r; ++i) rang = rang || evs[i].data.u64 == UINT64_MAX;
+    for (int i = 0; i < r; ++i) {
+      if (evs[i].data.u64 == UINT64_MAX)
+        rang = true;
+      else if (evs[i].data.u64 < ready_.size())
+        ready_[evs[i].data.u64] = true;
+    }
   }
   freed.finish_fd_wait(rang);
   return {};
@@ -281,6 +289,8 @@ Status NetSource::next(std::span<Descriptor> out, size_t* n) {
       const size_t i = (rr_ + j) % links_.size();
       Receiver& l = *links_[i];
       if (l.ended() || rejoin_[i]->down) continue;
+      if (!ready_[i] && l.drained()) continue;  // its fd wakes the sleep below
+      ready_[i] = false;
       size_t got = 0;
       st = l.poll(out.subspan(k), &got);
       if (!st) {

@@ -73,6 +73,11 @@ class RxCarrier {
   // A carrier that must be looked at periodically (rx_poll: select) says how
   // often; -1: only when wait_fd() is readable.
   virtual int poll_period_ms() const { return -1; }
+  // The last poll() read the connection empty (a short read): the owner may
+  // sleep on wait_fd() without calling poll() first, to be told by EAGAIN
+  // what it knows; wait_fd() must then be level-triggered (readable while
+  // anything is unread). false: poll before sleeping.
+  virtual bool drained() const { return false; }
   virtual LinkStats stats() const = 0;
 };
 

@@ -93,6 +93,9 @@ class Receiver {
   bool finished() const { return finished_ || !error_.ok(); }  // and its slot came back
   int wait_fd() const { return carrier_->wait_fd(); }
   int poll_period_ms() const { return carrier_->poll_period_ms(); }
+  // The carrier read the connection empty: poll() would find nothing until
+  // wait_fd() is readable (RxCarrier::drained).
+  bool drained() const { return error_.ok() && carrier_->drained(); }
   // From any thread: poll() fails from now on, and a sleeping owner wakes.
   void shutdown();
   const std::string& name() const { return name_; }

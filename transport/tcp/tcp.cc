@@ -121,6 +121,7 @@ class TcpRx final : public RxCarrier {
     *n = 0;
     if (!error_.ok()) return error_;
     if (ended_ || out.empty()) return {};
+    drained_ = false;
     return opts_.tcp.encoding == Encoding::kSg ? poll_sg(out, n) : poll_buffered(out, n);
   }
 
@@ -145,6 +146,9 @@ class TcpRx final : public RxCarrier {
   int poll_period_ms() const override {
     return opts_.tcp.rx_select ? std::max<int>(1, (opts_.tcp.poll_timeout_us + 999) / 1000) : -1;
   }
+  // A socket is readable while anything is unread (the owner's epoll is
+  // level-triggered). rx_select keeps the study's look-then-read loop.
+  bool drained() const override { return drained_ && !opts_.tcp.rx_select; }
   LinkStats stats() const override { return stats_.snapshot(); }
 
  private:
@@ -234,7 +238,10 @@ class TcpRx final : public RxCarrier {
       stats_.syscalls.add(1);
       if (r < 0) {
         if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          drained_ = true;
+          break;
+        }
         if (shut_down_.load(std::memory_order_acquire)) return closed_error(0, 0);
         return fail(fmt::format("recvmsg failed on {}: {}", link_, errno_text(errno)));
       }
@@ -265,7 +272,10 @@ class TcpRx final : public RxCarrier {
         payload_got_ = 0;
         hdr_got_ = 0;
       }
-      if (static_cast<size_t>(r) < want) break;  // the socket is drained
+      if (static_cast<size_t>(r) < want) {  // the socket is drained
+        drained_ = true;
+        break;
+      }
     }
     *n = k;
     return {};
@@ -326,7 +336,10 @@ class TcpRx final : public RxCarrier {
       stats_.syscalls.add(1);
       if (r < 0) {
         if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+          drained_ = true;
+          break;
+        }
         if (shut_down_.load(std::memory_order_acquire)) return closed_error(0, 0);
         return fail(fmt::format("recv failed on {}: {}", link_, errno_text(errno)));
       }
@@ -342,7 +355,11 @@ class TcpRx final : public RxCarrier {
       }
       end_ += r;
       st = parse(out, &k);
-      if (static_cast<size_t>(r) < ask) break;  // drained
+      if (static_cast<size_t>(r) < ask) {
+        // Drained, unless what it read holds more whole frames than out took.
+        drained_ = st && k < out.size();
+        break;
+      }
     }
     if (!st) return st;
     *n = k;
@@ -356,6 +373,7 @@ class TcpRx final : public RxCarrier {
   std::string link_;
   Status error_;
   bool ended_ = false;
+  bool drained_ = false;  // the last read found the socket empty
   std::atomic<bool> shut_down_{false};
   uint64_t frames_ = 0;
   uint64_t frame_offset_ = 0;  // stream byte offset of the frame being read

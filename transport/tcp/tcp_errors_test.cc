@@ -182,6 +182,35 @@ class RawUpstream : public ::testing::TestWithParam<Encoding> {
   RawSocket raw_;
 };
 
+// A read that finds the socket empty says so (the receive stage then sleeps
+// in epoll instead of reading again for an EAGAIN), and one that stopped
+// because `out` was full does not: with copy and capnp the rest may already
+// sit in the link's buffer, where no epoll would ever report it.
+TEST_P(RawUpstream, DrainedOnlyWhenTheReadFoundTheSocketEmpty) {
+  std::vector<Descriptor> out(8);
+  size_t n = 9;
+  ASSERT_TRUE(receiver_->poll(out, &n).ok());
+  EXPECT_EQ(n, 0u);
+  EXPECT_TRUE(receiver_->drained()) << "nothing there: EAGAIN";
+
+  // Two frames at once, taken one at a time.
+  auto f0 = good_frame(0), f1 = good_frame(1);
+  std::vector<std::byte> both(f0);
+  both.insert(both.end(), f1.begin(), f1.end());
+  raw_.write(both.data(), both.size());
+  pollfd p{receiver_->wait_fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 5000), 1);
+  ASSERT_TRUE(receive(*receiver_, std::span<Descriptor>(out.data(), 1), &n).ok());
+  ASSERT_EQ(n, 1u);
+  EXPECT_FALSE(receiver_->drained()) << "out was full: the second frame may be read already";
+  ASSERT_TRUE(receiver_->poll(std::span<Descriptor>(out.data() + 1, 1), &n).ok());
+  EXPECT_EQ(n, 1u) << "the second frame, without waiting for the socket";
+  size_t more = 9;
+  ASSERT_TRUE(receiver_->poll(out, &more).ok());
+  EXPECT_EQ(more, 0u);
+  EXPECT_TRUE(receiver_->drained());
+}
+
 TEST_P(RawUpstream, GoodFrameThenBadFrameMagic) {
   auto f = good_frame(0);
   raw_.write(f.data(), f.size());

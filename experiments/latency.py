@@ -33,6 +33,10 @@ as before the `threads` key existed) is skipped with a row that says why. If
 it rejects every mode because it has no `threads` key, the script runs the
 pipeline as it is instead, as mode `default` (no threads key): sluice today.
 
+With --before DIR (another build, say of the commit before a change), every
+mode also runs with that build as system MODE@before, in the same rounds: a
+change's effect on latency as a ratio measured in one run.
+
   python3 experiments/latency.py [--build build] [--rounds 2] [--duration 3]
       [--modes dedicated,shared,adaptive] [--rates 1000,10000,100000,0]
       [--tuple-bytes 12,128] [--set KEY=VALUE ...] [--quick] [--out DIR]
@@ -455,6 +459,9 @@ def csv_list(kind):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=str(REPO / "build"))
+    ap.add_argument("--before", metavar="DIR",
+                    help="another build (e.g. of the commit before a change): each mode runs with it "
+                    "too, as system MODE@before, interleaved with this build's in every round")
     ap.add_argument("--deployment", default=str(PIPELINE), help="the sluice pipeline (default: pipeline.yaml)")
     ap.add_argument("--modes", type=csv_list(str), default=["dedicated", "shared", "adaptive"],
                     help="threading modes, comma-separated (`default`: no threads key)")
@@ -517,6 +524,18 @@ def main():
     bad = [p for p in args.plain if p not in PLAINS]
     if bad:
         sys.exit(f"latency.py: --plain {','.join(bad)}: the baselines are {', '.join(PLAINS)}")
+    deploy_before = None
+    if args.before:
+        deploy_before = find_deploy(args.before)
+        if deploy_before is None:
+            sys.exit(f"latency.py: --before {args.before}: no sluice-deploy there")
+        for m in list(modes):
+            why = check_mode(deploy_before, args.deployment, m, args.set)
+            if why:
+                skipped[f"{m}@before"] = why
+                log(f"mode {m}@before: skipped, the --before build rejects it: {why}")
+            else:
+                modes.append(f"{m}@before")
     systems = args.plain + modes
 
     cells = [("latency", tb, 0, r) for tb in args.tuple_bytes for r in args.rates]
@@ -558,8 +577,10 @@ def main():
                         if sysname in PLAINS:
                             row = run_plain(relay, sysname, tb, rate, args.duration, raw, tag)
                         else:
-                            row = run_sluice(deploy, args.deployment, sysname, tb, eb, rate, args.duration,
-                                             args.set, raw, tag)
+                            mode, _, which = sysname.partition("@")
+                            row = run_sluice(deploy_before if which else deploy, args.deployment, mode,
+                                             tb, eb, rate, args.duration, args.set, raw, tag)
+                            row["system"] = sysname
                         wall = time.monotonic() - t0
                         row["loadavg_1m"] = f"{os.getloadavg()[0]:.2f}"
                     row.update({"round": rnd, "kind": kind, "tuple_bytes": tb, "event_bytes": eb,

@@ -38,14 +38,6 @@ Deployment load(const std::vector<std::string>& sets = {}) {
 
 Programs programs() { return {"/opt/sluice/sluice-loadgen", "/opt/sluice/sluice-node", "/opt/sluice/sluice-sink"}; }
 
-std::vector<std::string> lines_starting(const std::string& text, const std::string& prefix) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);)
-    if (l.compare(0, prefix.size(), prefix) == 0) out.push_back(l);
-  return out;
-}
-
 // The srun command of each step, its continuation lines joined.
 std::vector<std::string> steps(const std::string& script) {
   std::vector<std::string> out;

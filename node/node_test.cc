@@ -508,8 +508,12 @@ TEST(Threads, SendsThatCompleteLaterAreReapedInEveryMode) {
       ASSERT_TRUE(in.status().ok()) << what << ": " << in.status().message();
       EXPECT_TRUE(ad->end_seen()) << what;
       EXPECT_EQ(ad->tuples(), 5000u) << what;
-      if (t == Threads::kShared) EXPECT_EQ(in.inline_events(), in.out().events.load()) << what;
-      if (t == Threads::kAdaptive && rate > 0) EXPECT_GT(in.inline_events(), 0u) << what;
+      if (t == Threads::kShared) {
+        EXPECT_EQ(in.inline_events(), in.out().events.load()) << what;
+      }
+      if (t == Threads::kAdaptive && rate > 0) {
+        EXPECT_GT(in.inline_events(), 0u) << what;
+      }
     }
   }
 }

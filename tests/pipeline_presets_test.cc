@@ -38,11 +38,16 @@ TEST_P(Pipeline, EveryTupleArrivesOnceAndIntact) {
     const std::string name = p["name"].as<std::string>();
     EXPECT_EQ(p["threads"].as<std::string>(), threads) << name;
     const uint64_t inl = p["inline_events"].as<uint64_t>();
-    if (threads == "dedicated") EXPECT_EQ(inl, 0u) << name;
+    if (threads == "dedicated") {
+      EXPECT_EQ(inl, 0u) << name;
+    }
     // A sink's events are those it received (out counts none).
-    if (threads == "shared" && p["role"].as<std::string>() != "sink")
+    if (threads == "shared" && p["role"].as<std::string>() != "sink") {
       EXPECT_EQ(inl, p["events_out"].as<uint64_t>()) << name;
-    if (threads == "adaptive" && rate) EXPECT_GT(inl, 0u) << name;
+    }
+    if (threads == "adaptive" && rate) {
+      EXPECT_GT(inl, 0u) << name;
+    }
   }
 }
 

@@ -103,7 +103,7 @@ CSV_FIELDS = [
     "node_cpe_p", "node_cpe_u", "node_cpe_s", "node_cpe_i", "node_cpb_p", "node_cores",
     "total_cycles_per_event", "cpu_util", "latency_p50_us", "latency_p99_us",
     "burst_ms", "burst_events", "bursts", "burst_processing_p50_us", "burst_processing_max_us",
-    "burst_head_p50_us", "burst_tail_p50_us",
+    "burst_head_p50_us", "burst_tail_p50_us", "threads",
     "file", "sets", "procs", "raw",
 ]
 
@@ -134,6 +134,8 @@ class Spec:
         bits.append(f"i{p.get('instances', 1)}")
         if p.get("wait"):
             bits.append(p["wait"])
+        if p.get("threads"):
+            bits.append(f"threads={p['threads']}")
         return " ".join(b for b in bits if b)
 
 
@@ -155,6 +157,11 @@ def spec(group, setup, preset, t, e, inst=1, wait="", carrier="", yaml=None, ext
                 sets_for(preset, t, e, inst, wait, carrier, extra),
                 preset=preset, carrier=carrier, tuple_bytes=t, event_bytes=e,
                 instances=inst, wait=wait)
+
+
+# The bursts run in both: dedicated is how a node ran before issue 17's
+# threading modes, adaptive the default since.
+BURST_THREADS = ("dedicated", "adaptive")
 
 
 def fits(t, e):
@@ -249,12 +256,16 @@ def plan(args, tmp):
                                          "processes.2.operators": "[]"}))
         # Seed 004: bursts of one-tuple events (Rachou's events are single
         # tuples) every burst_ms; the sink times each burst and its head.
+        # Each twice: threads dedicated (the node before the latency work
+        # of issue 17) and adaptive (the default since), so the figure shows
+        # before and after in one run.
         for n, period in sz.bursts:
-            sp = spec("bursts", "chain", "tcp-opt", 128, 0, 1,
-                      extra={"burst_events": n, "burst_ms": period})
-            sp.params.update(burst_events=n, burst_ms=period,
-                             duration=max(args.duration, 4 * period / 1000 + 0.5))
-            specs.append(sp)
+            for th in BURST_THREADS:
+                sp = spec("bursts", "chain", "tcp-opt", 128, 0, 1,
+                          extra={"burst_events": n, "burst_ms": period, "threads": th})
+                sp.params.update(burst_events=n, burst_ms=period, threads=th,
+                                 duration=max(args.duration, 4 * period / 1000 + 0.5))
+                specs.append(sp)
         # The cost model's graphs beyond chains, predicted by plan --predict:
         # a key split to two sinks and a union of two loadgens.
         # split_key calibrates the split's cost per tuple; split_key-8k (8 KiB
@@ -417,7 +428,7 @@ def run_one(s, deploy, args, out, commit):
                host=socket.gethostname(), host_cores=os.cpu_count(), ok="false",
                duration_s=f"{s.params.get('duration') or args.duration:g}")
     for k in ("preset", "carrier", "tuple_bytes", "event_bytes", "instances", "wait", "repeat",
-              "burst_ms", "burst_events"):
+              "burst_ms", "burst_events", "threads"):
         row[k] = s.params.get(k, "")
     sets = dict(s.sets)
     duration = s.params.get("duration") or args.duration
@@ -1069,47 +1080,72 @@ def fig_projection(rep):
 def fig_bursts(rep):
     plt = plt_module()
     rows = [r for r in rep.rows if r["group"] == "bursts"]
+    present = {r.get("threads", "") for r in rows}
+    # dedicated: before issue 17's threading modes; adaptive: the default
+    # since. A CSV from before the threads column has one unnamed set.
+    modes = [t for t in BURST_THREADS if t in present] or sorted(present)
+    after = "adaptive" if "adaptive" in modes else modes[-1]
     cells = sorted({(int(r["burst_events"]), int(r["burst_ms"])) for r in rows})
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     series, lines = {}, []
     for n in sorted({c[0] for c in cells}):
-        xs, ys = [], []
-        for m in sorted(c[1] for c in cells if c[0] == n):
-            v = Val(select(rows, burst_events=n, burst_ms=m), "burst_processing_p50_us")
-            if v:
-                xs.append(m)
-                ys.append(v.v / 1e3)
-        series[f"{n} tuples"] = len(xs)
-        axes[0].plot(xs, ys, marker="o", label=f"bursts of {n}")
+        for th in modes:
+            xs, ys = [], []
+            for m in sorted(c[1] for c in cells if c[0] == n):
+                v = Val(select(rows, burst_events=n, burst_ms=m, threads=th),
+                        "burst_processing_p50_us")
+                if v:
+                    xs.append(m)
+                    ys.append(v.v / 1e3)
+            name = f"bursts of {n}" + (f", {th}" if th else "")
+            series[name] = len(xs)
+            axes[0].plot(xs, ys, marker="o", label=name,
+                         linestyle="-" if th == after else "--")
     labels, heads, tails = [], [], []
     for n, m in cells:
-        sel = select(rows, burst_events=n, burst_ms=m)
-        pr, h, t = (Val(sel, "burst_processing_p50_us"), Val(sel, "burst_head_p50_us"),
-                    Val(sel, "burst_tail_p50_us"))
-        b = Val(sel, "bursts")
-        lines.append([n, m, fmt(b.v, ".0f"), fmt(pr.v / 1e3 if pr else None, ".3g"),
-                      fmt(h.v, ".4g"), fmt(t.v, ".4g"), fmt(ratio(h.v, t.v), ".2f"),
-                      srcs(b, pr, h, t)])
-        if h and t:
-            labels.append(f"{n}/{m}ms")
-            heads.append(h.v)
-            tails.append(t.v)
+        for th in modes:
+            sel = select(rows, burst_events=n, burst_ms=m, threads=th)
+            pr, h, t = (Val(sel, "burst_processing_p50_us"), Val(sel, "burst_head_p50_us"),
+                        Val(sel, "burst_tail_p50_us"))
+            b = Val(sel, "bursts")
+            lines.append([n, m, th or "—", fmt(b.v, ".0f"),
+                          fmt(pr.v / 1e3 if pr else None, ".3g"),
+                          fmt(h.v, ".4g"), fmt(t.v, ".4g"), fmt(ratio(h.v, t.v), ".2f"),
+                          srcs(b, pr, h, t)])
+            if h and t and th == after:
+                labels.append(f"{n}/{m}ms")
+                heads.append(h.v)
+                tails.append(t.v)
     series["head and tail"] = len(labels)
     xs = list(range(len(labels)))
     axes[1].bar([x - 0.2 for x in xs], heads, 0.4, label="head (first tenth) p50")
     axes[1].bar([x + 0.2 for x in xs], tails, 0.4, label="tail p50")
     axes[1].set_xticks(xs, labels, rotation=30, fontsize=8)
     axes[1].set(ylabel="latency us (sent to received)", yscale="log",
-                title="head against tail of a burst")
+                title="head against tail of a burst" + (f" ({after})" if after else ""))
     axes[0].set(xscale="log", xlabel="burst period ms", ylabel="burst processing ms (p50)",
                 title="first tuple sent to last received")
     for a in axes:
-        a.legend(fontsize=8)
+        a.legend(fontsize=7)
         a.grid(alpha=0.3)
     rep.save(fig, "fig8_bursts.png", series)
 
+    # Before and after the latency work, cell by cell.
+    before = "dedicated" if "dedicated" in modes and after != "dedicated" else None
+    ba = []
+    if before:
+        for n, m in cells:
+            sb = select(rows, burst_events=n, burst_ms=m, threads=before)
+            sa = select(rows, burst_events=n, burst_ms=m, threads=after)
+            pb, pa = Val(sb, "burst_processing_p50_us"), Val(sa, "burst_processing_p50_us")
+            hb, ha = Val(sb, "burst_head_p50_us"), Val(sa, "burst_head_p50_us")
+            ba.append([n, m, fmt(pb.v / 1e3 if pb else None, ".3g"),
+                       fmt(pa.v / 1e3 if pa else None, ".3g"),
+                       fmt(ratio(pa.v, pb.v), ".2f"), fmt(hb.v, ".4g"), fmt(ha.v, ".4g"),
+                       fmt(ratio(ha.v, hb.v), ".2f"), srcs(pb, pa, hb, ha)])
+
     def at(n, m, col):
-        return Val(select(rows, burst_events=n, burst_ms=m), col)
+        return Val(select(rows, burst_events=n, burst_ms=m, threads=after), col)
 
     far = max((m for n, m in cells if n == 1000), default=None)
     claims = []
@@ -1128,21 +1164,34 @@ def fig_bursts(rep):
                         event_bytes=0, instances=1), "tuples_per_s")
     claims.append(claim_row("burst_constant", 1000 / steady.v * 1e3 if steady else None,
                             "1000 / " + steady.src()))
+    tables = [table(CLAIM_HEAD, claims),
+              table(["burst tuples", "every ms", "threads", "sluice bursts",
+                     "sluice burst ms p50", "sluice head us p50", "sluice tail us p50",
+                     "head/tail", "source"], lines)]
+    if ba:
+        tables.append(
+            f"Before and after the latency work (issue 17): `threads: {before}` (how a "
+            f"node ran before it) against `threads: {after}` (the default since), same "
+            "cells, same run:\n\n" +
+            table(["burst tuples", "every ms", f"sluice burst ms p50 {before}",
+                   f"sluice burst ms p50 {after}", f"{after}/{before}",
+                   f"sluice head us p50 {before}", f"sluice head us p50 {after}",
+                   f"head {after}/{before}", "source"], ba))
     rep.figure(
         "Figure 8: bursts (seed 004)", "fig8_bursts.png",
         "The demo chain (tcp-opt, 128 B tuples, one tuple per event, as Rachou's events) "
-        "fed bursts of 500, 1000 or 2000 tuples, one burst every `burst_ms`. The sink "
+        "fed bursts of 500, 1000 or 2000 tuples, one burst every `burst_ms`, once with "
+        "each node's stages on dedicated threads (before issue 17) and once adaptive (the "
+        "default: an idle node's receiving thread runs a batch to completion). The sink "
         "reports each burst's processing time (its first tuple sent to its last received) "
         "and the latency of a burst's first tenth (the head) against the rest (the tail). "
         "Rachou measured Siddhi, one JVM process, from injection to the end of processing; "
         "sluice's times cross four processes and three loopback links, so the head carries "
         "every wake-up on the path: a stage blocked on an empty ring or socket is woken by "
         "the first tuple of a burst, and the kernel's wake-up and a cold cache are paid "
-        "once per process per burst. The constant stream row is the same chain's steady "
-        "one-tuple throughput.",
-        [table(CLAIM_HEAD, claims),
-         table(["burst tuples", "every ms", "sluice bursts", "sluice burst ms p50",
-                "sluice head us p50", "sluice tail us p50", "head/tail", "source"], lines)])
+        "once per process per burst. The claims use the adaptive runs. The constant "
+        "stream row (distance 0) is the same chain's steady one-tuple throughput.",
+        tables)
 
 
 # The cost model's calibration: these cells of the throughput grid (one

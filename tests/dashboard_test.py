@@ -102,6 +102,17 @@ def main():
     ds = variables.get("DS_PROMETHEUS")
     if not ds or ds.get("type") != "datasource" or ds.get("query") != "prometheus":
         errors.append("no datasource variable DS_PROMETHEUS of type prometheus")
+    # A range that fits a run (a few minutes): the dashboard opens on at most
+    # the last 15 minutes, ending now, and refreshes while the run goes on;
+    # an hour's range made a run's first minutes a sliver at the right edge.
+    tr = d.get("time", {})
+    m = re.fullmatch(r"now-(\d+)([smh])", tr.get("from", ""))
+    span_s = int(m.group(1)) * {"s": 1, "m": 60, "h": 3600}[m.group(2)] if m else None
+    if span_s is None or span_s > 900 or tr.get("to") != "now":
+        errors.append(f"dashboard opens on {tr}: not a range of at most 15 min ending now")
+    r = re.fullmatch(r"(\d+)s", str(d.get("refresh", "")))
+    if not r or int(r.group(1)) > 30:
+        errors.append(f"dashboard refresh is {d.get('refresh')!r}: not every 30 s or less")
     panels = d.get("panels", [])
     if len(panels) < 8:
         errors.append(f"only {len(panels)} panels")

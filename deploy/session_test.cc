@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -201,6 +202,51 @@ TEST_F(Session, NetnsDownDrainsTheStream) {
   EXPECT_EQ(netns_left(j), "");
   EXPECT_EQ(deploy("status " + run_), 0) << out_;
   EXPECT_HAS(out_, "sink     sink     on h4: exited with code 0");
+}
+
+// The wire of node-a's host goes down for 2 s mid-run (`ip link set eth0
+// down` in h2's namespace), then up: with acks no process dies and none is
+// restarted, TCP carries the held frames once the link is back, the stream
+// goes on, and down drains it with nothing lost and nothing twice.
+TEST_F(Session, NetnsALinkDownForTwoSecondsLosesNothing) {
+  if (std::string why = cannot_netns(); !why.empty()) GTEST_SKIP() << why;
+  YAML::Node j;
+  ASSERT_EQ(deploy("up " + kCluster + " --launcher netns --json --set duration_s=60 --set rate=2000 "
+                   "--set acks=on --set restart=on-failure --set progress_s=1 --run-dir " + run_, &j),
+            0)
+      << err_ << out_;
+  std::string h2;
+  for (const auto& n : j["namespaces"])
+    if (n.as<std::string>().size() > 3 && n.as<std::string>().substr(n.as<std::string>().size() - 3) == "-h2")
+      h2 = n.as<std::string>();
+  ASSERT_FALSE(h2.empty()) << out_;
+  for (int i = 0; i < 100 && slurp(run_ + "/loadgen.log").find(" 1 s: ") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_EQ(shell("ip -n " + h2 + " link set eth0 down && echo down"), "down\n");
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_EQ(shell("ip -n " + h2 + " link set eth0 up && echo up"), "up\n");
+  // The stream goes on: the sink's progress line counts more events than
+  // when the link came back up.
+  auto sink_in = [&] {
+    const std::string log = slurp(run_ + "/sink.log");
+    const size_t at = log.rfind(" in ");
+    return at == std::string::npos ? 0ull : std::strtoull(log.c_str() + at + 4, nullptr, 10);
+  };
+  const unsigned long long back = sink_in();
+  bool moved = false;
+  for (int i = 0; i < 150 && !moved; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    moved = sink_in() > back + 2000;
+  }
+  EXPECT_TRUE(moved) << "sink events " << back << " -> " << sink_in() << "\n" << slurp(run_ + "/sink.log");
+  YAML::Node report;
+  ASSERT_EQ(deploy("down --json " + run_, &report), 0) << err_ << out_;
+  EXPECT_TRUE(report["ok"].as<bool>()) << report["error"];
+  EXPECT_EQ(report["restarts"].as<int>(), 0);
+  EXPECT_GT(report["tuples"].as<uint64_t>(), 4000u);
+  EXPECT_EQ(report["lost"].as<uint64_t>(), 0u);
+  EXPECT_EQ(report["duplicated"].as<uint64_t>(), 0u);
+  EXPECT_EQ(netns_left(j), "");
 }
 
 // The supervisor is killed: status says it is gone (exit 1); down stops the

@@ -279,13 +279,10 @@ class Instance::ChainEmitter final : public Emitter {
     auto& c = in_->chain_.cost(op_);
     c.events_out += events;
     c.tuples_out += tuples;
-    if (in_->timing_ == 0) {
-      if (in_->run_chain(d, op_ + 1)) in_->forward(&d, 1);
-      return;
-    }
-    const double t0 = thread_cpu_s();
+    const bool timed = in_->timing_ != 0;
+    const double t0 = timed ? thread_cpu_s() : 0;
     if (in_->run_chain(d, op_ + 1)) in_->forward(&d, 1);
-    in_->nested_s_[op_] += thread_cpu_s() - t0;
+    if (timed) in_->nested_s_[op_] += thread_cpu_s() - t0;
   }
 
   Instance* in_;
@@ -330,15 +327,11 @@ bool Instance::run_chain(Descriptor& d, size_t from) {
     // descriptor (a batch of events) of a timed pass, not per tuple; what it
     // emits is timed again by the operators after it, and taken out of its
     // own time.
-    Operator::Result r;
-    if (timing_ == 0) {
-      r = op.process(work_pool_->slot(d.slot) + d.offset, d, *emitters_[i]);
-    } else {
-      const double nested0 = nested_s_[i];
-      const double t0 = thread_cpu_s();
-      r = op.process(work_pool_->slot(d.slot) + d.offset, d, *emitters_[i]);
-      c.cpu_s += timing_ * (thread_cpu_s() - t0 - (nested_s_[i] - nested0));
-    }
+    const bool timed = timing_ != 0;
+    const double nested0 = nested_s_[i];
+    const double t0 = timed ? thread_cpu_s() : 0;
+    const Operator::Result r = op.process(work_pool_->slot(d.slot) + d.offset, d, *emitters_[i]);
+    if (timed) c.cpu_s += timing_ * (thread_cpu_s() - t0 - (nested_s_[i] - nested0));
     if (Status st = op.status(); !st) {
       fail(Status::Error(fmt::format("operator {} ({}): {}", i, op.name(), st.message())));
       return false;

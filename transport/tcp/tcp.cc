@@ -148,7 +148,9 @@ class TcpRx final : public RxCarrier {
   }
   // A socket is readable while anything is unread (the owner's epoll is
   // level-triggered). rx_select keeps the study's look-then-read loop.
-  bool drained() const override { return drained_ && !opts_.tcp.rx_select; }
+  bool drained() const override {
+    return drained_ && carry_begin_ == carry_end_ && !opts_.tcp.rx_select;
+  }
   LinkStats stats() const override { return stats_.snapshot(); }
 
  private:
@@ -210,7 +212,12 @@ class TcpRx final : public RxCarrier {
   }
 
   // sg: HEADER (16 bytes into hdr_) / PAYLOAD (into the slot). One recvmsg of
-  // [rest of payload, next header] per frame in steady state.
+  // [rest of payload, next header] per frame in steady state. At a frame
+  // boundary (after a drain, so at low rates before every frame) the read is
+  // [header, first kSpeculate bytes of the next posted slot]: a small frame
+  // then costs one recvmsg, not two. What such a read takes past its frame
+  // (the next frames' first bytes) is kept in carry_ and consumed before the
+  // socket is read again.
   Status poll_sg(std::span<Arrival> out, size_t* n) {
     // *n counts as it goes: frames that arrived whole before an error are
     // still handed out (the receiver keeps the error for its next poll).
@@ -219,39 +226,72 @@ class TcpRx final : public RxCarrier {
     while (k < out.size() && !ended_) {
       iovec iov[2];
       int cnt = 0;
+      bool speculate = false;
       if (in_payload_) {
         iov[cnt++] = {pool_.slot(cur_slot_) + payload_got_, cur_.payload_bytes - payload_got_};
         if (cur_.kind != static_cast<uint16_t>(FrameKind::kEnd)) iov[cnt++] = {hdr_, sizeof hdr_};
       } else {
         iov[cnt++] = {hdr_ + hdr_got_, sizeof hdr_ - hdr_got_};
+        if (hdr_got_ == 0 && fifo_head_ != fifo_tail_ && carry_begin_ == carry_end_) {
+          speculate = true;
+          iov[cnt++] = {pool_.slot(fifo_[fifo_head_ & (fifo_.size() - 1)]),
+                        std::min<size_t>(kSpeculate, pool_.slot_bytes())};
+        }
       }
       size_t want = 0;
       for (int i = 0; i < cnt; ++i) want += iov[i].iov_len;
-      bool go;
-      Status st = look(&go);
-      if (!st) return st;
-      if (!go) break;
-      msghdr m{};
-      m.msg_iov = iov;
-      m.msg_iovlen = cnt;
-      ssize_t r = ::recvmsg(fd_.get(), &m, MSG_DONTWAIT);
-      stats_.syscalls.add(1);
-      if (r < 0) {
-        if (errno == EINTR) continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK) {
-          drained_ = true;
-          break;
+      size_t got;
+      const bool from_carry = carry_begin_ < carry_end_;
+      if (from_carry) {
+        got = scatter(iov, cnt, carry_.get() + carry_begin_, carry_end_ - carry_begin_);
+        carry_begin_ += got;
+        if (carry_begin_ == carry_end_) carry_begin_ = carry_end_ = 0;
+      } else {
+        bool go;
+        Status st = look(&go);
+        if (!st) return st;
+        if (!go) break;
+        msghdr m{};
+        m.msg_iov = iov;
+        m.msg_iovlen = cnt;
+        ssize_t r = ::recvmsg(fd_.get(), &m, MSG_DONTWAIT);
+        stats_.syscalls.add(1);
+        if (r < 0) {
+          if (errno == EINTR) continue;
+          if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            drained_ = true;
+            break;
+          }
+          if (shut_down_.load(std::memory_order_acquire)) return closed_error(0, 0);
+          return fail(fmt::format("recvmsg failed on {}: {}", link_, errno_text(errno)));
         }
-        if (shut_down_.load(std::memory_order_acquire)) return closed_error(0, 0);
-        return fail(fmt::format("recvmsg failed on {}: {}", link_, errno_text(errno)));
+        if (r == 0) {
+          if (in_payload_)
+            return closed_error(sizeof(FrameHeader) + payload_got_, sizeof(FrameHeader) + cur_.payload_bytes);
+          return closed_error(hdr_got_, sizeof(FrameHeader));
+        }
+        got = static_cast<size_t>(r);
       }
-      if (r == 0) {
-        if (in_payload_)
-          return closed_error(sizeof(FrameHeader) + payload_got_, sizeof(FrameHeader) + cur_.payload_bytes);
-        return closed_error(hdr_got_, sizeof(FrameHeader));
-      }
-      size_t got = static_cast<size_t>(r);
-      if (in_payload_) {
+      const size_t read = got;
+      if (speculate && got > sizeof hdr_) {
+        // A whole header, and the payload's first bytes already in the slot
+        // it names (the next posted one, which take_slot hands out).
+        got -= sizeof hdr_;
+        hdr_got_ = sizeof hdr_;
+        Status st = begin_frame();
+        if (!st) return st;
+        const size_t take = std::min<size_t>(got, cur_.payload_bytes);
+        payload_got_ = take;
+        if (got > take) {  // past this frame: keep for the next frames
+          std::memcpy(carry_.get(), pool_.slot(cur_slot_) + take, got - take);
+          carry_begin_ = 0;
+          carry_end_ = got - take;
+        }
+        if (payload_got_ == cur_.payload_bytes) {
+          out[k++] = arrival(cur_, cur_slot_, cur_.payload_bytes);
+          in_payload_ = false;
+        }
+      } else if (in_payload_) {
         size_t take = std::min<size_t>(got, cur_.payload_bytes - payload_got_);
         payload_got_ += take;
         got -= take;
@@ -264,21 +304,39 @@ class TcpRx final : public RxCarrier {
         hdr_got_ += got;
       }
       if (!in_payload_ && hdr_got_ == sizeof hdr_) {
-        st = decode_frame_header(hdr_, lim_, &cur_);
-        if (!st) return bad_frame(st);
-        st = take_slot(&cur_slot_);
+        Status st = begin_frame();
         if (!st) return st;
-        in_payload_ = true;
-        payload_got_ = 0;
-        hdr_got_ = 0;
       }
-      if (static_cast<size_t>(r) < want) {  // the socket is drained
+      if (!from_carry && read < want) {  // the socket is drained
         drained_ = true;
         break;
       }
     }
     *n = k;
     return {};
+  }
+
+  // hdr_ holds a whole header: check it and take the slot its payload goes to.
+  Status begin_frame() {
+    Status st = decode_frame_header(hdr_, lim_, &cur_);
+    if (!st) return bad_frame(st);
+    st = take_slot(&cur_slot_);
+    if (!st) return st;
+    in_payload_ = true;
+    payload_got_ = 0;
+    hdr_got_ = 0;
+    return {};
+  }
+
+  // Copies up to n bytes from src into the iovecs, in order; returns how many.
+  static size_t scatter(const iovec* iov, int cnt, const std::byte* src, size_t n) {
+    size_t done = 0;
+    for (int i = 0; i < cnt && done < n; ++i) {
+      const size_t c = std::min(iov[i].iov_len, n - done);
+      std::memcpy(iov[i].iov_base, src + done, c);
+      done += c;
+    }
+    return done;
   }
 
   // copy / capnp: each complete frame in buf_ is copied (or rebuilt) into
@@ -390,6 +448,10 @@ class TcpRx final : public RxCarrier {
   FrameHeader cur_{};
   uint32_t cur_slot_ = kNoSlot;
   size_t payload_got_ = 0;
+  // Bytes a speculative read took past its frame: the next frames' start.
+  static constexpr size_t kSpeculate = 4096;
+  std::unique_ptr<std::byte[]> carry_{new std::byte[kSpeculate]};
+  size_t carry_begin_ = 0, carry_end_ = 0;
 
   // copy / capnp state (uint64_t arrays: 8-byte aligned for capnp)
   std::unique_ptr<uint64_t[]> buf_;

@@ -32,17 +32,20 @@ Status apply_preset(const std::string& preset, LinkOptions* link) {
     link->tcp.rx_select = true;
     link->tcp.read_bytes = 4096;
     link->tcp.poll_timeout_us = 1000;
+    link->adaptive_credits = false;
   } else if (preset == "tcp-opt") {
     link->transport = "tcp";
     link->tcp.encoding = Encoding::kSg;
     link->tcp.async_send = false;
     link->tcp.rx_select = false;
     link->tcp.read_bytes = 65536;
+    link->adaptive_credits = true;
   } else if (preset == "fabric-opt" || preset == "ucx-opt") {
     link->transport = preset == "fabric-opt" ? "fabric" : "ucx";
     link->tcp.encoding = Encoding::kSg;
     link->tcp.async_send = false;
     link->tcp.rx_select = false;
+    link->adaptive_credits = true;
   } else {
     return Status::Error(fmt::format(
         "unknown preset '{}' (known: original, tcp-opt, fabric-opt, ucx-opt)", preset));
@@ -63,6 +66,7 @@ const std::vector<std::string> kSendQueues = {"sync", "async"};
 const std::vector<std::string> kRxPolls = {"block", "select"};
 const std::vector<std::string> kHandovers = {"descriptor", "copy"};
 const std::vector<std::string> kOnOff = {"on", "off"};
+const std::vector<std::string> kCreditModes = {"fixed", "adaptive"};
 const std::vector<std::string> kRestarts = {"never", "on-failure"};
 const std::vector<std::string> kThreads = {"dedicated", "shared", "adaptive"};
 const std::vector<std::string> kCongestionIn = {"", "default", "reno", "cubic", "bbr"};
@@ -219,6 +223,13 @@ const std::vector<LinkKey>& link_keys() {
                 "receiver slots per link: the credits a sender starts with"),
       link_uint("credit_batch", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.credit_batch; },
                 "credits the receiver returns at a time; 0: a quarter of slots"),
+      link_enum("credits", nullptr, &kCreditModes,
+                [](LinkOptions* l, const std::string& v) { l->adaptive_credits = v == "adaptive"; },
+                [](const LinkOptions& l) { return std::string(l.adaptive_credits ? "adaptive" : "fixed"); },
+                "adaptive: where the sender runs out of credits, the receiver lets it hold twice "
+                "what the link carries in one credit round trip (both measured), within "
+                "credit_batch..slots, so a link keeps no more in flight than it needs; fixed: "
+                "every slot's credit (the original preset)"),
       link_uint("connect_timeout_ms", nullptr,
                 +[](LinkOptions& l) -> uint32_t& { return l.connect_timeout_ms; },
                 "how long a sender keeps retrying to connect to its receiver, in milliseconds"),

@@ -33,12 +33,17 @@ TEST(Config, PresetOriginal) {
   EXPECT_TRUE(d.link.tcp.rx_select);
   EXPECT_EQ(d.link.tcp.read_bytes, 4096u);
   EXPECT_EQ(d.link.tcp.poll_timeout_us, 1000u);
+  EXPECT_FALSE(d.link.adaptive_credits) << "the study's configuration: every slot's credit";
+  EXPECT_TRUE(parse_ok(kChain).link.adaptive_credits) << "the default";
+  EXPECT_FALSE(parse_ok(std::string("credits: fixed\n") + kChain).link.adaptive_credits);
 }
 
 TEST(Config, ApplyPreset) {
   LinkOptions l;
   EXPECT_TRUE(apply_preset("original", &l).ok());
+  EXPECT_FALSE(l.adaptive_credits);
   EXPECT_TRUE(apply_preset("tcp-opt", &l).ok());
+  EXPECT_TRUE(l.adaptive_credits);
   EXPECT_EQ(l.tcp.encoding, Encoding::kSg);
   EXPECT_FALSE(l.tcp.rx_select);
   EXPECT_EQ(l.tcp.read_bytes, 65536u);

@@ -254,10 +254,16 @@ Json measured(const ProcessSummary& s) {
                       {"blocked_s", blocked}});
   }
   Json links = Json::array();
-  for (const auto& l : s.links)
-    links.push_back({{"name", l.name}, {"direction", l.out ? "out" : "in"}, {"frames", l.frames},
-                     {"bytes", l.bytes}, {"syscalls", l.syscalls}, {"credit_waits", l.credit_waits},
-                     {"credit_wait_s", num(l.credit_wait_s, 6)}});
+  for (const auto& l : s.links) {
+    Json j = {{"name", l.name}, {"direction", l.out ? "out" : "in"}, {"frames", l.frames},
+              {"bytes", l.bytes}, {"syscalls", l.syscalls}, {"credit_waits", l.credit_waits},
+              {"credit_wait_s", num(l.credit_wait_s, 6)}};
+    if (!l.out) {
+      j["credit_window"] = l.credit_window;
+      j["credit_rtt_us"] = l.credit_rtt_us;
+    }
+    links.push_back(std::move(j));
+  }
   Json ops = Json::array();
   for (const auto& o : s.operators)
     ops.push_back({{"name", o.name}, {"events_in", o.events_in}, {"events_out", o.events_out},
@@ -373,6 +379,8 @@ Status summary_from_json(const std::string& text, ProcessSummary* out) {
       e.at("syscalls").get_to(l.syscalls);
       e.at("credit_waits").get_to(l.credit_waits);
       e.at("credit_wait_s").get_to(l.credit_wait_s);
+      l.credit_window = e.value("credit_window", uint64_t{0});
+      l.credit_rtt_us = e.value("credit_rtt_us", uint64_t{0});
       s.links.push_back(std::move(l));
     }
     for (const Json& e : n.value("operators", Json::array())) {

@@ -676,7 +676,8 @@ void Instance::report(ProcessSummary& s) const {
   }
   for (const auto& l : li.links)
     s.links.push_back({l.name, l.out, l.stats.frames, l.stats.bytes, l.stats.syscalls,
-                       l.stats.credit_waits, l.stats.credit_wait_ns / 1e9});
+                       l.stats.credit_waits, l.stats.credit_wait_ns / 1e9, l.stats.window_mean,
+                       l.stats.rtt_us});
   source_->report(s);
   dest_->report(s);
   s.threads = threads_name(cfg_.threads);

@@ -181,6 +181,10 @@ class Collector final : public prometheus::Collectable {
                 "A receiving link's slots posted and empty now (credits its sender holds or "
                 "that are on their way back to it)",
                 kGauge, static_cast<double>(l.stats.slots_free), lab);
+          f.add("sluice_link_credit_window",
+                "Credits a receiving link lets its sender hold now, frames on their way included "
+                "(its slots unless credits: adaptive)",
+                kGauge, static_cast<double>(l.stats.window), lab);
         }
       }
     }

@@ -80,6 +80,7 @@ TEST(PipelineMetrics, EachProcessIsScrapedWhileItRunsAndTheSummaryNamesItsEndpoi
   EXPECT_FALSE(sample(text, R"(sluice_link_syscalls_total{link="node-a->node-b",direction="out",copy="0"})").empty()) << text;
   EXPECT_FALSE(sample(text, R"(sluice_link_credits{link="node-a->node-b",direction="out",copy="0"})").empty()) << text;
   EXPECT_FALSE(sample(text, R"(sluice_link_slots_free{link="loadgen->node-a",direction="in",copy="0"})").empty()) << text;
+  EXPECT_FALSE(sample(text, R"(sluice_link_credit_window{link="loadgen->node-a",direction="in",copy="0"})").empty()) << text;
   // The sink's endpoint is process 3's, with its latency histogram.
   const std::string sink = http_get(30503, "/metrics");
   EXPECT_NE(sink.find(R"(sluice_info{process="sink",role="sink"} 1)"), std::string::npos);
@@ -97,6 +98,12 @@ TEST(PipelineMetrics, EachProcessIsScrapedWhileItRunsAndTheSummaryNamesItsEndpoi
   EXPECT_EQ(a["links"][0]["direction"].as<std::string>(), "in");
   EXPECT_EQ(a["links"][1]["name"].as<std::string>(), "node-a->node-b");
   EXPECT_GT(a["links"][1]["frames"].as<uint64_t>(), 0u);
+  // An incoming link says what credit window it ran with: adaptive by
+  // default, so between a credit batch (16 of 64 slots) and its slots.
+  const uint64_t window = a["links"][0]["credit_window"].as<uint64_t>();
+  EXPECT_GE(window, 16u);
+  EXPECT_LE(window, 64u);
+  EXPECT_FALSE(a["links"][1]["credit_window"].IsDefined()) << "an outgoing link has none";
   EXPECT_TRUE(a["stages"][0]["blocked_s"]["ring_full"].IsDefined());
 }
 

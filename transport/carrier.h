@@ -42,6 +42,10 @@ struct LinkStats {
   uint64_t credits = 0;        // sender: credits in hand now
   uint64_t slots_free = 0;     // receiver: its slots posted and empty now (the sender's credits
                                // and those on their way back to it)
+  uint64_t window = 0;         // receiver: credits it lets the sender hold now, frames on
+                               // their way included (slots, unless adaptive_credits)
+  uint64_t window_mean = 0;    // receiver: the window over the run, weighted by frames carried
+  uint64_t rtt_us = 0;         // receiver, adaptive_credits: the credit round trip it measured
 };
 
 // A frame that arrived: its payload is in `slot`, in the event wire form

@@ -8,6 +8,18 @@
 #include <thread>
 
 namespace sluice {
+namespace {
+
+// adaptive_credits: how often the window is sized again.
+constexpr int64_t kAdaptPeriodNs = 20'000'000;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 // ---------------------------------------------------------------- Receiver
 
@@ -21,6 +33,8 @@ Receiver::Receiver(const LinkOptions& opts, std::unique_ptr<RxCarrier> carrier, 
       batch_(opts.effective_credit_batch()),
       name_(std::move(name)) {
   granted_.set(opts.slots);
+  window_ = slots_;
+  window_now_.set(window_);
   frame_of_.assign(slots_, 0);
   size_t ring = 2;
   while (ring < window(slots_) + slots_ + 1) ring <<= 1;
@@ -97,7 +111,50 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
     if (k == 0) return e;
   }
   *n = k;
+  if (opts_.adaptive_credits && k > 0) {
+    adapt(now_ns());
+    // Frames that arrived made room in the window for credits held back.
+    if (pending_ > 0 && !ended_) {
+      st = send_pending(false, std::min(batch_, pending_));
+      if (!st) {
+        Status e = fail(st.message());
+        *n = 0;
+        return e;
+      }
+    }
+  }
   return {};
+}
+
+void Receiver::adapt(int64_t now) {
+  if (probe_frame_ != UINT64_MAX && received_ > probe_frame_) {
+    period_rtt_ns_ = std::min(period_rtt_ns_, now - probe_ns_);
+    probe_frame_ = UINT64_MAX;
+  }
+  if (period_ns_ == 0) {
+    period_ns_ = now;
+    period_received_ = received_;
+    return;
+  }
+  const int64_t dt = now - period_ns_;
+  if (dt < kAdaptPeriodNs) return;
+  const double frames = static_cast<double>(received_ - period_received_);
+  window_frames_ += frames * window_;  // the window this period ran with
+  frames_sized_ += frames;
+  if (frames_sized_ > 0) window_mean_.set(static_cast<uint64_t>(window_frames_ / frames_sized_ + 0.5));
+  if (period_rtt_ns_ != INT64_MAX) {
+    rtt_ns_ = period_rtt_ns_;
+    rtt_us_.set(static_cast<uint64_t>(rtt_ns_ / 1000));
+    // Frames per ns the link carried, times the round trip, twice over: what
+    // keeps the receiver fed while the next credits travel.
+    const double want = 2.0 * frames * static_cast<double>(rtt_ns_) / static_cast<double>(dt);
+    const uint64_t w = static_cast<uint64_t>(want) + 1;
+    window_ = static_cast<uint32_t>(std::clamp<uint64_t>(w, batch_, slots_));
+  }
+  window_now_.set(window_);
+  period_ns_ = now;
+  period_received_ = received_;
+  period_rtt_ns_ = INT64_MAX;
 }
 
 Status Receiver::give_back(uint32_t slot) {
@@ -121,7 +178,7 @@ Status Receiver::give_back(uint32_t slot) {
   Status st = carrier_->post(slot);
   if (st) {
     ++pending_;
-    if (pending_ >= batch_ || end) st = send_pending(end);
+    if (pending_ >= batch_ || end) st = send_pending(end, opts_.adaptive_credits ? batch_ : 1);
   }
   // After END the sender reads credits only to see the receiver finish.
   if (end) {
@@ -139,20 +196,37 @@ Status Receiver::give_back(uint32_t slot) {
 // Credits go out at most window() frames ahead of the acknowledged prefix, so
 // a sender's replay log never needs more (the rest wait for the prefix to
 // move). After END everything owed goes: nothing new can follow it.
-Status Receiver::send_pending(bool all) {
+Status Receiver::send_pending(bool all, uint32_t least, bool ack) {
   const uint64_t limit = acked_ + window(slots_);
-  const uint64_t room = limit > granted_.get() ? limit - granted_.get() : 0;
-  const uint32_t n = all ? pending_ : static_cast<uint32_t>(std::min<uint64_t>(pending_, room));
-  if (n == 0) return {};
+  const uint64_t ack_room = limit > granted_.get() ? limit - granted_.get() : 0;
+  uint64_t room = ack_room;
+  if (opts_.adaptive_credits) {
+    const uint64_t out = granted_.get() - received_;  // credits unspent, frames on their way
+    room = std::min<uint64_t>(room, window_ > out ? window_ - out : 0);
+  }
+  uint32_t n = all ? pending_ : static_cast<uint32_t>(std::min<uint64_t>(pending_, room));
+  // An acknowledgement the sender has not heard goes now, even past the
+  // credit window: acks ride on credit messages, and a sender whose stream
+  // stalled (its upstream died) waits for them to free what it holds. One
+  // credit carries it (every credit message grants at least one).
+  if (n == 0 && ack && opts_.acks && acked_ > acked_sent_ && pending_ > 0 && ack_room > 0) n = 1;
+  if (n == 0 || (!all && n < least)) return {};
+  if (opts_.adaptive_credits && probe_frame_ == UINT64_MAX && granted_.get() == received_) {
+    // The sender holds no credit and has nothing on its way: the next frame
+    // spends one of these as soon as they reach it (if it has any to send).
+    probe_frame_ = granted_.get();
+    probe_ns_ = now_ns();
+  }
   Status st = carrier_->send_credits(n, acked_);
   granted_.add(n);
   pending_ -= n;
+  acked_sent_ = acked_;
   return st;
 }
 
 Status Receiver::flush_credits() {
   if (!error_.ok() || finished_ || pending_ == 0) return {};
-  Status st = send_pending(false);
+  Status st = send_pending(false, 1, true);
   if (!st) {
     if (shut_down_.load(std::memory_order_acquire)) return fail(name_ + ": receive shut down");
     return fail(st.message());
@@ -171,6 +245,9 @@ LinkStats Receiver::stats() const {
   s.max_held = max_held_.get();
   const uint64_t held = held_.get();
   s.slots_free = held < slots_ ? slots_ - held : 0;
+  s.window = window_now_.get();
+  s.window_mean = opts_.adaptive_credits ? window_mean_.get() : slots_;
+  s.rtt_us = rtt_us_.get();
   return s;
 }
 

@@ -103,7 +103,13 @@ class Receiver {
 
  private:
   Status fail(std::string msg);
-  Status send_pending(bool all);
+  // Sends pending credits (all of them after END), at most as many as the
+  // acknowledgement window and the credit window allow; none if fewer than
+  // `least` would go. `ack`: an acknowledgement not yet sent goes anyway.
+  Status send_pending(bool all, uint32_t least = 1, bool ack = false);
+  // adaptive_credits: the rate and round trip of the last period, and the
+  // window they give.
+  void adapt(int64_t now_ns);
 
   LinkOptions opts_;
   std::unique_ptr<RxCarrier> carrier_;
@@ -120,8 +126,21 @@ class Receiver {
   // ahead of the acked prefix came back (a ring indexed by frame number).
   std::vector<uint64_t> frame_of_;
   std::vector<uint8_t> back_;
-  uint64_t acked_ = 0;
+  uint64_t acked_ = 0, acked_sent_ = 0;
   std::atomic<bool> shut_down_{false};
+  // adaptive_credits. The window bounds granted - received: credits the
+  // sender holds plus frames on their way. A probe times a credit message
+  // sent while the sender held none (and had nothing on its way) to the
+  // arrival of the first frame that spends one of its credits: the round
+  // trip; the shortest in a period counts.
+  uint32_t window_;
+  uint64_t probe_frame_ = UINT64_MAX;
+  int64_t probe_ns_ = 0, period_ns_ = 0, period_rtt_ns_ = INT64_MAX, rtt_ns_ = 0;
+  uint64_t period_received_ = 0;
+  // What the link ran with: the window of each period weighted by the
+  // frames it carried (the summary's credit_window).
+  double window_frames_ = 0, frames_sized_ = 0;
+  Counter window_now_, window_mean_, rtt_us_;
 };
 
 // Credits as a sender sees them: what the receiver granted, one taken per

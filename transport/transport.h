@@ -48,6 +48,11 @@ struct LinkOptions {
   uint32_t slot_bytes = 65536;    // receiver slot = the largest frame payload
   uint32_t slots = 64;            // receiver slots = initial credits
   uint32_t credit_batch = 0;      // credits returned in batches of this (0: slots/4)
+  // Credits sized to the link: where the sender runs out of credits, the
+  // receiver lets it hold (in credits and frames on their way) twice what the
+  // link carries in one credit round trip, measured, within [credit_batch,
+  // slots]. Off (`credits: fixed`, the original preset): all slots.
+  bool adaptive_credits = true;
   uint32_t connect_timeout_ms = 10000;
   std::string token;              // optional shared secret checked at handshake
   Wait wait = Wait::kBlock;       // for the transport's own internal queues

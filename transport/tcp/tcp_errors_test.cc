@@ -115,8 +115,10 @@ class RawUpstream : public ::testing::TestWithParam<Encoding> {
     ro_.slot_bytes = 4096;
     ro_.slots = 2;
     ro_.tuple_bytes = 12;
+    // The raw peer reads no credits: it sends whenever a slot came back,
+    // which fixed credits grant at once (adaptive ones may hold them back).
+    ro_.adaptive_credits = false;
     Status st;
-    ro_.slots = 2;
     listener_ = listen_on(ro_, pool_, ctx_, &st);
     ASSERT_TRUE(listener_) << st.message();
     raw_.connect_to(listener_->port());

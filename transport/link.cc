@@ -113,14 +113,14 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
   *n = k;
   if (opts_.adaptive_credits && k > 0) {
     adapt(now_ns());
-    // Frames that arrived made room in the window for credits held back.
+    // Frames that arrived made room in the window for credits held back. A
+    // peer gone meanwhile: these frames still go on (their slots come back),
+    // and the next poll() returns the error.
     if (pending_ > 0 && !ended_) {
       st = send_pending(false, std::min(batch_, pending_));
-      if (!st) {
-        Status e = fail(st.message());
-        *n = 0;
-        return e;
-      }
+      if (!st)
+        (void)fail(shut_down_.load(std::memory_order_acquire) ? name_ + ": receive shut down"
+                                                             : st.message());
     }
   }
   return {};

@@ -177,8 +177,9 @@ struct LinkSummary {
   bool out = false;
   uint64_t frames = 0, bytes = 0, syscalls = 0, credit_waits = 0;
   double credit_wait_s = 0;
-  // Incoming links: the credits the receiver let the sender hold at the end
-  // (its slots, unless `credits: adaptive`), and the round trip it measured.
+  // Incoming links: the credits the receiver let the sender hold over the run
+  // (weighted by frames; its slots, unless `credits: adaptive`), and the
+  // round trip it measured last.
   uint64_t credit_window = 0, credit_rtt_us = 0;
 };
 

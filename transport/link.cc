@@ -143,11 +143,10 @@ void Receiver::adapt(int64_t now) {
   frames_sized_ += frames;
   if (frames_sized_ > 0) window_mean_.set(static_cast<uint64_t>(window_frames_ / frames_sized_ + 0.5));
   if (period_rtt_ns_ != INT64_MAX) {
-    rtt_ns_ = period_rtt_ns_;
-    rtt_us_.set(static_cast<uint64_t>(rtt_ns_ / 1000));
+    rtt_us_.set(static_cast<uint64_t>(period_rtt_ns_ / 1000));
     // Frames per ns the link carried, times the round trip, twice over: what
     // keeps the receiver fed while the next credits travel.
-    const double want = 2.0 * frames * static_cast<double>(rtt_ns_) / static_cast<double>(dt);
+    const double want = 2.0 * frames * static_cast<double>(period_rtt_ns_) / static_cast<double>(dt);
     const uint64_t w = static_cast<uint64_t>(want) + 1;
     window_ = static_cast<uint32_t>(std::clamp<uint64_t>(w, batch_, slots_));
   }

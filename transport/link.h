@@ -135,7 +135,7 @@ class Receiver {
   // trip; the shortest in a period counts.
   uint32_t window_;
   uint64_t probe_frame_ = UINT64_MAX;
-  int64_t probe_ns_ = 0, period_ns_ = 0, period_rtt_ns_ = INT64_MAX, rtt_ns_ = 0;
+  int64_t probe_ns_ = 0, period_ns_ = 0, period_rtt_ns_ = INT64_MAX;
   uint64_t period_received_ = 0;
   // What the link ran with: the window of each period weighted by the
   // frames it carried (the summary's credit_window).

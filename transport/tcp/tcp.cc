@@ -243,7 +243,7 @@ class TcpRx final : public RxCarrier {
       size_t got;
       const bool from_carry = carry_begin_ < carry_end_;
       if (from_carry) {
-        got = scatter(iov, cnt, carry_.get() + carry_begin_, carry_end_ - carry_begin_);
+        got = scatter(iov, cnt, carry_ + carry_begin_, carry_end_ - carry_begin_);
         carry_begin_ += got;
         if (carry_begin_ == carry_end_) carry_begin_ = carry_end_ = 0;
       } else {
@@ -277,13 +277,12 @@ class TcpRx final : public RxCarrier {
         // A whole header, and the payload's first bytes already in the slot
         // it names (the next posted one, which take_slot hands out).
         got -= sizeof hdr_;
-        hdr_got_ = sizeof hdr_;
         Status st = begin_frame();
         if (!st) return st;
         const size_t take = std::min<size_t>(got, cur_.payload_bytes);
         payload_got_ = take;
         if (got > take) {  // past this frame: keep for the next frames
-          std::memcpy(carry_.get(), pool_.slot(cur_slot_) + take, got - take);
+          std::memcpy(carry_, pool_.slot(cur_slot_) + take, got - take);
           carry_begin_ = 0;
           carry_end_ = got - take;
         }
@@ -450,7 +449,7 @@ class TcpRx final : public RxCarrier {
   size_t payload_got_ = 0;
   // Bytes a speculative read took past its frame: the next frames' start.
   static constexpr size_t kSpeculate = 4096;
-  std::unique_ptr<std::byte[]> carry_{new std::byte[kSpeculate]};
+  std::byte carry_[kSpeculate];
   size_t carry_begin_ = 0, carry_end_ = 0;
 
   // copy / capnp state (uint64_t arrays: 8-byte aligned for capnp)

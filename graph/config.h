@@ -195,6 +195,13 @@ struct Deployment {
   std::string restart = "never";   // never | on-failure: every process's unless it sets its own
   uint32_t restart_limit = 3;
   uint32_t restart_backoff_ms = 500;
+  // Operator snapshots: a node whose operators keep state writes it to
+  // state_dir ("": the run's directory) every checkpoint_interval_ms (0:
+  // never) and reads it back when restarted. run_token names the run a
+  // snapshot belongs to (set by the programs, not a key).
+  uint32_t checkpoint_interval_ms = 0;
+  std::string state_dir;
+  std::string run_token;
 
   uint16_t base_port = 17100;
   // Where the processes run. Without `hosts:` every process's `host` is an

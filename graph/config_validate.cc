@@ -194,6 +194,9 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
     if (o.slots < 1) return err("slots", "must be at least 1");
     if (o.slot_bytes < 1) return err("slot_bytes", "must be at least 1");
     if (o.tcp.read_bytes < 1) return err("read_bytes", "must be at least 1");
+    if (d.checkpoint_interval_ms && !o.acks)
+      return err("acks", "checkpoint_interval_ms needs acks: on on every link (a snapshot "
+                         "releases what upstreams keep for replay; without acks they keep nothing)");
     if (o.acks && o.transport == "tcp" && o.tcp.async_send)
       return err("acks", "acks: on needs send_queue: sync (an async send queue's thread reads "
                          "the credits, and the acknowledgements with them)");

@@ -14,6 +14,7 @@
 #include "graph/kernels/moving.h"
 #include "graph/kernels/predicate.h"
 #include "graph/kernels/test_util.h"
+#include "graph/checkpoint.h"
 #include "graph/operator.h"
 
 namespace sluice {
@@ -272,6 +273,183 @@ TEST(KernelOps, MovingAverageBothVersionsMatchTheKernel) {
       ASSERT_EQ(a, avg[i]) << i;
     }
     expect_end(*op, spans, t.size(), t.size(), false);
+  }
+}
+
+// ---- snapshots (graph/checkpoint.h)
+
+// Feeds tuples [from, to) as in feed(), continuing seq and event numbers in
+// *seq and *ev, without the end (no on_time, no flush).
+void feed_part(Operator& op, const Tuples& t, size_t from, size_t to, VecEmitter& em,
+               std::mt19937_64& rng, uint64_t* seq, uint64_t* ev, uint64_t* spans) {
+  const uint32_t tb = t.stride();
+  for (size_t i = from; i < to;) {
+    std::vector<std::byte> run;
+    Descriptor d{0, 0, 0, 0, 0, 0};
+    for (int k = 0; k < 3 && i < to; ++k) {
+      uint32_t n = 1 + rng() % 100;
+      if (n > to - i) n = uint32_t(to - i);
+      const uint32_t extra = *ev % 3 == 0 ? 2 : 0;
+      EventHeader h{kEventMagic, kWireVersion, kEventHeaderBytes, 0, tb, *seq, n, n + extra, 0, 0,
+                    1000 + *ev, *ev, 0};
+      const size_t off = run.size();
+      run.resize(off + h.wire_bytes());
+      std::memcpy(&run[off], &h, sizeof h);
+      std::memcpy(&run[off + kEventHeaderBytes], t.at(i), size_t{n} * tb);
+      seal_event(&run[off]);
+      *seq += n + extra;
+      *spans += n + extra;
+      i += n;
+      ++*ev;
+      ++d.events;
+      d.tuples += n;
+    }
+    d.bytes = uint32_t(run.size());
+    EXPECT_EQ(op.process(run.data(), d, em), Operator::kConsumed);
+  }
+}
+
+// An operator saved after part of its input and loaded into a new one made
+// alike: the new one, fed the rest, emits exactly what the first would have
+// (the same rows, the derived stream's seq continued) and the same END.
+TEST(Snapshot, ARestoredOperatorContinuesExactlyWhereTheSavedOneWas) {
+  const Schema s = schema();
+  std::mt19937_64 rng(21);
+  const Tuples t = random_tuples(s, 20000, rng, 16);
+  std::vector<OperatorConfig> cfgs;
+  for (const char* win : {"none", "count", "time"})
+    cfgs.push_back(config("groupby", {{"group_by", "p0"}, {"aggregates", "sum(p1), count, max(p1)"},
+                                      {"window", win}, {"size", "600"}, {"slide", "200"},
+                                      {"time_field", "ts"}, {"having", "sum(p1) >= 3000"}}));
+  for (const char* ca : {"off", "on"})
+    cfgs.push_back(config("moving_avg", {{"field", "p1"}, {"window", "300"}, {"cache_aware", ca},
+                                         {"staging", "64"}}));
+  cfgs.push_back(config("join", {{"method", "hash"}, {"key", "p0"}, {"fields", "p1, ts"},
+                                 {"table_rows", "10"}, {"seed", "3"}}));
+  for (const OperatorConfig& c : cfgs) {
+    for (size_t cut : {size_t{0}, size_t{1}, size_t{4321}, size_t{12345}, t.size()}) {
+      SCOPED_TRACE(c.kind + " " + c.get("window") + c.get("cache_aware") + " cut at " + std::to_string(cut));
+      Status st;
+      auto whole = make_operator(c, s, &st);
+      ASSERT_TRUE(whole) << st.message();
+      ASSERT_EQ(whole->state(), Operator::State::kSaved);
+      std::mt19937_64 r1(5), r2(5);
+      VecEmitter want, got;
+      uint64_t seq = 0, ev = 0, spans = 0;
+      feed_part(*whole, t, 0, cut, want, r1, &seq, &ev, &spans);
+      feed_part(*whole, t, cut, t.size(), want, r1, &seq, &ev, &spans);
+      whole->on_time(UINT64_MAX, want);
+      whole->flush(want);
+
+      auto first = make_operator(c, s, &st);
+      uint64_t seq2 = 0, ev2 = 0, spans2 = 0;
+      // Same cut points as `whole` saw (r2 draws the same sizes) up to `cut`.
+      feed_part(*first, t, 0, cut, got, r2, &seq2, &ev2, &spans2);
+      SnapshotOut out;
+      first->save(out);
+      first.reset();  // the node died
+      auto second = make_operator(c, s, &st);
+      SnapshotIn in(out.data().data(), out.data().size());
+      ASSERT_TRUE(second->load(in).ok());
+      ASSERT_TRUE(in.ok()) << in.what();
+      EXPECT_EQ(in.left(), 0u);
+      feed_part(*second, t, cut, t.size(), got, r2, &seq2, &ev2, &spans2);
+      second->on_time(UINT64_MAX, got);
+      second->flush(got);
+      ASSERT_TRUE(second->status().ok()) << second->status().message();
+      ASSERT_EQ(got.rows.size(), want.rows.size());
+      EXPECT_TRUE(got.rows == want.rows);
+      EndOfStream e1{}, e2{};
+      e1.n_streams = e2.n_streams = 1;
+      e1.streams[0] = e2.streams[0] = {0, 0, spans, 0};
+      whole->end(&e1);
+      second->end(&e2);
+      ASSERT_EQ(e1.n_streams, e2.n_streams);
+      EXPECT_EQ(std::memcmp(e1.accounts, e2.accounts, sizeof e1.accounts), 0);
+      EXPECT_EQ(std::memcmp(e1.streams, e2.streams, sizeof(EndOfStreamEntry) * e1.n_streams), 0);
+    }
+  }
+}
+
+OperatorChain groupby_chain(const Schema& s, const char* max_groups = "64") {
+  OperatorChain chain;
+  EXPECT_TRUE(OperatorChain::make({config("filter", {{"field", "p1"}, {"op", "ge"}, {"value", "0"}}),
+                                   config("groupby", {{"group_by", "p0"}, {"aggregates", "sum(p1)"},
+                                                      {"window", "count"}, {"size", "1000"},
+                                                      {"max_groups", max_groups}})},
+                                  s, &chain).ok());
+  return chain;
+}
+
+// A snapshot file: what the chain and its counters were, back whole; any
+// byte changed, any length cut, a different chain or configuration, and
+// another run's file are told apart, each named.
+TEST(Snapshot, TheFileComesBackWholeOrIsAnErrorNamingIt) {
+  const Schema s = schema();
+  std::mt19937_64 rng(22);
+  const Tuples t = random_tuples(s, 5000, rng, 16);
+  OperatorChain chain = groupby_chain(s);
+  VecEmitter em;
+  uint64_t seq = 0, ev = 0, spans = 0;
+  feed_part(chain.op(1), t, 0, 2500, em, rng, &seq, &ev, &spans);
+  CheckpointState st;
+  st.number = 7;
+  st.max_ts = 123456;
+  st.watermarks = {11, 22};
+  st.next_seq[0] = ev;
+  st.next_seq[3] = 99;
+  SnapshotOut scratch;
+  std::string file;
+  encode_snapshot("run-1", chain, st, &scratch, &file);
+
+  OperatorChain back = groupby_chain(s);
+  CheckpointState got;
+  bool stale = true;
+  ASSERT_TRUE(decode_snapshot(file.data(), file.size(), "f.snapshot", "run-1", back, &got, &stale).ok());
+  EXPECT_FALSE(stale);
+  EXPECT_EQ(got.number, 7u);
+  EXPECT_EQ(got.max_ts, 123456u);
+  EXPECT_EQ(got.watermarks, (std::vector<uint64_t>{11, 22}));
+  EXPECT_EQ(got.next_seq[0], ev);
+  EXPECT_EQ(got.next_seq[3], 99u);
+  std::string again;
+  encode_snapshot("run-1", back, got, &scratch, &again);
+  EXPECT_TRUE(again == file) << "the restored chain saves the same bytes";
+
+  // Another run's snapshot: stale, nothing loaded, no error.
+  ASSERT_TRUE(decode_snapshot(file.data(), file.size(), "f.snapshot", "run-2", back, &got, &stale).ok());
+  EXPECT_TRUE(stale);
+
+  auto error_of = [&](const std::string& bytes, OperatorChain& c) {
+    CheckpointState g;
+    bool sl = false;
+    Status e = decode_snapshot(bytes.data(), bytes.size(), "dir/node-b.0.snapshot", "run-1", c, &g, &sl);
+    EXPECT_FALSE(sl);
+    return e.ok() ? std::string() : e.message();
+  };
+  for (size_t cut = 0; cut < file.size(); cut += 1 + cut / 7) {
+    OperatorChain c = groupby_chain(s);
+    const std::string e = error_of(file.substr(0, cut), c);
+    ASSERT_NE(e.find("snapshot dir/node-b.0.snapshot"), std::string::npos) << "cut at " << cut << ": " << e;
+  }
+  for (size_t at = 0; at < file.size(); at += 1 + at / 5) {
+    std::string bad = file;
+    bad[at] = static_cast<char>(bad[at] ^ 0x40);
+    OperatorChain c = groupby_chain(s);
+    const std::string e = error_of(bad, c);
+    ASSERT_NE(e.find("snapshot dir/node-b.0.snapshot"), std::string::npos) << "byte " << at << ": " << e;
+  }
+  {
+    OperatorChain c = groupby_chain(s, "128");  // another max_groups
+    const std::string e = error_of(file, c);
+    EXPECT_NE(e.find("operator 1 (groupby)"), std::string::npos) << e;
+    EXPECT_NE(e.find("max_groups"), std::string::npos) << e;
+  }
+  {
+    OperatorChain c;
+    ASSERT_TRUE(OperatorChain::make({config("filter", {{"field", "p1"}, {"op", "ge"}, {"value", "0"}}), config("moving_avg", {{"field", "p1"}})}, s, &c).ok());
+    const std::string e = error_of(file, c);
+    EXPECT_NE(e.find("operator 1 is groupby, this node's is moving_avg"), std::string::npos) << e;
   }
 }
 

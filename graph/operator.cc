@@ -185,6 +185,31 @@ std::byte* EventWriter::append(Emitter& out, uint64_t ts_ns) {
   return t;
 }
 
+void EventWriter::save(SnapshotOut& out) const {
+  out.put<uint8_t>(slot_ != nullptr);
+  out.put<uint64_t>(next_seq_);
+  out.put<uint64_t>(events_);
+}
+
+void EventWriter::load(SnapshotIn& in) {
+  if (in.get<uint8_t>() != 0) in.fail("was taken while an operator's event was open");
+  const uint64_t seq = in.get<uint64_t>(), events = in.get<uint64_t>();
+  if (!in.ok()) return;
+  next_seq_ = seq;
+  events_ = events;
+}
+
+void StreamAccounts::save(SnapshotOut& out) const {
+  out.put<uint8_t>(any);
+  out.block(of, sizeof of);
+}
+
+void StreamAccounts::load(SnapshotIn& in) {
+  const bool a = in.get<uint8_t>() != 0;
+  in.block(of, sizeof of);
+  any = a;
+}
+
 void EventWriter::seal_open() {
   if (!event_) return;
   EventHeader h;

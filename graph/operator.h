@@ -24,7 +24,12 @@
 //       window or is counted on its own. END moves the watermark to infinity
 //       (on_time(UINT64_MAX) before flush());
 //   (e) keep state whose size is known when it is made: state_bytes() says
-//       how much; nothing is allocated after make().
+//       how much; nothing is allocated after make();
+//   (f) with checkpoints (node/checkpoint.h), write that state between two
+//       descriptors (save) and read it back when its node restarts (load),
+//       so the node continues where the snapshot was taken: state() says
+//       whether it keeps any and whether it can. save() is called only
+//       between descriptors, when every event it emitted was committed.
 //
 // Each operator kind declares itself once, in an OperatorSpec: its parameters
 // (key, type, default, doc), how its output schema follows from its input
@@ -40,6 +45,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/snapshot.h"
 #include "base/status.h"
 #include "graph/config.h"
 #include "graph/schema.h"
@@ -91,6 +97,10 @@ class EventWriter {
   // This stream's totals, added to END.
   void end(EndOfStream* eos) const;
   uint64_t rows() const { return next_seq_; }
+  // The numbering, between descriptors (no event open): a restored writer
+  // continues the derived stream's seq and event_seq where it was saved.
+  void save(SnapshotOut& out) const;
+  void load(SnapshotIn& in);
 
  private:
   void seal_open();
@@ -112,6 +122,8 @@ struct StreamAccounts {
   void partitioned(uint32_t stream, uint64_t n) { add(stream).partitioned += n; }
   // Adds these to END's entries of the same streams.
   void add_to(EndOfStream* eos) const;
+  void save(SnapshotOut& out) const;
+  void load(SnapshotIn& in);
 
  private:
   EndOfStreamAccount& add(uint32_t stream) {
@@ -127,6 +139,14 @@ class Operator {
   virtual const char* name() const = 0;
   // Bytes of state it holds, fixed when made.
   virtual size_t state_bytes() const { return 0; }
+  // What it keeps from one descriptor to the next (see (f) above): nothing
+  // (filter, project), state it saves and loads, or state it cannot save
+  // yet, which a node that checkpoints refuses.
+  enum class State { kNone, kSaved, kUnsaved };
+  virtual State state() const { return State::kNone; }
+  virtual void save(SnapshotOut& out) const {}
+  // Error: the bytes are not a snapshot of an operator made alike.
+  virtual Status load(SnapshotIn& in) { return {}; }
   // One descriptor's events (`run` points at the first). kKeep: the (maybe
   // rewritten) run goes on; kConsumed: the stage frees its slot.
   virtual Result process(std::byte* run, Descriptor& d, Emitter& out) = 0;

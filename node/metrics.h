@@ -227,6 +227,12 @@ struct ProcessSummary {
   // Upstream backup (acks): events sent again after a link broke, and what a
   // sink dropped as already had; links connected again after a break.
   uint64_t replayed = 0, deduplicated = 0, reconnects = 0;
+  // Operator snapshots (a node that checkpoints): snapshots written, the
+  // last one's bytes, the checkpoint it was restored from (0: started
+  // fresh), and the seconds its process stage waited for acknowledgements
+  // before snapshots and spent writing them.
+  uint64_t checkpoints = 0, snapshot_bytes = 0, restored_checkpoint = 0;
+  double checkpoint_wait_s = 0, checkpoint_write_s = 0;
   // threads: the mode its stages ran in, and the events its receiving thread
   // ran through process and send itself (adaptive, shared) instead of handing off.
   std::string threads;

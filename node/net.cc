@@ -549,6 +549,13 @@ void NetDestination::report(ProcessSummary& s) const {
   }
 }
 
+bool NetDestination::settled() const {
+  std::lock_guard lk(mu_);
+  for (const auto& l : links_)
+    if (l->replay_stats().held_frames) return false;
+  return true;
+}
+
 void NetDestination::live_links(std::vector<LiveLink>* out) const {
   std::lock_guard lk(mu_);
   for (size_t i = 0; i < links_.size(); ++i)

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
@@ -100,6 +101,14 @@ void Instance::start() {
   watermark_.assign(chain_.size(), 0);
   nested_s_.assign(chain_.size(), 0);
   if (handover_) cfg_.threads = Threads::kDedicated;
+  // Checkpoints are taken by the process thread, also while no input comes
+  // (its wait is timed): no other thread may run the operators meanwhile.
+  checkpointing_ = !cfg_.checkpoint_path.empty() && !chain_.empty();
+  if (checkpointing_) {
+    cfg_.threads = Threads::kDedicated;
+    held_.reserve(work_pool_->slots());
+    ck_.watermarks.assign(chain_.size(), 0);
+  }
   if (cfg_.threads == Threads::kShared) {
     threads_[0] = std::thread([this] { run_stage(0, &Instance::shared_loop); });
     return;
@@ -392,9 +401,28 @@ bool Instance::process_batch(Descriptor* batch, size_t n) {
         continue;
       }
       if (d.flags & kDescEnd) {
+        if (checkpointing_) {
+          // Held until the final checkpoint: a crash before then has END replayed.
+          if (Status st = pool.retain(d.slot, 1); !st) {
+            fail(st);
+            return false;
+          }
+          held_.push_back(d.slot);
+          saw_end_ = true;
+        }
         ok = end_chain(d);
         batch[kept++] = d;
         continue;
+      }
+      if (checkpointing_) {
+        if (!trim_replayed(d)) continue;
+        // Held (one holder more) until a snapshot holds its effect: only
+        // then may its upstream hear that it is acknowledged.
+        if (Status st = pool.retain(d.slot, 1); !st) {
+          fail(st);
+          return false;
+        }
+        held_.push_back(d.slot);
       }
       count_stage(1, d.events);
       timing_ = time_pass();
@@ -423,8 +451,27 @@ void Instance::process_loop() {
   const CpuTimes c0 = CpuTimes::thread();
   Descriptor batch[kProcessBatch];
   bool ok = true;
+  if (checkpointing_) {
+    if (Status st = restore(); !st) {
+      fail(st);
+      ok = false;
+    }
+    last_ck_ns_ = mono_ns();
+  }
   while (ok) {
     size_t n = to_process_.try_pop_n(batch, kProcessBatch);
+    if (n == 0 && checkpointing_ && !held_.empty() && !saw_end_) {
+      // Idle with input held: the snapshot is taken when it is due, so an
+      // upstream that waits for acknowledgements waits at most an interval.
+      if (checkpoint_due()) {
+        ok = checkpoint(false);
+        continue;
+      }
+      const uint64_t t = mono_ns();
+      wait_input_until(last_ck_ns_ + uint64_t{cfg_.checkpoint_ms} * 1000000);
+      add_blocked(1, kRingEmpty, t);
+      continue;
+    }
     if (n == 0) {
       const uint64_t t = mono_ns();
       n = to_process_.pop_n(batch, kProcessBatch, cfg_.wait);
@@ -432,6 +479,10 @@ void Instance::process_loop() {
     }
     if (n == 0) break;
     ok = process_batch(batch, n);
+    if (ok && checkpointing_) {
+      if (saw_end_) ok = checkpoint(true);
+      else if (held_.size() >= cfg_.checkpoint_hold || checkpoint_due()) ok = checkpoint(false);
+    }
     // Done with them (all forwarded): the receiving thread may run the next
     // batch itself.
     if (cfg_.threads == Threads::kAdaptive) processed_.fetch_add(n, std::memory_order_release);
@@ -439,6 +490,149 @@ void Instance::process_loop() {
   to_send_.close();
   cpu_[1] = CpuTimes::thread() - c0;
   done_.fetch_add(1, std::memory_order_acq_rel);
+}
+
+// ---- Operator snapshots ("Operator snapshots" in docs/DESIGN.md) ----------
+
+// On the process thread before its first descriptor: the snapshot this
+// instance wrote before it died, if any, into its operators.
+Status Instance::restore() {
+  std::string bytes;
+  bool found = false;
+  if (Status st = read_snapshot_file(cfg_.checkpoint_path, &bytes, &found); !st || !found) return st;
+  bool stale = false;
+  CheckpointState got;
+  if (Status st = decode_snapshot(bytes.data(), bytes.size(), cfg_.checkpoint_path, cfg_.checkpoint_token,
+                                  chain_, &got, &stale);
+      !st)
+    return st;
+  if (stale) {
+    spdlog::warn("instance {}: snapshot {} belongs to another run; starting fresh and writing over it",
+                 cfg_.index, cfg_.checkpoint_path);
+    return {};
+  }
+  ck_ = std::move(got);
+  ck_.watermarks.resize(chain_.size());
+  max_ts_ = ck_.max_ts;
+  for (size_t i = 0; i < chain_.size(); ++i) watermark_[i] = ck_.watermarks[i];
+  ck_restored_ = ck_.number;
+  spdlog::info("instance {}: restored checkpoint {} from {} ({} bytes)", cfg_.index, ck_.number,
+               cfg_.checkpoint_path, bytes.size());
+  return {};
+}
+
+// Drops the events of d that the operators already saw: those an upstream
+// sends again after a break (replay) whose effect a snapshot, or this run,
+// already holds. Per stream, events come in event_seq order on one path, so
+// they are a prefix of d. False: all of d was seen (its slot is released).
+bool Instance::trim_replayed(Descriptor& d) {
+  const std::byte* base = work_pool_->slot(d.slot) + d.offset;
+  uint32_t off = 0, seen = 0, seen_tuples = 0;
+  bool fresh = false;
+  for (uint32_t e = 0; e < d.events; ++e) {
+    EventHeader h;
+    std::memcpy(&h, base + off, sizeof h);
+    uint64_t& next = ck_.next_seq[h.stream < kMaxStreams ? h.stream : kMaxStreams - 1];
+    if (h.event_seq < next) {
+      if (fresh) {  // an old event after a new one: not a replay
+        fail(Status::Error(fmt::format(
+            "instance {}: event {} of stream {} came after event {} of the same stream: a node "
+            "that checkpoints needs each stream in order on one path",
+            cfg_.index, h.event_seq, h.stream, next - 1)));
+        return false;
+      }
+      ++seen;
+      seen_tuples += h.tuple_count;
+      off += h.wire_bytes();
+      continue;
+    }
+    fresh = true;
+    next = h.event_seq + 1;
+    off += h.wire_bytes();
+  }
+  if (seen == 0) return true;
+  ck_dropped_ += seen;
+  if (seen == d.events) {
+    if (Status st = work_pool_->release(d.slot); !st) fail(st);
+    return false;
+  }
+  // The new events follow the seen ones in the same slot.
+  uint32_t skip = 0;
+  for (uint32_t e = 0; e < seen; ++e) {
+    EventHeader h;
+    std::memcpy(&h, base + skip, sizeof h);
+    skip += h.wire_bytes();
+  }
+  d.offset += skip;
+  d.bytes -= skip;
+  d.events -= seen;
+  d.tuples -= seen_tuples;
+  return true;
+}
+
+bool Instance::checkpoint_due() const {
+  return !held_.empty() && mono_ns() >= last_ck_ns_ + uint64_t{cfg_.checkpoint_ms} * 1000000;
+}
+
+// Sleeps until input arrives, the ring closes, or the deadline.
+bool Instance::wait_input_until(uint64_t deadline_ns) {
+  EventCount& ready = to_process_.not_empty();
+  if (!ready.enable_fd()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return false;
+  }
+  const uint64_t now = mono_ns();
+  if (now >= deadline_ns) return false;
+  ready.prepare_fd_wait();
+  bool rang = false;
+  if (to_process_.size() == 0 && !to_process_.closed()) {
+    pollfd p{ready.fd(), POLLIN, 0};
+    const uint64_t left = deadline_ns - now;
+    const timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
+    rang = ::ppoll(&p, 1, &ts, nullptr) > 0;
+  }
+  ready.finish_fd_wait(rang);
+  return rang;
+}
+
+// Between two descriptors: waits until everything the operators emitted or
+// kept so far was acknowledged downstream (so the snapshot never counts an
+// output a crash could still lose), writes the snapshot (not at END: then
+// the node is done and the file is removed), and releases the input slots
+// it holds, whose acknowledgements then go upstream.
+bool Instance::checkpoint(bool final) {
+  const uint64_t t0 = mono_ns();
+  while (ck_sent_.load(std::memory_order_acquire) != ck_queued_.load(std::memory_order_acquire) ||
+         !dest_->settled()) {
+    if (!status().ok() || to_send_.closed()) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  const uint64_t t1 = mono_ns();
+  ck_wait_s_ += (t1 - t0) / 1e9;
+  if (!final) {
+    ++ck_.number;
+    ck_.max_ts = max_ts_;
+    for (size_t i = 0; i < chain_.size(); ++i) ck_.watermarks[i] = watermark_[i];
+    encode_snapshot(cfg_.checkpoint_token, chain_, ck_, &ck_scratch_, &ck_bytes_);
+    if (Status st = write_snapshot_file(cfg_.checkpoint_path, ck_bytes_); !st) {
+      fail(Status::Error(fmt::format("instance {}: {}", cfg_.index, st.message())));
+      return false;
+    }
+    ck_bytes_last_ = ck_bytes_.size();
+  } else if (::unlink(cfg_.checkpoint_path.c_str()) != 0 && errno != ENOENT) {
+    spdlog::warn("instance {}: cannot remove snapshot {}: {}", cfg_.index, cfg_.checkpoint_path,
+                 std::strerror(errno));
+  }
+  last_ck_ns_ = mono_ns();
+  ck_write_s_ += (last_ck_ns_ - t1) / 1e9;
+  for (uint32_t slot : held_) {
+    if (Status st = work_pool_->release(slot); !st) {
+      fail(st);
+      return false;
+    }
+  }
+  held_.clear();
+  return true;
 }
 
 // Run to completion's send half: the calling thread consumes d itself when
@@ -453,6 +647,7 @@ bool Instance::forward(Descriptor* d, size_t n) {
   // adaptive: counted before the push: the count may run ahead of the ring,
   // never behind it, so an inline send never overtakes a queued descriptor.
   if (cfg_.threads == Threads::kAdaptive) queued_.fetch_add(n, std::memory_order_release);
+  if (checkpointing_) ck_queued_.fetch_add(n, std::memory_order_release);
   // A full ring is the blocked time of the stage doing the process work.
   return push_all(inline_ ? 0 : 1, to_send_, d, n);
 }
@@ -633,6 +828,7 @@ void Instance::send_loop() {
     out_.add(ev, tu, by);
     count_stage(2, ev);
     if (adaptive) sent_.fetch_add(n, std::memory_order_release);
+    if (checkpointing_) ck_sent_.fetch_add(n, std::memory_order_release);
   }
   {
     std::unique_lock lk(send_mu_, std::defer_lock);
@@ -682,6 +878,14 @@ void Instance::report(ProcessSummary& s) const {
   dest_->report(s);
   s.threads = threads_name(cfg_.threads);
   s.inline_events += inline_events();
+  if (checkpointing_) {
+    s.checkpoints += ck_.number;
+    s.snapshot_bytes = std::max<uint64_t>(s.snapshot_bytes, ck_bytes_last_);
+    s.restored_checkpoint = std::max(s.restored_checkpoint, ck_restored_);
+    s.deduplicated += ck_dropped_;
+    s.checkpoint_wait_s += ck_wait_s_;
+    s.checkpoint_write_s += ck_write_s_;
+  }
   // Operators: one entry per place in the chain, instances added up.
   for (size_t i = 0; i < chain_.size(); ++i) {
     const std::string name = fmt::format("{}:{}", i, chain_.op(i).name());

@@ -36,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "graph/checkpoint.h"
 #include "graph/operator.h"
 #include "graph/partition.h"
 #include "node/metrics.h"
@@ -111,6 +112,10 @@ class Destination {
   virtual bool busy() const { return false; }
   virtual Status progress() { return {}; }
   virtual void wait_fds(std::vector<int>* fds) const {}
+  // From any thread: everything it consumed so far was acknowledged by its
+  // receivers (acks: on), so no crash of this process can lose it. A
+  // checkpoint waits for this before it writes a snapshot.
+  virtual bool settled() const { return true; }
   virtual void report(ProcessSummary&) const {}
   // From any thread, while it runs: its links and their counters, and (a
   // sink) the latency histogram it fills.
@@ -200,6 +205,7 @@ class NetDestination final : public Destination {
   bool busy() const override;
   Status progress() override;
   void wait_fds(std::vector<int>* fds) const override;
+  bool settled() const override;
   void report(ProcessSummary& s) const override;
   void live_links(std::vector<LiveLink>* out) const override;
 
@@ -251,6 +257,15 @@ struct InstanceConfig {
   // The send stage may wait this long for more to fill emit_capacity bytes
   // before it sends what it has (the links' max_delay_us); 0: at once.
   uint32_t max_delay_us = 0;
+  // Operator snapshots ("Operator snapshots" in docs/DESIGN.md): the file
+  // (empty: none), the run it belongs to, how often (ms), and how many input
+  // slots may wait for a snapshot before one is taken at once (half the
+  // smallest input link's slots, so an upstream never runs out of credit
+  // waiting for it). Needs acks on every link; runs dedicated threads.
+  std::string checkpoint_path;
+  std::string checkpoint_token;
+  uint32_t checkpoint_ms = 0;
+  uint32_t checkpoint_hold = 1;
 };
 
 // What one instance counts, read while it runs (or after): the one set of
@@ -383,6 +398,21 @@ class Instance {
   bool dest_start_done_ = false, dest_ok_ = false;  // under start_mu_
   bool ended_ = false;            // shared: END was consumed
   std::atomic<uint64_t> inline_events_{0};
+  // Checkpoints (process thread, except the two counters).
+  bool checkpointing_ = false;
+  bool saw_end_ = false;
+  Status restore();
+  bool trim_replayed(Descriptor& d);   // false: all of d was in the snapshot
+  bool checkpoint_due() const;
+  bool checkpoint(bool final);         // false: the instance stopped meanwhile
+  bool wait_input_until(uint64_t deadline_ns);
+  std::vector<uint32_t> held_;         // input slots whose effect no snapshot holds yet
+  CheckpointState ck_;
+  SnapshotOut ck_scratch_;
+  std::string ck_bytes_;
+  uint64_t last_ck_ns_ = 0, ck_dropped_ = 0, ck_restored_ = 0, ck_bytes_last_ = 0;
+  double ck_wait_s_ = 0, ck_write_s_ = 0;
+  std::atomic<uint64_t> ck_queued_{0}, ck_sent_{0};  // descriptors to the send stage, and consumed there
   mutable std::mutex mu_;
   Status error_;
   std::thread threads_[3];

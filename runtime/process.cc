@@ -109,6 +109,28 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
       for (int j = 0; j < Instance::kStages && !cpus.empty(); ++j)
         ic.stage_cpu[j] = static_cast<int>(cpus[(k * Instance::kStages + j) % cpus.size()]);
     }
+    // Operator snapshots: a node whose operators keep state that they save.
+    if (d.checkpoint_interval_ms && pc.role == Role::kNode) {
+      bool keeps = false;
+      for (size_t i = 0; i < chain.size(); ++i) {
+        const Operator::State state = chain.op(i).state();
+        if (state == Operator::State::kUnsaved)
+          return Status::Error(fmt::format(
+              "{}: operator {} ({}) keeps state it cannot snapshot yet; checkpoint_interval_ms "
+              "covers groupby, moving_avg and join (method: hash)",
+              pc.name, i, chain.op(i).name()));
+        keeps = keeps || state == Operator::State::kSaved;
+      }
+      if (keeps) {
+        const std::string dir = d.state_dir.empty() ? std::string(".") : d.state_dir;
+        ic.checkpoint_path = fmt::format("{}/{}.{}.snapshot", dir, pc.name, k);
+        ic.checkpoint_token = d.run_token;
+        ic.checkpoint_ms = d.checkpoint_interval_ms;
+        uint32_t least = UINT32_MAX;
+        for (size_t l : d.inputs_of(index)) least = std::min(least, d.link_options(l, k).slots);
+        ic.checkpoint_hold = std::max<uint32_t>(1, least == UINT32_MAX ? 1 : least / 2);
+      }
+    }
     ic.wait = d.wait;
     parse_threads(pc.threads.empty() ? d.threads : pc.threads, &ic.threads);  // checked by the parser
     ic.ring_slots = d.ring_slots;
@@ -406,6 +428,13 @@ int process_main(Role role, int argc, char** argv) {
       !summary.empty() && !r.empty() && r.front() != '/') {
     r = (std::filesystem::path(summary).parent_path() / r).string();
   }
+  // Snapshots go beside the summary, in the run's directory, unless the file
+  // names a state_dir; the summary's path names the run they belong to.
+  if (!summary.empty()) {
+    d.run_token = std::filesystem::absolute(summary).string();
+    if (d.state_dir.empty()) d.state_dir = std::filesystem::path(summary).parent_path().string();
+  }
+  if (d.state_dir.empty()) d.state_dir = ".";
   st = run_process(d, static_cast<size_t>(index), &g_stop, &s, bursts_path);
   if (!summary.empty()) {
     std::ofstream f(summary);

@@ -1,5 +1,7 @@
 #include "graph/kernels/aggregate.h"
 
+#include "base/snapshot.h"
+
 #include <fmt/format.h>
 
 #include <cctype>
@@ -508,6 +510,64 @@ size_t GroupAggregate::bytes_held() const {
   const Impl& s = *impl_;
   return sizeof(Impl) + size_t{s.max_groups} * s.entry_bytes + (s.mask + 1) * sizeof(Impl::Slot) +
          kChunk * 4 + Impl::kEmitRows * s.out.tuple_bytes() + s.having.bytes_held();
+}
+
+// The groups of the open window(s), compact: the live entries (their index
+// slots are rebuilt from the slot each entry records), then the counters.
+// The layout (max_groups, entry size) is written first and checked on load,
+// so a snapshot of a differently configured aggregate is refused.
+void GroupAggregate::save(SnapshotOut& out) const {
+  const Impl& s = *impl_;
+  out.put<uint32_t>(s.max_groups);
+  out.put<uint64_t>(s.entry_bytes);
+  out.put<uint32_t>(s.live);
+  out.bytes(s.entries.get(), size_t{s.live} * s.entry_bytes);
+  out.put<uint32_t>(s.cur);
+  out.put<uint8_t>(s.started);
+  out.put<uint64_t>(s.pane_end);
+  out.put<uint64_t>(s.in_pane);
+  out.put<uint64_t>(s.total);
+  out.put<uint64_t>(s.late);
+  out.put<uint64_t>(s.emitted);
+}
+
+Status GroupAggregate::load(SnapshotIn& in) {
+  Impl& s = *impl_;
+  const uint32_t max_groups = in.get<uint32_t>();
+  const uint64_t entry_bytes = in.get<uint64_t>();
+  const uint32_t live = in.get<uint32_t>();
+  if (in.ok() && (max_groups != s.max_groups || entry_bytes != s.entry_bytes))
+    in.fail(fmt::format("holds an aggregate of max_groups {} and {}-byte groups, this one has {} and {}",
+                        max_groups, entry_bytes, s.max_groups, s.entry_bytes));
+  if (in.ok() && live > s.max_groups) in.fail(fmt::format("holds {} groups, more than max_groups", live));
+  if (!in.ok()) return Status::Error(in.what());
+  for (size_t i = 0; i <= s.mask; ++i) s.index[i] = {0, Impl::kEmpty, 0};
+  in.bytes(s.entries.get(), size_t{live} * s.entry_bytes);
+  s.cur = in.get<uint32_t>();
+  s.started = in.get<uint8_t>() != 0;
+  s.pane_end = in.get<uint64_t>();
+  s.in_pane = in.get<uint64_t>();
+  s.total = in.get<uint64_t>();
+  s.late = in.get<uint64_t>();
+  s.emitted = in.get<uint64_t>();
+  if (in.ok() && s.cur >= s.panes) in.fail(fmt::format("names pane {} of {}", s.cur, s.panes));
+  for (uint32_t id = 0; in.ok() && id < live; ++id) {
+    const std::byte* e = s.entry(id);
+    const uint32_t h = ld<uint32_t>(e + 8);
+    if (h > s.mask || s.index[h].id != Impl::kEmpty) {
+      in.fail(fmt::format("group {} names index slot {}, which is out of range or taken", id, h));
+      break;
+    }
+    s.index[h] = {ld<uint64_t>(e), id, 0};
+  }
+  if (!in.ok()) {
+    for (size_t i = 0; i <= s.mask; ++i) s.index[i] = {0, Impl::kEmpty, 0};
+    s.live = 0;
+    return Status::Error(in.what());
+  }
+  s.live = live;
+  s.last_valid = false;
+  return {};
 }
 
 Status GroupAggregate::consume(const std::byte* tuples, size_t n, uint32_t stride, RowEmit emit) {

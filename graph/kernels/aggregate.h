@@ -46,6 +46,11 @@
 #include "graph/kernels/predicate.h"
 #include "graph/schema.h"
 
+namespace sluice {
+class SnapshotOut;
+class SnapshotIn;
+}  // namespace sluice
+
 namespace sluice::kernels {
 
 enum class AggFn : uint8_t { kCount, kSum, kAvg, kMin, kMax };
@@ -92,6 +97,13 @@ class GroupAggregate {
   void advance_to(uint64_t t, RowEmit emit);
   // End of stream: emits every window that still holds tuples.
   void flush(RowEmit emit);
+
+  // The open windows' groups and counters, compact (not the declared
+  // capacity), and back: load() into an aggregate made with the same spec
+  // continues exactly where the saved one was. Error: the bytes do not fit
+  // this aggregate (in.what() says why); it is then left empty.
+  void save(SnapshotOut& out) const;
+  Status load(SnapshotIn& in);
 
   size_t bytes_held() const;
   uint64_t late() const;

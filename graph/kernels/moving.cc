@@ -23,6 +23,8 @@ struct MovingAverage::Impl {
   virtual ~Impl() = default;
   virtual void consume(const std::byte* t, size_t n, uint32_t stride, double* out) = 0;
   virtual size_t bytes() const = 0;
+  virtual void save(SnapshotOut& out) const = 0;
+  virtual void load(SnapshotIn& in) = 0;
   uint64_t window = 0;
 };
 
@@ -51,6 +53,39 @@ struct Ring final : MovingAverage::Impl {
   }
 
   size_t bytes() const override { return sizeof(*this) + window * sizeof(T) + k * sizeof(T); }
+
+  // The window's values in ring order, the staged ones put where they go.
+  void save(SnapshotOut& out) const override {
+    out.put<uint64_t>(window);
+    out.put<uint32_t>(sizeof(T));
+    out.put<uint64_t>(count);
+    out.put<uint64_t>(pos);
+    out.put<A>(sum);
+    const uint64_t valid = count < window ? count : window;
+    const uint64_t from = pos - staged;  // a block never wraps: pos >= staged
+    out.bytes(ring.get(), from * sizeof(T));
+    if (staged) out.bytes(stage.get(), size_t{staged} * sizeof(T));
+    if (valid > pos) out.bytes(ring.get() + pos, (valid - pos) * sizeof(T));
+  }
+  void load(SnapshotIn& in) override {
+    const uint64_t w = in.get<uint64_t>();
+    const uint32_t width = in.get<uint32_t>();
+    const uint64_t c = in.get<uint64_t>(), p = in.get<uint64_t>();
+    const A s = in.get<A>();
+    if (in.ok() && (w != window || width != sizeof(T)))
+      in.fail(fmt::format("holds a moving average over {} values of {} bytes, this one keeps {} of {}",
+                          w, width, window, sizeof(T)));
+    if (in.ok() && (c > window || (c < window && p != c) || (c == window && p >= window)))
+      in.fail(fmt::format("names position {} with {} values in a window of {}", p, c, window));
+    if (!in.ok()) return;
+    const uint64_t valid = c < window ? c : window;
+    in.bytes(ring.get(), valid * sizeof(T));
+    if (!in.ok()) return;
+    count = c;
+    pos = p;
+    sum = s;
+    staged = 0;
+  }
 
   void consume(const std::byte* t, size_t n, uint32_t stride, double* out) override {
     t += off;
@@ -143,6 +178,11 @@ void MovingAverage::consume(const std::byte* tuples, size_t n, uint32_t stride, 
   impl_->consume(tuples, n, stride, out);
 }
 size_t MovingAverage::bytes_held() const { return impl_->bytes(); }
+void MovingAverage::save(SnapshotOut& out) const { impl_->save(out); }
+Status MovingAverage::load(SnapshotIn& in) {
+  impl_->load(in);
+  return in.ok() ? Status() : Status::Error(in.what());
+}
 uint64_t MovingAverage::window() const { return impl_->window; }
 
 }  // namespace sluice::kernels

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 
+#include "base/snapshot.h"
 #include "base/status.h"
 #include "graph/schema.h"
 
@@ -38,6 +39,11 @@ class MovingAverage {
                      MovingAverage* out, uint32_t staging = 0);
   // out[i]: the average over the window ending at tuple i (room for n).
   void consume(const std::byte* tuples, size_t n, uint32_t stride, double* out);
+
+  // The window's values and running sum, and back: load() into a moving
+  // average made alike continues bit-identically. Error: the bytes do not fit.
+  void save(SnapshotOut& out) const;
+  Status load(SnapshotIn& in);
 
   size_t bytes_held() const;
   uint64_t window() const;

@@ -50,8 +50,14 @@ void encode_snapshot(const std::string& token, const OperatorChain& chain, const
   }
   p.put<uint64_t>(st.max_ts);
   for (size_t i = 0; i < chain.size(); ++i) p.put<uint64_t>(i < st.watermarks.size() ? st.watermarks[i] : 0);
-  p.put<uint32_t>(kMaxStreams);
-  p.bytes(st.next_seq, sizeof st.next_seq);
+  uint32_t streams = 0;
+  for (uint64_t q : st.next_seq) streams += q != 0;
+  p.put<uint32_t>(streams);
+  for (uint32_t i = 0; i < kMaxStreams; ++i) {
+    if (!st.next_seq[i]) continue;
+    p.put<uint32_t>(i);
+    p.put<uint64_t>(st.next_seq[i]);
+  }
 
   const std::string& payload = p.data();
   out->clear();
@@ -124,9 +130,14 @@ Status decode_snapshot(const void* data, size_t n, const std::string& where, con
   got.watermarks.resize(chain.size());
   for (size_t i = 0; i < chain.size(); ++i) got.watermarks[i] = in.get<uint64_t>();
   const uint32_t streams = in.get<uint32_t>();
-  if (in.ok() && streams != kMaxStreams)
-    return bad(fmt::format("holds {} streams, this build {}", streams, kMaxStreams));
-  in.bytes(got.next_seq, sizeof got.next_seq);
+  if (in.ok() && streams > kMaxStreams)
+    return bad(fmt::format("holds {} streams, this build at most {}", streams, kMaxStreams));
+  for (uint32_t k = 0; in.ok() && k < streams; ++k) {
+    const uint32_t i = in.get<uint32_t>();
+    const uint64_t q = in.get<uint64_t>();
+    if (in.ok() && i >= kMaxStreams) return bad(fmt::format("names input stream {}", i));
+    if (in.ok()) got.next_seq[i] = q;
+  }
   if (!in.ok()) return bad(in.what());
   if (in.left() != 0) return bad(fmt::format("{} bytes left after its end", in.left()));
   *st = std::move(got);

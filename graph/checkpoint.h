@@ -22,7 +22,8 @@
 //                   u32 operators; per operator: u64 name length, the name,
 //                       u64 state length, the state (Operator::save)
 //                   u64 newest event time seen; per operator its watermark
-//                   u32 streams (kMaxStreams); per stream the next event_seq
+//                   u32 streams n (those with one); n x (u32 stream, u64 the
+//                       next event_seq expected)
 //
 // It is written to NAME.tmp and renamed over NAME: a reader sees the old
 // snapshot or the new one, never a part. The rename survives the death of

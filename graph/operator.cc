@@ -199,14 +199,32 @@ void EventWriter::load(SnapshotIn& in) {
   events_ = events;
 }
 
+// Only the streams with an account: most of the kMaxStreams are empty.
 void StreamAccounts::save(SnapshotOut& out) const {
+  static const EndOfStreamAccount kNone{};
+  uint32_t n = 0;
+  for (const auto& a : of) n += std::memcmp(&a, &kNone, sizeof a) != 0;
   out.put<uint8_t>(any);
-  out.block(of, sizeof of);
+  out.put<uint32_t>(n);
+  for (uint32_t i = 0; i < kMaxStreams; ++i) {
+    if (std::memcmp(&of[i], &kNone, sizeof of[i]) == 0) continue;
+    out.put<uint32_t>(i);
+    out.put(of[i]);
+  }
 }
 
 void StreamAccounts::load(SnapshotIn& in) {
   const bool a = in.get<uint8_t>() != 0;
-  in.block(of, sizeof of);
+  const uint32_t n = in.get<uint32_t>();
+  if (in.ok() && n > kMaxStreams) in.fail(fmt::format("holds accounts of {} streams", n));
+  EndOfStreamAccount got[kMaxStreams] = {};
+  for (uint32_t k = 0; in.ok() && k < n; ++k) {
+    const uint32_t i = in.get<uint32_t>();
+    if (in.ok() && i >= kMaxStreams) in.fail(fmt::format("holds an account of stream {}", i));
+    if (in.ok()) got[i] = in.get<EndOfStreamAccount>();
+  }
+  if (!in.ok()) return;
+  std::memcpy(of, got, sizeof of);
   any = a;
 }
 

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "graph/operator.h"
@@ -625,6 +626,124 @@ void emitting_operator_on_a_tiny_reserve(Threads threads) {
   // stage waited for the send side to give it back.
   ASSERT_EQ(pool.reserved(), 1u);
   EXPECT_GT(sv->reserved_seen(), 20u);
+}
+
+// ---- operator snapshots: replayed events and held slots --------------------
+
+// A generator's events copied into a pool of its own (with a reserve), that
+// sends some of them twice as an upstream's replay would: every 7th
+// descriptor again whole after it, and every 11th glued before the next
+// one in a single slot (a frame that holds seen and new events, as a
+// restarted upstream's sender may pack them).
+class ReplayingSource final : public Source {
+ public:
+  ReplayingSource(const Deployment& d, size_t reserved)
+      : gen_(d, 0), pool_(16 + reserved, 2 * gen_.pool().slot_bytes(), reserved) {}
+  Status next(std::span<Descriptor> out, size_t* n) override {
+    *n = 0;
+    const uint32_t mine = pool_.acquire(Wait::kBlock);
+    if (mine == kNoSlot) return Status::Error("stopped");
+    std::byte* dst = pool_.slot(mine);
+    ++count_;
+    if (count_ % 7 == 0 && !last_.empty()) {  // the previous one again, whole
+      std::memcpy(dst, last_.data(), last_.size());
+      out[0] = {mine, 0, uint32_t(last_.size()), last_events_, last_tuples_, 0};
+      *n = 1;
+      sent_twice_ += last_events_;
+      last_.clear();
+      return {};
+    }
+    size_t got = 0;
+    Status st = gen_.next(out.subspan(0, 1), &got);
+    if (!st || got == 0) {
+      (void)pool_.release(mine);
+      return st;
+    }
+    Descriptor g = out[0];
+    uint32_t off = 0, events = 0, tuples = 0;
+    if (count_ % 11 == 0 && !last_.empty() && !(g.flags & kDescEnd)) {  // seen + new in one
+      std::memcpy(dst, last_.data(), last_.size());
+      off = uint32_t(last_.size());
+      events = last_events_;
+      tuples = last_tuples_;
+      sent_twice_ += last_events_;
+    }
+    std::memcpy(dst + off, gen_.pool().slot(g.slot) + g.offset, g.bytes);
+    (void)gen_.pool().release(g.slot);
+    if (!(g.flags & kDescEnd)) {
+      last_.assign(dst + off, dst + off + g.bytes);
+      last_events_ = g.events;
+      last_tuples_ = g.tuples;
+    }
+    out[0] = {mine, 0, off + g.bytes, events + g.events, tuples + g.tuples, g.flags};
+    *n = 1;
+    return {};
+  }
+  SlotPool& pool() override { return pool_; }
+  void shutdown() override {
+    gen_.shutdown();
+    pool_.close();
+  }
+  uint64_t sent_twice() const { return sent_twice_; }
+
+ private:
+  Generator gen_;
+  SlotPool pool_;
+  uint64_t count_ = 0, sent_twice_ = 0;
+  std::vector<std::byte> last_;
+  uint32_t last_events_ = 0, last_tuples_ = 0;
+};
+
+// A node that checkpoints drops the events it already saw when they come
+// again (whole descriptors, and the seen head of a mixed one) by their
+// event_seq: its moving average emits one row per input tuple, exactly, and
+// counts what it dropped. Its snapshots are written while it runs (the held
+// input slots come back each time: with 16 slots and 6,000 events it would
+// otherwise stall) and the file is gone after END.
+TEST(Snapshots, ANodeDropsReplayedEventsItAlreadyHoldsAndReleasesItsHeldSlots) {
+  Deployment d = small_deployment(16, 256, 20000);
+  d.streams = 2;
+  OperatorConfig oc;
+  oc.kind = "moving_avg";
+  for (const auto& p : find_operator_spec("moving_avg")->params) oc.params.emplace_back(p.key, p.def ? p.def : "");
+  oc.set("field", "key");
+  oc.set("window", "16");
+  oc.derived_stream = d.streams;
+  oc.max_event_tuples = 64;
+  OperatorChain chain;
+  ASSERT_TRUE(OperatorChain::make({oc}, Schema::default_for(d.tuple_bytes), &chain).ok());
+  auto src = std::make_unique<ReplayingSource>(d, 2);
+  ReplayingSource* rs = src.get();
+  auto ver = std::make_unique<Verifier>(src->pool());
+  Verifier* v = ver.get();
+  const std::string path = ::testing::TempDir() + "/replay-" + std::to_string(getpid()) + ".snapshot";
+  InstanceConfig ic;
+  ic.ring_slots = 4;
+  ic.emit_capacity = 1024;
+  ic.threads = Threads::kAdaptive;  // a node that checkpoints runs dedicated whatever it is told
+  ic.checkpoint_path = path;
+  ic.checkpoint_token = "test";
+  ic.checkpoint_ms = 5;
+  ic.checkpoint_hold = 4;
+  Instance in(ic, std::move(src), std::move(ver), std::move(chain), [] {});
+  in.start();
+  in.join();
+  ASSERT_TRUE(in.status().ok()) << in.status().message();
+  const VerifyCounts c = v->counts();
+  EXPECT_TRUE(c.end_seen);
+  EXPECT_EQ(c.tuples, 20000u);  // one row per input tuple, none twice
+  EXPECT_EQ(c.aggregated, 20000u);
+  EXPECT_EQ(c.lost, 0u);
+  EXPECT_EQ(c.duplicated, 0u);
+  EXPECT_EQ(c.corrupt, 0u);
+  ProcessSummary s;
+  in.report(s);
+  EXPECT_GT(rs->sent_twice(), 100u);
+  EXPECT_EQ(s.deduplicated, rs->sent_twice());
+  EXPECT_GT(s.checkpoints, 1u);
+  EXPECT_GT(s.snapshot_bytes, 0u);
+  EXPECT_EQ(s.threads, "dedicated");
+  EXPECT_FALSE(std::filesystem::exists(path)) << "the snapshot outlived END";
 }
 
 // An operator that waits (a sleep, standing for a blocked call or a

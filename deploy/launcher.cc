@@ -228,7 +228,10 @@ void fill_pipeline(RunReport* r) {
     if (p.role != Role::kSink || !p.have_summary) continue;
     const ProcessSummary& s = p.summary;
     // What a replay brought again and the sink dropped is not delivered twice.
-    r->tuples += s.tuples_in - std::min(s.tuples_in, s.deduplicated);
+    // A restored sink took in restored_tuples before its restart (its
+    // deduplicated, restored, counts both runs).
+    const uint64_t in = s.tuples_in + s.restored_tuples;
+    r->tuples += in - std::min(in, s.deduplicated);
     bytes += s.bytes_in;
     wall = std::max(wall, s.wall_s);
     r->lost += s.lost;

@@ -58,6 +58,7 @@ void encode_snapshot(const std::string& token, const OperatorChain& chain, const
     p.put<uint32_t>(i);
     p.put<uint64_t>(st.next_seq[i]);
   }
+  put_string(p, st.process);
 
   const std::string& payload = p.data();
   out->clear();
@@ -138,6 +139,7 @@ Status decode_snapshot(const void* data, size_t n, const std::string& where, con
     if (in.ok() && i >= kMaxStreams) return bad(fmt::format("names input stream {}", i));
     if (in.ok()) got.next_seq[i] = q;
   }
+  got.process = get_string(in, in.left());
   if (!in.ok()) return bad(in.what());
   if (in.left() != 0) return bad(fmt::format("{} bytes left after its end", in.left()));
   *st = std::move(got);

@@ -24,6 +24,7 @@
 //                   u64 newest event time seen; per operator its watermark
 //                   u32 streams n (those with one); n x (u32 stream, u64 the
 //                       next event_seq expected)
+//                   u64 length, the process's own state (a sink's verifier)
 //
 // It is written to NAME.tmp and renamed over NAME: a reader sees the old
 // snapshot or the new one, never a part. The rename survives the death of
@@ -48,6 +49,8 @@ struct CheckpointState {
   uint64_t max_ts = 0;                       // the newest event time seen
   std::vector<uint64_t> watermarks;          // per operator
   uint64_t next_seq[kMaxStreams] = {};       // per input stream: the next event_seq expected
+  // The process's own part (a sink: its verifier and its counters), opaque here.
+  std::string process;
 };
 
 inline constexpr uint32_t kSnapshotVersion = 1;

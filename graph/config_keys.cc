@@ -414,7 +414,8 @@ const std::vector<Key>& keys() {
       // Operator snapshots.
       uint_key("checkpoint_interval_ms", &Deployment::checkpoint_interval_ms,
                "0: off; else a node whose operators keep state (groupby, moving_avg, join) "
-               "snapshots it this often to state_dir and restores it when restarted; needs acks: on "
+               "and a sink (its verifier) snapshot it this often to state_dir and restore it when "
+               "restarted; needs acks: on "
                "(docs/DESIGN.md, Operator snapshots)"),
       string_key("state_dir", &Deployment::state_dir,
                  "where snapshots go, on each node's host (NAME.INSTANCE.snapshot); unset: the run's "

@@ -197,7 +197,7 @@ const Field kFields[] = {
     SLUICE_F(filtered), SLUICE_F(aggregated), SLUICE_F(joined), SLUICE_F(partitioned),
     SLUICE_F(credit_waits),
     SLUICE_F(replayed), SLUICE_F(deduplicated), SLUICE_F(reconnects),
-    SLUICE_F(checkpoints), SLUICE_F(snapshot_bytes), SLUICE_F(restored_checkpoint),
+    SLUICE_F(checkpoints), SLUICE_F(snapshot_bytes), SLUICE_F(restored_checkpoint), SLUICE_F(restored_tuples),
     SLUICE_F(checkpoint_wait_s, 6), SLUICE_F(checkpoint_write_s, 6),
     SLUICE_F(threads), SLUICE_F(inline_events),
     SLUICE_F(metrics_url),

@@ -232,6 +232,10 @@ struct ProcessSummary {
   // fresh), and the seconds its process stage waited for acknowledgements
   // before snapshots and spent writing them.
   uint64_t checkpoints = 0, snapshot_bytes = 0, restored_checkpoint = 0;
+  // A restored sink: the tuples it had taken in before its snapshot (its
+  // tuples_in counts only this run of the process; its verifier's counts,
+  // restored, cover both).
+  uint64_t restored_tuples = 0;
   double checkpoint_wait_s = 0, checkpoint_write_s = 0;
   // threads: the mode its stages ran in, and the events its receiving thread
   // ran through process and send itself (adaptive, shared) instead of handing off.

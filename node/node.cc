@@ -103,7 +103,7 @@ void Instance::start() {
   if (handover_) cfg_.threads = Threads::kDedicated;
   // Checkpoints are taken by the process thread, also while no input comes
   // (its wait is timed): no other thread may run the operators meanwhile.
-  checkpointing_ = !cfg_.checkpoint_path.empty() && !chain_.empty();
+  checkpointing_ = !cfg_.checkpoint_path.empty() && (!chain_.empty() || dest_->saves_state());
   if (checkpointing_) {
     cfg_.threads = Threads::kDedicated;
     held_.reserve(work_pool_->slots());
@@ -396,7 +396,7 @@ bool Instance::process_batch(Descriptor* batch, size_t n) {
     for (size_t j = i; j < i + step; ++j) {
       Descriptor d = batch[j];
       if (handover_ && !(ok = hand_over(d))) break;
-      if (chain_.empty()) {
+      if (chain_.empty() && !checkpointing_) {
         batch[kept++] = d;
         continue;
       }
@@ -423,6 +423,11 @@ bool Instance::process_batch(Descriptor* batch, size_t n) {
           return false;
         }
         held_.push_back(d.slot);
+        ck_in_tuples_ += d.tuples;
+        if (chain_.empty()) {  // a sink: its verifier is what keeps state
+          batch[kept++] = d;
+          continue;
+        }
       }
       count_stage(1, d.events);
       timing_ = time_pass();
@@ -511,6 +516,17 @@ Status Instance::restore() {
                  cfg_.index, cfg_.checkpoint_path);
     return {};
   }
+  if (dest_->saves_state()) {
+    SnapshotIn in(got.process.data(), got.process.size());
+    const uint64_t before = in.get<uint64_t>();
+    if (Status st = dest_->load(in); !st || !in.ok() || in.left() != 0)
+      return Status::Error(fmt::format("snapshot {}: {}", cfg_.checkpoint_path,
+                                       !st ? st.message() : !in.ok() ? in.what() : "bytes left after the sink's state"));
+    restored_tuples_ = before;
+  } else if (!got.process.empty()) {
+    return Status::Error(fmt::format("snapshot {}: holds a sink's state, and this is not a sink",
+                                     cfg_.checkpoint_path));
+  }
   ck_ = std::move(got);
   ck_.watermarks.resize(chain_.size());
   max_ts_ = ck_.max_ts;
@@ -551,7 +567,7 @@ bool Instance::trim_replayed(Descriptor& d) {
     off += h.wire_bytes();
   }
   if (seen == 0) return true;
-  ck_dropped_ += seen;
+  ck_dropped_ += seen_tuples;
   if (seen == d.events) {
     if (Status st = work_pool_->release(d.slot); !st) fail(st);
     return false;
@@ -613,6 +629,12 @@ bool Instance::checkpoint(bool final) {
     ++ck_.number;
     ck_.max_ts = max_ts_;
     for (size_t i = 0; i < chain_.size(); ++i) ck_.watermarks[i] = watermark_[i];
+    if (dest_->saves_state()) {  // the send stage consumed everything: it is idle
+      ck_dest_.clear();
+      ck_dest_.put<uint64_t>(restored_tuples_ + ck_in_tuples_);
+      dest_->save(ck_dest_);
+      ck_.process = ck_dest_.data();
+    }
     encode_snapshot(cfg_.checkpoint_token, chain_, ck_, &ck_scratch_, &ck_bytes_);
     if (Status st = write_snapshot_file(cfg_.checkpoint_path, ck_bytes_); !st) {
       fail(Status::Error(fmt::format("instance {}: {}", cfg_.index, st.message())));
@@ -883,6 +905,7 @@ void Instance::report(ProcessSummary& s) const {
     s.snapshot_bytes = std::max<uint64_t>(s.snapshot_bytes, ck_bytes_last_);
     s.restored_checkpoint = std::max(s.restored_checkpoint, ck_restored_);
     s.deduplicated += ck_dropped_;
+    s.restored_tuples += restored_tuples_;
     s.checkpoint_wait_s += ck_wait_s_;
     s.checkpoint_write_s += ck_write_s_;
   }

@@ -116,6 +116,12 @@ class Destination {
   // receivers (acks: on), so no crash of this process can lose it. A
   // checkpoint waits for this before it writes a snapshot.
   virtual bool settled() const { return true; }
+  // Checkpoints, as an operator's (graph/operator.h (f)): whether it keeps
+  // state worth a snapshot (a sink's verifier), written and read by the
+  // process thread while the send stage is idle (everything consumed).
+  virtual bool saves_state() const { return false; }
+  virtual void save(SnapshotOut&) const {}
+  virtual Status load(SnapshotIn&) { return {}; }
   virtual void report(ProcessSummary&) const {}
   // From any thread, while it runs: its links and their counters, and (a
   // sink) the latency histogram it fills.
@@ -411,6 +417,10 @@ class Instance {
   SnapshotOut ck_scratch_;
   std::string ck_bytes_;
   uint64_t last_ck_ns_ = 0, ck_dropped_ = 0, ck_restored_ = 0, ck_bytes_last_ = 0;
+  // A destination that saves state (a sink): the tuples this process took in
+  // (after replays were dropped) before the snapshot it restored, and since.
+  uint64_t restored_tuples_ = 0, ck_in_tuples_ = 0;
+  SnapshotOut ck_dest_;
   double ck_wait_s_ = 0, ck_write_s_ = 0;
   std::atomic<uint64_t> ck_queued_{0}, ck_sent_{0};  // descriptors to the send stage, and consumed there
   mutable std::mutex mu_;

@@ -649,7 +649,7 @@ class ReplayingSource final : public Source {
       std::memcpy(dst, last_.data(), last_.size());
       out[0] = {mine, 0, uint32_t(last_.size()), last_events_, last_tuples_, 0};
       *n = 1;
-      sent_twice_ += last_events_;
+      sent_twice_ += last_tuples_;
       last_.clear();
       return {};
     }
@@ -666,7 +666,7 @@ class ReplayingSource final : public Source {
       off = uint32_t(last_.size());
       events = last_events_;
       tuples = last_tuples_;
-      sent_twice_ += last_events_;
+      sent_twice_ += last_tuples_;
     }
     std::memcpy(dst + off, gen_.pool().slot(g.slot) + g.offset, g.bytes);
     (void)gen_.pool().release(g.slot);

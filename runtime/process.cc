@@ -109,8 +109,9 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
       for (int j = 0; j < Instance::kStages && !cpus.empty(); ++j)
         ic.stage_cpu[j] = static_cast<int>(cpus[(k * Instance::kStages + j) % cpus.size()]);
     }
-    // Operator snapshots: a node whose operators keep state that they save.
-    if (d.checkpoint_interval_ms && pc.role == Role::kNode) {
+    // Operator snapshots: a node whose operators keep state that they save,
+    // and a sink (its verifier's counts and positions).
+    if (d.checkpoint_interval_ms && pc.role != Role::kLoadgen) {
       bool keeps = false;
       for (size_t i = 0; i < chain.size(); ++i) {
         const Operator::State state = chain.op(i).state();
@@ -121,6 +122,7 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
               pc.name, i, chain.op(i).name()));
         keeps = keeps || state == Operator::State::kSaved;
       }
+      keeps = keeps || pc.role == Role::kSink;
       if (keeps) {
         const std::string dir = d.state_dir.empty() ? std::string(".") : d.state_dir;
         ic.checkpoint_path = fmt::format("{}/{}.{}.snapshot", dir, pc.name, k);

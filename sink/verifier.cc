@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 namespace sluice {
@@ -159,6 +161,8 @@ void Verifier::verify_end(const std::byte* p, uint32_t bytes) {
 }
 
 Status Verifier::consume(std::span<const Descriptor> descs) {
+  if (!results_ && !results_path_.empty())
+    if (Status st = open_results(); !st) return st;
   const uint64_t now = wall_clock_ns();  // one clock read per batch: they arrived together
   for (const Descriptor& d : descs) {
     std::byte* run = pool_.slot(d.slot) + d.offset;
@@ -173,6 +177,8 @@ Status Verifier::consume(std::span<const Descriptor> descs) {
 }
 
 Status Verifier::finish() {
+  if (!results_ && !results_path_.empty())
+    if (Status st = open_results(); !st) return st;
   if (bursts_) bursts_->finish();
   if (results_ && std::fflush(results_) != 0)
     return Status::Error(fmt::format("writing the results file: {}", std::strerror(errno)));
@@ -180,17 +186,79 @@ Status Verifier::finish() {
 }
 
 Status Verifier::write_results(const std::string& path, const Schema& schema) {
-  results_ = std::fopen(path.c_str(), "w");
-  if (!results_) return Status::Error(fmt::format("results file {}: {}", path, std::strerror(errno)));
-  std::string header;
-  for (const auto& f : schema.fields()) {
-    if (f.type == FieldType::kBytes) continue;
+  // Checked now (a bad path fails the sink at start), written from the first event.
+  FILE* f = std::fopen(path.c_str(), "a");
+  if (!f) return Status::Error(fmt::format("results file {}: {}", path, std::strerror(errno)));
+  std::fclose(f);
+  results_path_ = path;
+  for (const auto& fs : schema.fields()) {
+    if (fs.type == FieldType::kBytes) continue;
     FieldRef r;
-    schema.find(f.name, &r);
+    schema.find(fs.name, &r);
     result_fields_.push_back(r);
-    header += (header.empty() ? "" : ",") + f.name;
+    results_header_ += (results_header_.empty() ? "" : ",") + fs.name;
   }
-  fmt::print(results_, "{}\n", header);
+  return {};
+}
+
+Status Verifier::open_results() {
+  if (results_keep_ >= 0) {
+    results_ = std::fopen(results_path_.c_str(), "r+");
+    if (results_ && (::ftruncate(fileno(results_), results_keep_) != 0 ||
+                     std::fseek(results_, results_keep_, SEEK_SET) != 0)) {
+      std::fclose(results_);
+      results_ = nullptr;
+    }
+  } else {
+    results_ = std::fopen(results_path_.c_str(), "w");
+    if (results_) fmt::print(results_, "{}\n", results_header_);
+  }
+  if (!results_) {
+    const std::string path = std::move(results_path_);
+    results_path_.clear();
+    return Status::Error(fmt::format("results file {}: {}", path, std::strerror(errno)));
+  }
+  return {};
+}
+
+void Verifier::save(SnapshotOut& out) const {
+  out.put(c_);
+  out.put(latency_);
+  out.put(next_seq_);
+  out.put(last_event_);
+  out.put(seen_);
+  out.put(corrupt_unseen_);
+  out.put(missing_);
+  out.put(part_missing_);
+  int64_t keep = -1;  // no results file, or none written yet
+  if (results_) {
+    std::fflush(results_);
+    keep = std::ftell(results_);
+  }
+  out.put<int64_t>(keep);
+}
+
+Status Verifier::load(SnapshotIn& in) {
+  const auto c = in.get<VerifyCounts>();
+  const auto lat = in.get<LatencyHistogram>();
+  const auto next = in.get<decltype(next_seq_)>();
+  const auto last = in.get<decltype(last_event_)>();
+  const auto seen = in.get<decltype(seen_)>();
+  const auto cu = in.get<decltype(corrupt_unseen_)>();
+  const auto miss = in.get<decltype(missing_)>();
+  const auto pm = in.get<decltype(part_missing_)>();
+  const auto keep = in.get<int64_t>();
+  if (in.ok() && c.end_seen) in.fail("is of a sink that had seen END");
+  if (!in.ok()) return Status::Error(fmt::format("the sink's verifier: {}", in.what()));
+  c_ = c;
+  latency_ = lat;
+  next_seq_ = next;
+  last_event_ = last;
+  seen_ = seen;
+  corrupt_unseen_ = cu;
+  missing_ = miss;
+  part_missing_ = pm;
+  results_keep_ = results_path_.empty() ? -1 : keep;
   return {};
 }
 

@@ -63,6 +63,12 @@ class Verifier final : public Destination {
   Status consume(std::span<const Descriptor> descs) override;
   Status finish() override;
   void report(ProcessSummary& s) const override;
+  // A restarted sink continues from its snapshot: its counts, each stream's
+  // position, its latency histogram and its results file (cut back to what
+  // the snapshot had written). Burst statistics start again.
+  bool saves_state() const override { return true; }
+  void save(SnapshotOut& out) const override;
+  Status load(SnapshotIn& in) override;
 
   const VerifyCounts& counts() const { return c_; }
   const LatencyHistogram& latency() const { return latency_; }
@@ -101,7 +107,12 @@ class Verifier final : public Destination {
   uint32_t zero_body_count_ = UINT32_MAX;  // 12-byte tuples, no data: the body hash for
   uint64_t zero_body_hash_ = 0;            // this many tuples (all zeros once masked)
   std::unique_ptr<EndOfStream> end_;
+  // The results file opens with the first event (or END): fresh, with its
+  // header, or, after a restore, cut back to results_keep_ bytes.
+  Status open_results();
   FILE* results_ = nullptr;
+  std::string results_path_, results_header_;
+  int64_t results_keep_ = -1;
   std::vector<FieldRef> result_fields_;
 };
 

@@ -6,6 +6,10 @@ Prints tuples/s and node CPE_p per run, and the medians' ratio on/off.
 
   python3 experiments/acks_cost.py [--build build] [--repeats 3] [--duration 5] [--set k=v ...]
                                    [--on-set k=v ...]   # keys for the acks-on runs only
+                                   [--example deploy/examples/esper.yaml]
+
+With --on-set checkpoint_interval_ms=50 the on runs take snapshots too (the
+sink's verifier; with esper.yaml, node-b's group-by as well).
 """
 import argparse, json, statistics, subprocess, sys
 
@@ -14,14 +18,17 @@ ap.add_argument("--build", default="build")
 ap.add_argument("--repeats", type=int, default=3)
 ap.add_argument("--duration", type=float, default=5)
 ap.add_argument("--set", action="append", default=[], help="more deployment keys, k=v")
+ap.add_argument("--example", default="deploy/examples/pipeline.yaml")
 ap.add_argument("--on-set", action="append", default=[],
                 help="deployment keys for the acks-on runs only, k=v (e.g. slots=192)")
 a = ap.parse_args()
 
 def run(acks):
-    cmd = [f"{a.build}/deploy/sluice-deploy", "run", "deploy/examples/pipeline.yaml", "--json",
+    cmd = [f"{a.build}/deploy/sluice-deploy", "run", a.example, "--json",
            "--set", f"acks={acks}", "--set", f"duration_s={a.duration}", "--set", "base_port=31200",
-           "--set", "tuple_bytes=128", "--set", "event_bytes=32768", "--set", "progress_s=0"]
+           "--set", "progress_s=0"]
+    if a.example.endswith("pipeline.yaml"):
+        cmd += ["--set", "tuple_bytes=128", "--set", "event_bytes=32768"]
     for s in a.set + (a.on_set if acks == "on" else []):
         cmd += ["--set", s]
     p = subprocess.run(cmd, capture_output=True, text=True)

@@ -363,7 +363,21 @@ Status NetDestination::start() {
   Status st = ctx_.register_pool(pool_);
   if (!st) return st;
   for (const auto& o : opts_) {
-    auto s = make_sender(o, pool_, ctx_, &st);
+    // With acks, a receiver that still tends the link of this process's
+    // previous run (it was killed and restarted: the receiver drains that
+    // link's slots first) refuses it as busy for a while: try again, within
+    // reconnect_timeout_ms, as a reconnecting sender would.
+    const uint64_t deadline = mono_ns() + uint64_t{o.reconnect_timeout_ms} * 1000000;
+    std::unique_ptr<Sender> s;
+    for (bool said = false;;) {
+      s = make_sender(o, pool_, ctx_, &st);
+      if (s || !o.acks || st.message().find(kLinkBusy) == std::string::npos || mono_ns() >= deadline) break;
+      if (!said) {
+        spdlog::warn("{}; trying again (up to {} ms)", st.message(), o.reconnect_timeout_ms);
+        said = true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
     if (!s) return st;
     std::lock_guard lk(mu_);
     links_.push_back(std::move(s));

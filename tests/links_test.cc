@@ -100,5 +100,45 @@ TEST(Links, ABadFrameOnOneLinkLeavesTheOtherServing) {
   EXPECT_FALSE(sink_st.ok());
 }
 
+// With acks, a sender that starts while its receiver still holds the link
+// of the sender's previous run (a process killed and restarted: the receiver
+// first drains that link) is refused as busy; it tries again, and once the
+// old link is gone it connects and delivers everything.
+TEST(Links, ARestartedSenderWaitsWhileItsReceiverHoldsItsPreviousLink) {
+  const uint16_t port = 29100;
+  Deployment d;
+  const std::string yaml = "preset: tcp-opt\ntuple_bytes: 64\nevent_bytes: 2048\ntuples: 20000\n"
+                           "acks: on\nprogress_s: 0\nconnect_timeout_ms: 5000\nbase_port: " +
+                           std::to_string(port) +
+                           "\nprocesses:\n  - {name: loadgen, role: loadgen}\n  - {name: sink, role: sink}\n";
+  ASSERT_TRUE(parse_deployment(yaml, "links_test", {}, &d).ok());
+  spdlog::default_logger();  // before the threads (see above)
+  ProcessSummary sink_sum;
+  Status sink_st;
+  std::thread sink([&] { sink_st = run_process(d, 1, nullptr, &sink_sum); });
+
+  // The previous run: shakes hands, then holds the link without a frame.
+  int fd = connect_to(d.link_port(0, 0));
+  ASSERT_GE(fd, 0);
+  std::byte buf[4096];
+  size_t len = 0;
+  ASSERT_TRUE(encode_hello(hello_from_options(d.link_options(0, 0)), buf, sizeof buf, &len).ok());
+  ASSERT_EQ(write(fd, buf, len), ssize_t(len));
+  ASSERT_GT(read(fd, buf, sizeof buf), 0);  // accepted
+
+  // The new run starts meanwhile; the old one dies 300 ms later.
+  ProcessSummary lg_sum;
+  Status lg_st;
+  std::thread lg([&] { lg_st = run_process(d, 0, nullptr, &lg_sum); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  close(fd);
+  lg.join();
+  sink.join();
+  EXPECT_TRUE(lg_st.ok()) << lg_st.message();
+  EXPECT_TRUE(sink_st.ok()) << sink_st.message();
+  EXPECT_EQ(sink_sum.tuples_in, 20000u);
+  EXPECT_EQ(sink_sum.lost, 0u);
+}
+
 }  // namespace
 }  // namespace sluice

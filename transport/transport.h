@@ -139,11 +139,16 @@ class Listener {
   // From another thread: makes accept() return.
   virtual void shutdown() = 0;
   // While on, between accepts: a connection is answered with a refusal
-  // ("connected to its upstream already") and closed, not left waiting.
-  // Turned off before the next accept() (a reconnecting upstream).
+  // (kLinkBusy: "connected to its upstream already") and closed, not left
+  // waiting. Turned off before the next accept() (a reconnecting upstream).
   virtual void turn_away(bool /*on*/) {}
   virtual uint16_t port() const = 0;  // the bound port (useful with port 0)
 };
+
+// The refusal of turn_away, after the link's name. A sender whose process
+// was restarted meets it while the receiver still tends the link of its
+// previous run (draining its slots): with acks it tries again (node/net.cc).
+inline constexpr const char* kLinkBusy = " is connected to its upstream already";
 
 // Binds opts.bind_address():opts.port now (a port in use fails here, at
 // start). Frames land in slots [first_slot, first_slot + opts.slots) of `pool`,

@@ -838,7 +838,7 @@ class MsgListener final : public Listener {
     const std::string link = link_name(opts_, factory_->carrier(), acceptor_->port());
     acceptor_->turn_away([this, link](int fd, const std::string& peer, std::string* why) {
       tcp::refuse_hello(fd, opts_.to, link + " from " + peer,
-                        link + " is connected to its upstream already", why);
+                        link + kLinkBusy, why);
       return tcp::Verdict::kRefuse;
     });
   }

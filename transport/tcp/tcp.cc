@@ -853,7 +853,7 @@ class TcpListener final : public Listener {
     const std::string link = link_name(opts_, acceptor_->port());
     acceptor_->turn_away([this, link](int fd, const std::string& peer, std::string* why) {
       refuse_hello(fd, opts_.to, link + " from " + peer,
-                        link + " is connected to its upstream already", why);
+                        link + kLinkBusy, why);
       return Verdict::kRefuse;
     });
   }

@@ -7,6 +7,7 @@
 #include <xxhash.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -146,26 +147,93 @@ Status decode_snapshot(const void* data, size_t n, const std::string& where, con
   return {};
 }
 
-Status write_snapshot_file(const std::string& path, const std::string& bytes) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Error(fmt::format("snapshot {}: cannot create: {}", tmp, std::strerror(errno)));
+Status peek_snapshot(const void* data, size_t n, const std::string& where, std::string* token,
+                     uint64_t* number) {
+  auto bad = [&](const std::string& why) {
+    return Status::Error(fmt::format("snapshot {}: {}", where, why));
+  };
+  if (n < kSnapshotHeaderBytes) return bad(fmt::format("{} bytes, shorter than its 32-byte header (truncated)", n));
+  const auto* b = static_cast<const std::byte*>(data);
+  if (std::memcmp(b, kMagic, sizeof kMagic) != 0) return bad("is not a sluice snapshot (bad magic)");
+  uint64_t bytes, sum;
+  std::memcpy(&bytes, b + 16, 8);
+  std::memcpy(&sum, b + 24, 8);
+  if (bytes != n - kSnapshotHeaderBytes)
+    return bad(fmt::format("header says {} payload bytes, the file holds {} (truncated or appended to)",
+                           bytes, n - kSnapshotHeaderBytes));
+  if (XXH3_64bits(b + kSnapshotHeaderBytes, bytes) != sum)
+    return bad("checksum mismatch: the file was altered or damaged");
+  SnapshotIn in(b + kSnapshotHeaderBytes, bytes);
+  *token = get_string(in, 4096);
+  *number = in.get<uint64_t>();
+  if (!in.ok()) return bad(in.what());
+  return {};
+}
+
+SnapshotFiles::~SnapshotFiles() {
+  for (int fd : fd_)
+    if (fd >= 0) ::close(fd);
+}
+
+Status SnapshotFiles::write(uint64_t number, const std::string& bytes) {
+  const int i = static_cast<int>(number & 1);
+  if (fd_[i] < 0) {
+    fd_[i] = ::open(name(i).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_[i] < 0)
+      return Status::Error(fmt::format("snapshot {}: cannot create: {}", name(i), std::strerror(errno)));
+    size_[i] = SIZE_MAX;  // unknown: cut to size after the first write
+  }
   size_t off = 0;
   while (off < bytes.size()) {
-    const ssize_t w = ::write(fd, bytes.data() + off, bytes.size() - off);
+    const ssize_t w = ::pwrite(fd_[i], bytes.data() + off, bytes.size() - off, static_cast<off_t>(off));
     if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) {
-      const int e = errno;
-      ::close(fd);
-      return Status::Error(fmt::format("snapshot {}: write failed: {}", tmp, std::strerror(e)));
-    }
+    if (w <= 0)
+      return Status::Error(fmt::format("snapshot {}: write failed: {}", name(i), std::strerror(errno)));
     off += static_cast<size_t>(w);
   }
-  if (::close(fd) != 0)
-    return Status::Error(fmt::format("snapshot {}: close failed: {}", tmp, std::strerror(errno)));
-  if (::rename(tmp.c_str(), path.c_str()) != 0)
-    return Status::Error(fmt::format("snapshot {}: rename to {} failed: {}", tmp, path, std::strerror(errno)));
+  if (bytes.size() < size_[i] && ::ftruncate(fd_[i], static_cast<off_t>(bytes.size())) != 0)
+    return Status::Error(fmt::format("snapshot {}: truncate failed: {}", name(i), std::strerror(errno)));
+  size_[i] = bytes.size();
   return {};
+}
+
+Status SnapshotFiles::read_newest(const std::string& token, std::string* out, std::string* where, bool* found) {
+  *found = false;
+  std::string bytes[2], errors;
+  uint64_t best = 0;
+  int pick = -1;
+  for (int i = 0; i < 2; ++i) {
+    bool there = false;
+    if (Status st = read_snapshot_file(name(i), &bytes[i], &there); !st) return st;
+    if (!there) continue;
+    std::string tok;
+    uint64_t number = 0;
+    if (Status st = peek_snapshot(bytes[i].data(), bytes[i].size(), name(i), &tok, &number); !st) {
+      errors += (errors.empty() ? "" : "; ") + st.message();
+      continue;
+    }
+    if (tok != token) continue;  // another run's
+    if (pick < 0 || number > best) {
+      pick = i;
+      best = number;
+    }
+  }
+  // A damaged file is an error even beside a whole one: it may be the newer
+  // snapshot, whose input was acknowledged; the older one would lose it.
+  if (!errors.empty()) return Status::Error(errors + " (remove the file to start this node afresh)");
+  if (pick < 0) return {};
+  *out = std::move(bytes[pick]);
+  *where = name(pick);
+  *found = true;
+  return {};
+}
+
+void SnapshotFiles::remove() {
+  for (int i = 0; i < 2; ++i) {
+    if (fd_[i] >= 0) ::close(fd_[i]);
+    fd_[i] = -1;
+    ::unlink(name(i).c_str());
+  }
 }
 
 Status read_snapshot_file(const std::string& path, std::string* out, bool* found) {

@@ -26,10 +26,17 @@
 //                       next event_seq expected)
 //                   u64 length, the process's own state (a sink's verifier)
 //
-// It is written to NAME.tmp and renamed over NAME: a reader sees the old
-// snapshot or the new one, never a part. The rename survives the death of
-// the process, not of the machine (no fsync). Any mismatch (magic, version,
-// length, checksum, operator names or layouts) is an error naming the file.
+// Snapshots go to two files in turn, NAME.0 and NAME.1 (SnapshotFiles),
+// each overwritten in place: a write costs one pwrite, not a create and a
+// rename (0.7 ms each on this VM, which at a snapshot per megabyte was a
+// third of a sink's time), and the older snapshot stays whole while the
+// newer is written. A restart loads the newer of this run's two. A file
+// whose header or checksum does not hold is an error naming it, even beside
+// a whole one: it may be the newer snapshot, whose input was already
+// acknowledged, and the older would silently lose that. Snapshots survive
+// the death of the process, not of the machine (no fsync); a pwrite cut
+// short needs the machine to die. Any other mismatch (operator names,
+// layouts) is an error naming the file too.
 #pragma once
 
 #include <cstdint>
@@ -65,9 +72,34 @@ void encode_snapshot(const std::string& token, const OperatorChain& chain, const
 Status decode_snapshot(const void* bytes, size_t n, const std::string& where, const std::string& token,
                        OperatorChain& chain, CheckpointState* st, bool* stale);
 
-// Writes the file atomically (path.tmp, then rename).
-Status write_snapshot_file(const std::string& path, const std::string& bytes);
-// Reads the file into *out; *found false (and ok) when there is none.
+// The header and checksum alone, and what the payload says first: its run
+// token and its checkpoint number.
+Status peek_snapshot(const void* bytes, size_t n, const std::string& where, std::string* token,
+                     uint64_t* number);
+
+// The two files of one instance's snapshots (see above).
+class SnapshotFiles {
+ public:
+  explicit SnapshotFiles(std::string path) : path_(std::move(path)) {}
+  ~SnapshotFiles();
+  std::string name(int i) const { return path_ + "." + std::to_string(i); }
+  // Snapshot number `number` into file number & 1.
+  Status write(uint64_t number, const std::string& bytes);
+  // The newer of the two whose header and checksum hold and whose token is
+  // `token`, in *out (*where: its file); *found false when neither exists
+  // or both are another run's. Both there and neither whole: an error
+  // naming them.
+  Status read_newest(const std::string& token, std::string* out, std::string* where, bool* found);
+  // Both files, after END.
+  void remove();
+
+ private:
+  std::string path_;
+  int fd_[2] = {-1, -1};
+  size_t size_[2] = {0, 0};
+};
+
+// Reads a whole file into *out; *found false (and ok) when there is none.
 Status read_snapshot_file(const std::string& path, std::string* out, bool* found);
 
 }  // namespace sluice

@@ -3,8 +3,11 @@
 // kernel emits over the same tuples in one run (seq renumbered 0, 1, ...),
 // as sealed events of its derived stream, and END accounts every input tuple.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <vector>
 
@@ -451,6 +454,50 @@ TEST(Snapshot, TheFileComesBackWholeOrIsAnErrorNamingIt) {
     const std::string e = error_of(file, c);
     EXPECT_NE(e.find("operator 1 is groupby, this node's is moving_avg"), std::string::npos) << e;
   }
+}
+
+// Two files in turn: the newer of this run's comes back; a shorter snapshot
+// leaves no tail of a longer one; a damaged file is an error naming it even
+// beside a whole one; another run's files are not this run's.
+TEST(Snapshot, TwoFilesInTurnTheNewerComesBack) {
+  const Schema s = schema();
+  const std::string path = ::testing::TempDir() + "/files-" + std::to_string(::getpid()) + ".snapshot";
+  OperatorChain chain = groupby_chain(s);
+  SnapshotFiles files(path);
+  SnapshotOut scratch;
+  std::string bytes[4];
+  std::mt19937_64 rng(23);
+  const Tuples t = random_tuples(s, 3000, rng, 16);
+  VecEmitter em;
+  uint64_t seq = 0, ev = 0, spans = 0;
+  for (uint64_t n = 1; n <= 3; ++n) {
+    // Snapshot 3 holds less than 1 (a window closed): file 1 gets shorter.
+    feed_part(chain.op(1), t, (n - 1) * 1000, n == 3 ? 3000 : n * 1000 - 10, em, rng, &seq, &ev, &spans);
+    CheckpointState st;
+    st.number = n;
+    st.watermarks = {0, 0};
+    encode_snapshot("run", chain, st, &scratch, &bytes[n]);
+    ASSERT_TRUE(files.write(n, bytes[n]).ok());
+  }
+  std::string got, where;
+  bool found = false;
+  ASSERT_TRUE(files.read_newest("run", &got, &where, &found).ok());
+  ASSERT_TRUE(found);
+  EXPECT_EQ(where, path + ".1");
+  EXPECT_TRUE(got == bytes[3]);
+  ASSERT_TRUE(files.read_newest("another run", &got, &where, &found).ok());
+  EXPECT_FALSE(found);
+  {  // the older file damaged: an error, though the newer is whole
+    std::fstream f(path + ".0", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);
+    f.put('\x7f');
+  }
+  Status st = files.read_newest("run", &got, &where, &found);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("snapshot " + path + ".0: checksum mismatch"), std::string::npos) << st.message();
+  files.remove();
+  EXPECT_FALSE(std::filesystem::exists(path + ".0"));
+  EXPECT_FALSE(std::filesystem::exists(path + ".1"));
 }
 
 TEST(KernelOps, FilterWhereKeepsWhatThePredicateSelects) {

@@ -31,6 +31,9 @@ constexpr uint32_t kBacklogBatches = 8;
 // next one while sending this one wins: with 32 KiB events run inline, a
 // full-rate pipeline ran at 0.87x dedicated's tuples/s (issue 17's notes).
 constexpr uint64_t kInlineBytes = 8192;
+// Checkpoints: the least time between two snapshots taken because the
+// process stage went idle with input held.
+constexpr uint64_t kIdleCheckpointGapNs = 1000000;
 
 struct Counts {
   uint64_t events, tuples, bytes;
@@ -466,14 +469,17 @@ void Instance::process_loop() {
   while (ok) {
     size_t n = to_process_.try_pop_n(batch, kProcessBatch);
     if (n == 0 && checkpointing_ && !held_.empty() && !saw_end_) {
-      // Idle with input held: the snapshot is taken when it is due, so an
-      // upstream that waits for acknowledgements waits at most an interval.
-      if (checkpoint_due()) {
+      // Idle with input held: a snapshot now (at most one a millisecond),
+      // not when the interval is up: the upstream waits for its
+      // acknowledgements, and a node upstream of it may wait for those in
+      // turn before its own snapshot.
+      const uint64_t gap = std::min<uint64_t>(kIdleCheckpointGapNs, uint64_t{cfg_.checkpoint_ms} * 1000000);
+      if (mono_ns() >= last_ck_ns_ + gap) {
         ok = checkpoint(false);
         continue;
       }
       const uint64_t t = mono_ns();
-      wait_input_until(last_ck_ns_ + uint64_t{cfg_.checkpoint_ms} * 1000000);
+      wait_input_until(last_ck_ns_ + gap);
       add_blocked(1, kRingEmpty, t);
       continue;
     }
@@ -502,38 +508,33 @@ void Instance::process_loop() {
 // On the process thread before its first descriptor: the snapshot this
 // instance wrote before it died, if any, into its operators.
 Status Instance::restore() {
-  std::string bytes;
+  ck_files_ = std::make_unique<SnapshotFiles>(cfg_.checkpoint_path);
+  std::string bytes, where;
   bool found = false;
-  if (Status st = read_snapshot_file(cfg_.checkpoint_path, &bytes, &found); !st || !found) return st;
+  if (Status st = ck_files_->read_newest(cfg_.checkpoint_token, &bytes, &where, &found); !st || !found)
+    return st;
   bool stale = false;
   CheckpointState got;
-  if (Status st = decode_snapshot(bytes.data(), bytes.size(), cfg_.checkpoint_path, cfg_.checkpoint_token,
-                                  chain_, &got, &stale);
+  if (Status st = decode_snapshot(bytes.data(), bytes.size(), where, cfg_.checkpoint_token, chain_, &got, &stale);
       !st)
     return st;
-  if (stale) {
-    spdlog::warn("instance {}: snapshot {} belongs to another run; starting fresh and writing over it",
-                 cfg_.index, cfg_.checkpoint_path);
-    return {};
-  }
   if (dest_->saves_state()) {
     SnapshotIn in(got.process.data(), got.process.size());
     const uint64_t before = in.get<uint64_t>();
     if (Status st = dest_->load(in); !st || !in.ok() || in.left() != 0)
-      return Status::Error(fmt::format("snapshot {}: {}", cfg_.checkpoint_path,
+      return Status::Error(fmt::format("snapshot {}: {}", where,
                                        !st ? st.message() : !in.ok() ? in.what() : "bytes left after the sink's state"));
     restored_tuples_ = before;
   } else if (!got.process.empty()) {
-    return Status::Error(fmt::format("snapshot {}: holds a sink's state, and this is not a sink",
-                                     cfg_.checkpoint_path));
+    return Status::Error(fmt::format("snapshot {}: holds a sink's state, and this is not a sink", where));
   }
   ck_ = std::move(got);
   ck_.watermarks.resize(chain_.size());
   max_ts_ = ck_.max_ts;
   for (size_t i = 0; i < chain_.size(); ++i) watermark_[i] = ck_.watermarks[i];
   ck_restored_ = ck_.number;
-  spdlog::info("instance {}: restored checkpoint {} from {} ({} bytes)", cfg_.index, ck_.number,
-               cfg_.checkpoint_path, bytes.size());
+  spdlog::info("instance {}: restored checkpoint {} from {} ({} bytes)", cfg_.index, ck_.number, where,
+               bytes.size());
   return {};
 }
 
@@ -636,14 +637,13 @@ bool Instance::checkpoint(bool final) {
       ck_.process = ck_dest_.data();
     }
     encode_snapshot(cfg_.checkpoint_token, chain_, ck_, &ck_scratch_, &ck_bytes_);
-    if (Status st = write_snapshot_file(cfg_.checkpoint_path, ck_bytes_); !st) {
+    if (Status st = ck_files_->write(ck_.number, ck_bytes_); !st) {
       fail(Status::Error(fmt::format("instance {}: {}", cfg_.index, st.message())));
       return false;
     }
     ck_bytes_last_ = ck_bytes_.size();
-  } else if (::unlink(cfg_.checkpoint_path.c_str()) != 0 && errno != ENOENT) {
-    spdlog::warn("instance {}: cannot remove snapshot {}: {}", cfg_.index, cfg_.checkpoint_path,
-                 std::strerror(errno));
+  } else {
+    ck_files_->remove();
   }
   last_ck_ns_ = mono_ns();
   ck_write_s_ += (last_ck_ns_ - t1) / 1e9;

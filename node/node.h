@@ -416,6 +416,7 @@ class Instance {
   CheckpointState ck_;
   SnapshotOut ck_scratch_;
   std::string ck_bytes_;
+  std::unique_ptr<SnapshotFiles> ck_files_;
   uint64_t last_ck_ns_ = 0, ck_dropped_ = 0, ck_restored_ = 0, ck_bytes_last_ = 0;
   // A destination that saves state (a sink): the tuples this process took in
   // (after replays were dropped) before the snapshot it restored, and since.

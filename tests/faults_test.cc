@@ -221,7 +221,7 @@ TEST(Faults, ADamagedSnapshotIsAnErrorNamingTheFile) {
   const fs::path state = fs::temp_directory_path() / ("sluice-faults-state-" + std::to_string(getpid()));
   fs::remove_all(state);
   fs::create_directories(state);
-  const fs::path snap = state / "node-b.0.snapshot";
+  const fs::path snap = state / "node-b.0.snapshot.1";
   std::ofstream(snap) << "SLUICESN this is not what node-b wrote";
   Outcome o = kill_mid_run("esper-bad", 30500, "", "--set acks=on --set checkpoint_interval_ms=50 --set state_dir=" +
                            state.string(), 0, 0, kEsper);

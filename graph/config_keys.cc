@@ -418,8 +418,8 @@ const std::vector<Key>& keys() {
                "restarted; needs acks: on "
                "(docs/DESIGN.md, Operator snapshots)"),
       string_key("state_dir", &Deployment::state_dir,
-                 "where snapshots go, on each node's host (NAME.INSTANCE.snapshot); unset: the run's "
-                 "directory"),
+                 "where snapshots go, on each node's host (NAME.INSTANCE.snapshot.0 and .1); unset: the "
+                 "run's directory"),
   };
   return k;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <type_traits>
 
 namespace sluice::kernels {
 
@@ -16,6 +17,19 @@ template <>
 struct Acc<double> {
   using type = double;
 };
+
+// s + v - old. Integers wrap (in u64): the same sum whenever the window's
+// true sum fits in 64 bits, and defined when it does not (extreme i64 values,
+// or a restored snapshot's sum), where signed overflow would be undefined.
+template <class A, class T>
+inline A slide(A s, T v, T old) {
+  if constexpr (std::is_floating_point_v<A>) {
+    return s + static_cast<A>(v) - static_cast<A>(old);
+  } else {
+    return static_cast<A>(static_cast<uint64_t>(s) + static_cast<uint64_t>(static_cast<A>(v)) -
+                          static_cast<uint64_t>(static_cast<A>(old)));
+  }
+}
 
 }  // namespace
 
@@ -81,6 +95,14 @@ struct Ring final : MovingAverage::Impl {
     const uint64_t valid = c < window ? c : window;
     in.bytes(ring.get(), valid * sizeof(T));
     if (!in.ok()) return;
+    if constexpr (!std::is_floating_point_v<A>) {  // a double's sum depends on its order: not checked
+      A want = 0;
+      for (uint64_t i = 0; i < valid; ++i) want = slide<A, T>(want, ring[i], T{});
+      if (want != s) {
+        in.fail(fmt::format("holds a running sum of {} for values that sum to {}", s, want));
+        return;
+      }
+    }
     count = c;
     pos = p;
     sum = s;
@@ -97,7 +119,7 @@ struct Ring final : MovingAverage::Impl {
       for (size_t i = 0; i < n; ++i) {
         T v;
         std::memcpy(&v, t + i * stride, sizeof v);
-        s += static_cast<A>(v) - static_cast<A>(w[p]);
+        s = slide<A, T>(s, v, w[p]);
         w[p] = v;
         if (++p == N) p = 0;
         c += c < N;
@@ -117,7 +139,7 @@ struct Ring final : MovingAverage::Impl {
           T v;
           std::memcpy(&v, t + (i + j) * stride, sizeof v);
           dst[j] = v;
-          s += static_cast<A>(v) - static_cast<A>(old[j]);
+          s = slide<A, T>(s, v, old[j]);
           c += c < N;
           out[i + j] = static_cast<double>(s) / static_cast<double>(c);
         }

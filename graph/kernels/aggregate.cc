@@ -7,6 +7,7 @@
 #include <cctype>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace sluice::kernels {
 
@@ -55,7 +56,12 @@ void agg_loop(const std::byte* t, size_t m, uint32_t stride, uint32_t off, const
       acc = ld<Acc>(acc_base + cur * entry_bytes);
     }
     if constexpr (O == kOpSum) {
-      acc += v;
+      // Integers wrap (in u64): the same sum whenever it fits, and defined
+      // when it does not (extreme values, or a restored snapshot's sum).
+      if constexpr (std::is_integral_v<Acc>)
+        acc = static_cast<Acc>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
+      else
+        acc += v;
     } else if constexpr (O == kOpMin) {
       acc = v < acc ? v : acc;
     } else {

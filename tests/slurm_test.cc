@@ -142,6 +142,19 @@ class SlurmCluster : public ::testing::Test {
     ASSERT_TRUE(error_.empty()) << error_;
   }
 
+  // The allocation's steps still listed, once slurmctld had 5 s to see the
+  // last ones end (a step whose srun exited can show a moment longer while
+  // its node reports it complete; one left running shows all along).
+  static std::string steps_left() {
+    std::string left;
+    for (int i = 0; i < 50; ++i) {
+      left = shell("squeue -h -s -j " + job_);
+      if (left.empty()) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return left;
+  }
+
   static std::string run_dir(const std::string& name) {
     return dir_ + "/runs/" + name;
   }
@@ -186,7 +199,7 @@ TEST_F(SlurmCluster, ClusterYamlRunsOnFourNodesWithNothingLost) {
     else EXPECT_EQ(p["cpus"].as<std::string>(), "0-1");
   }
   // No step of the run is left in the allocation.
-  EXPECT_EQ(shell("squeue -h -s -j " + job_), "");
+  EXPECT_EQ(steps_left(), "");
 }
 
 TEST_F(SlurmCluster, AStepKilledWithScancelIsNamedWithItsNode) {
@@ -233,7 +246,7 @@ TEST_F(SlurmCluster, AStepKilledWithScancelIsNamedWithItsNode) {
                   e.find("failed with exit code 1") != std::string::npos)
           << p["name"].as<std::string>() << ": " << e;
     }
-  EXPECT_EQ(shell("squeue -h -s -j " + job_), "");
+  EXPECT_EQ(steps_left(), "");
 }
 
 // restart: on-failure through the same executor: the killed process comes
@@ -263,20 +276,26 @@ TEST_F(SlurmCluster, AKilledStepIsRestartedAsAStepOnItsNode) {
   while ((n = fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
   const int st = pclose(f);
   ASSERT_FALSE(step.empty()) << "node-a's step never ran: " << slurp(dir + ".err");
-  EXPECT_EQ(WEXITSTATUS(st), 0) << out << slurp(dir + ".err");
+  // Everything the run said, for any check below that fails: its report,
+  // the supervisor's lines and each process's log (a restarted one's first
+  // log is LOG.1).
+  const std::string err = slurp(dir + ".err");
+  std::string said = out + "\n--- stderr:\n" + err;
+  for (const char* log : {"loadgen.log", "node-a.log.1", "node-a.log", "node-b.log", "sink.log"})
+    said += std::string("\n--- ") + log + ":\n" + slurp(dir + "/" + log);
+  ASSERT_EQ(WEXITSTATUS(st), 0) << said;
   const YAML::Node r = YAML::Load(out);
-  EXPECT_TRUE(r["ok"].as<bool>()) << r["error"].as<std::string>();
-  EXPECT_EQ(r["lost"].as<uint64_t>(), 0u);
+  EXPECT_TRUE(r["ok"].as<bool>()) << said;
+  EXPECT_EQ(r["lost"].as<uint64_t>(), 0u) << said;
   for (const auto& p : r["processes"])
     if (p["name"].as<std::string>() == "node-a") {
-      EXPECT_EQ(p["restarts"].as<int>(), 1);
+      EXPECT_EQ(p["restarts"].as<int>(), 1) << said;
       EXPECT_EQ(p["node"].as<std::string>(), "sn2");
     }
-  const std::string err = slurp(dir + ".err");
   EXPECT_HAS(err, "node-a died (signal KILL); restarting");
   // Started twice on sn2: two steps.
-  EXPECT_NE(err.find("node-a on node sn2: step"), err.rfind("node-a on node sn2: step")) << err;
-  EXPECT_EQ(shell("squeue -h -s -j " + job_), "");
+  EXPECT_NE(err.find("node-a on node sn2: step"), err.rfind("node-a on node sn2: step")) << said;
+  EXPECT_EQ(steps_left(), "");
 }
 
 // up, status and down with the slurm launcher: status shows each process's
@@ -315,7 +334,7 @@ TEST_F(SlurmCluster, UpStatusDownShowAndEndTheSteps) {
   EXPECT_TRUE(r["ok"].as<bool>());
   EXPECT_EQ(r["lost"].as<uint64_t>(), 0u);
   EXPECT_GT(r["tuples"].as<uint64_t>(), 0u);
-  EXPECT_EQ(shell("squeue -h -s -j " + job_), "");
+  EXPECT_EQ(steps_left(), "");
 
   // The supervisor killed: down stops what it left, and no step survives.
   const std::string dir2 = run_dir("orphaned");
@@ -332,13 +351,7 @@ TEST_F(SlurmCluster, UpStatusDownShowAndEndTheSteps) {
   out = shell("{ " + kDeploy + " down " + dir2 + " 2>&1; }", &rc);
   EXPECT_EQ(rc, 1) << out;
   EXPECT_HAS(out, "was gone");
-  std::string left;
-  for (int i = 0; i < 50; ++i) {
-    left = shell("squeue -h -s -j " + job_);
-    if (left.empty()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  EXPECT_EQ(left, "");
+  EXPECT_EQ(steps_left(), "");
 }
 
 // Outside an allocation, --slurm-args makes one (salloc --no-shell

@@ -40,6 +40,12 @@ bool is_executable(const fs::path& p) {
   return fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0;
 }
 
+double wall_s() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 double mono_s() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -221,6 +227,33 @@ std::string num(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "0"
 
 // The pipeline, as its sinks saw it: every sink's tuples and counts added up,
 // over the longest of their measured intervals.
+// Each restart's recovery: from the death to the first tuple at a sink
+// after the process was started again. That tuple ends a pause of the sink
+// (Verifier::arrived) that the restart falls in; a restarted sink's is its
+// own first event. Where no sink paused across the restart (another path
+// kept it fed, or the sink itself was restarted later and its pauses start
+// after), the time is not known: -1.
+void fill_recoveries(RunReport* r) {
+  for (ProcessOutcome& p : r->processes) {
+    p.recovery_s.assign(p.died_wall_s.size(), -1);
+    for (size_t k = 0; k < p.died_wall_s.size(); ++k) {
+      const double back = p.restarted_wall_s[k];
+      double first = -1;
+      if (p.role == Role::kSink) {
+        if (k + 1 == p.died_wall_s.size() && p.have_summary && p.summary.first_arrival_s >= back)
+          first = p.summary.first_arrival_s;
+      } else {
+        for (const ProcessOutcome& q : r->processes) {
+          if (q.role != Role::kSink || !q.have_summary) continue;
+          for (const auto& st : q.summary.stalls_s)
+            if (st[0] <= back && back <= st[1] && (first < 0 || st[1] < first)) first = st[1];
+        }
+      }
+      if (first >= 0) p.recovery_s[k] = std::max(0.0, first - p.died_wall_s[k]);
+    }
+  }
+}
+
 void fill_pipeline(RunReport* r) {
   uint64_t bytes = 0;
   double wall = 0;
@@ -503,6 +536,8 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
       c.restart_at = -1;
       ++p.restarts;
       p.restarted_at_s.push_back(mono_s() - t0);
+      p.restarted_wall_s.push_back(wall_s());
+      p.died_wall_s.push_back(p.restarted_wall_s.back() - (mono_s() - c.exited_at));
       std::error_code ec;
       fs::rename(p.log_path, fmt::format("{}.{}", p.log_path, p.restarts), ec);
       pid_t pid = -1;
@@ -806,6 +841,7 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
     p.ok = p.error.empty();
   }
   fill_pipeline(&r);
+  fill_recoveries(&r);
   if (failure.empty() && (r.lost || r.duplicated || r.corrupt))
     failure = fmt::format("the sink counted {} lost, {} duplicated and {} corrupt tuples", r.lost,
                           r.duplicated, r.corrupt);
@@ -828,10 +864,12 @@ std::string report_json(const RunReport& r) {
     restarts += p.restarts;
     Json e = {{"name", p.name}, {"role", role_name(p.role)}, {"host", p.host}};
     if (!p.node.empty()) e["node"] = p.node;
-    Json at = Json::array();
+    Json at = Json::array(), rec = Json::array();
     for (double t : p.restarted_at_s) at.push_back(finite(t));
+    for (double t : p.recovery_s) rec.push_back(t >= 0 ? Json(finite(t)) : Json(nullptr));
     e.update(Json{{"where", p.where}, {"ok", p.ok}, {"error", p.error}, {"log", p.log_path},
-                  {"restarts", p.restarts}, {"restarted_at_s", std::move(at)}});
+                  {"restarts", p.restarts}, {"restarted_at_s", std::move(at)},
+                  {"recovery_s", std::move(rec)}});
     e.update(Json::parse(p.summary.measured_json()));
     procs.push_back(std::move(e));
   }
@@ -899,6 +937,20 @@ std::string report_table(const RunReport& r) {
                                        r.reconnects, r.replayed, r.deduplicated)
                          : "",
                      r.latency_p50_us, r.latency_p99_us, r.latency_max_us);
+  std::string restarted;
+  for (const auto& p : r.processes) {
+    if (!p.restarts) continue;
+    std::string times;
+    for (double t : p.recovery_s)
+      times += fmt::format("{}{}", times.empty() ? "" : ", ",
+                           t >= 0 ? fmt::format("{:.3f} s", t) : std::string("not seen at a sink"));
+    restarted += fmt::format("{}{} {} time{} (recovered in {})", restarted.empty() ? "" : "; ",
+                             p.name, p.restarts, p.restarts == 1 ? "" : "s",
+                             times.empty() ? "?" : times);
+  }
+  if (!restarted.empty())
+    out += fmt::format("restarts: {}; a recovery is from the death to the first tuple at the sink "
+                       "after the restart\n", restarted);
   if (r.cpe_p_nodes > 0 || r.cpe_p_endpoints > 0)
     out += fmt::format("cycles per event: nodes CPE_p {:.0f} (CPE_s {:.0f}), endpoints CPE_p {:.0f} "
                        "(CPE_s {:.0f}), {:.0f}% of the CPU time in the endpoints\n",

@@ -111,6 +111,12 @@ struct ProcessOutcome {
   // when (seconds after the run's processes were all started).
   uint32_t restarts = 0;
   std::vector<double> restarted_at_s;
+  // Per restart, in CLOCK_REALTIME seconds (the clock of the sink's
+  // summary): when its death was seen and when it was started again; and
+  // the recovery's time, from the death to the first tuple at a sink after
+  // the restart (a restarted sink: its own first event), -1 where no sink's
+  // pauses tell it (fill_recoveries).
+  std::vector<double> died_wall_s, restarted_wall_s, recovery_s;
   bool ok = false;
   std::string error;
   std::string log_path;

@@ -199,6 +199,7 @@ const Field kFields[] = {
     SLUICE_F(replayed), SLUICE_F(deduplicated), SLUICE_F(reconnects),
     SLUICE_F(checkpoints), SLUICE_F(snapshot_bytes), SLUICE_F(restored_checkpoint), SLUICE_F(restored_tuples),
     SLUICE_F(checkpoint_wait_s, 6), SLUICE_F(checkpoint_write_s, 6),
+    SLUICE_F(first_arrival_s, 6),
     SLUICE_F(threads), SLUICE_F(inline_events),
     SLUICE_F(metrics_url),
     SLUICE_F(cpus), SLUICE_F(last_cpu),
@@ -271,6 +272,11 @@ Json measured(const ProcessSummary& s) {
     ops.push_back({{"name", o.name}, {"events_in", o.events_in}, {"events_out", o.events_out},
                    {"tuples_in", o.tuples_in}, {"tuples_out", o.tuples_out},
                    {"cpu_s", num(o.cpu_s, 6)}, {"state_bytes", o.state_bytes}});
+  if (!s.stalls_s.empty()) {
+    Json stalls = Json::array();
+    for (const auto& st : s.stalls_s) stalls.push_back({num(st[0], 6), num(st[1], 6)});
+    out["stalls_s"] = std::move(stalls);
+  }
   out["stages"] = std::move(stages);
   out["links"] = std::move(links);
   out["operators"] = std::move(ops);
@@ -360,6 +366,8 @@ Status summary_from_json(const std::string& text, ProcessSummary* out) {
       pct_from(*b, "head_us", &s.burst.head_p50_us, &s.burst.head_p99_us, &s.burst.head_max_us);
       pct_from(*b, "tail_us", &s.burst.tail_p50_us, &s.burst.tail_p99_us, &s.burst.tail_max_us);
     }
+    for (const Json& e : n.value("stalls_s", Json::array()))
+      s.stalls_s.push_back({e.at(0).get<double>(), e.at(1).get<double>()});
     for (const Json& e : n.value("stages", Json::array())) {
       StageSummary ss;
       e.at("name").get_to(ss.name);

@@ -237,6 +237,14 @@ struct ProcessSummary {
   // restored, cover both).
   uint64_t restored_tuples = 0;
   double checkpoint_wait_s = 0, checkpoint_write_s = 0;
+  // A sink: when its first event came (CLOCK_REALTIME seconds; 0: none),
+  // and the longest pauses between events of at least 100 ms, each [from,
+  // to] in the same clock (at most kMaxStalls, the longest kept). With the
+  // supervisor's time of a death, they give each recovery's time: from the
+  // kill to the first tuple at the sink after the restart.
+  double first_arrival_s = 0;
+  static constexpr size_t kMaxStalls = 64;
+  std::vector<std::array<double, 2>> stalls_s;
   // threads: the mode its stages ran in, and the events its receiving thread
   // ran through process and send itself (adaptive, shared) instead of handing off.
   std::string threads;

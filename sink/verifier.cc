@@ -164,6 +164,11 @@ Status Verifier::consume(std::span<const Descriptor> descs) {
   if (!results_ && !results_path_.empty())
     if (Status st = open_results(); !st) return st;
   const uint64_t now = wall_clock_ns();  // one clock read per batch: they arrived together
+  for (const Descriptor& d : descs)
+    if (!(d.flags & kDescEnd)) {
+      arrived(now);
+      break;
+    }
   for (const Descriptor& d : descs) {
     std::byte* run = pool_.slot(d.slot) + d.offset;
     if (d.flags & kDescEnd) verify_end(run, d.bytes);
@@ -266,7 +271,37 @@ Verifier::~Verifier() {
   if (results_) std::fclose(results_);
 }
 
+void Verifier::arrived(uint64_t now_ns) {
+  if (!first_arrival_ns_) first_arrival_ns_ = now_ns;
+  else if (now_ns >= last_arrival_ns_ + kStallNs) {
+    // Full: the new pause replaces the shortest kept, if it is longer.
+    size_t at = n_stalls_;
+    if (n_stalls_ == stalls_.size()) {
+      at = 0;
+      for (size_t i = 1; i < n_stalls_; ++i)
+        if (stalls_[i][1] - stalls_[i][0] < stalls_[at][1] - stalls_[at][0]) at = i;
+      if (stalls_[at][1] - stalls_[at][0] >= now_ns - last_arrival_ns_) at = SIZE_MAX;
+    } else {
+      ++n_stalls_;
+    }
+    if (at != SIZE_MAX) stalls_[at] = {last_arrival_ns_, now_ns};
+  }
+  last_arrival_ns_ = std::max(last_arrival_ns_, now_ns);
+}
+
 void Verifier::report(ProcessSummary& s) const {
+  // Instances of one sink: the earliest first event, and every instance's
+  // pauses (the longest kept).
+  const double first = first_arrival_ns_ * 1e-9;
+  if (first_arrival_ns_ && (s.first_arrival_s == 0 || first < s.first_arrival_s))
+    s.first_arrival_s = first;
+  for (size_t i = 0; i < n_stalls_; ++i)
+    s.stalls_s.push_back({stalls_[i][0] * 1e-9, stalls_[i][1] * 1e-9});
+  std::sort(s.stalls_s.begin(), s.stalls_s.end(), [](const auto& a, const auto& b) {
+    return a[1] - a[0] > b[1] - b[0];
+  });
+  if (s.stalls_s.size() > ProcessSummary::kMaxStalls) s.stalls_s.resize(ProcessSummary::kMaxStalls);
+  std::sort(s.stalls_s.begin(), s.stalls_s.end());
   s.lost += c_.lost;
   s.deduplicated += c_.deduplicated;
   s.duplicated += c_.duplicated;

@@ -70,6 +70,12 @@ class Verifier final : public Destination {
   void save(SnapshotOut& out) const override;
   Status load(SnapshotIn& in) override;
 
+  // Arrivals, for each recovery's time (ProcessSummary::stalls_s): a batch
+  // of events at `now_ns` (CLOCK_REALTIME) after a pause of at least
+  // kStallNs is kept, the longest kMaxStalls of them. Called by consume.
+  void arrived(uint64_t now_ns);
+  static constexpr uint64_t kStallNs = 100'000'000;
+
   const VerifyCounts& counts() const { return c_; }
   const LatencyHistogram& latency() const { return latency_; }
   const LiveHistogram* live_latency() const override { return &live_latency_; }
@@ -98,6 +104,9 @@ class Verifier final : public Destination {
   LiveHistogram live_latency_;  // the same samples, for the exporter while it runs
   std::optional<BurstStats> bursts_;
   std::array<uint64_t, kMaxStreams> next_seq_{};
+  uint64_t first_arrival_ns_ = 0, last_arrival_ns_ = 0;
+  std::array<std::array<uint64_t, 2>, ProcessSummary::kMaxStalls> stalls_{};
+  size_t n_stalls_ = 0;
   bool dedupe_ = false;
   std::array<uint64_t, kMaxStreams> last_event_{};  // highest event_seq + 1 per stream (dedupe)
   std::array<bool, kMaxStreams> seen_{};

@@ -180,5 +180,43 @@ TEST(VerifierKeySplit, ALostPartIsLostTuplesOfThisLinkOnly) {
   EXPECT_EQ(v.counts().corrupt, 0u);
 }
 
+
+// Pauses of the stream at the sink, for each recovery's time: a batch after
+// kStallNs or more of silence is kept with its pause; shorter gaps are not;
+// when the list is full the longest pauses stay; report gives them in time
+// order, in seconds, with the first event's time.
+TEST(VerifierStalls, PausesOfAtLeastTheThresholdAreKeptTheLongestWhenFull) {
+  SlotPool pool(1, 64);
+  Verifier v(pool);
+  const uint64_t ms = 1'000'000, t0 = 1'000'000'000'000ull;
+  v.arrived(t0);
+  v.arrived(t0 + 99 * ms);    // 99 ms: not a pause
+  v.arrived(t0 + 299 * ms);   // 200 ms
+  ProcessSummary s;
+  v.report(s);
+  EXPECT_DOUBLE_EQ(s.first_arrival_s, t0 * 1e-9);
+  ASSERT_EQ(s.stalls_s.size(), 1u);
+  EXPECT_NEAR(s.stalls_s[0][0], (t0 + 99 * ms) * 1e-9, 1e-6);
+  EXPECT_NEAR(s.stalls_s[0][1], (t0 + 299 * ms) * 1e-9, 1e-6);
+  // Fill it with pauses of 100 ms, then one of 500 ms: the 500 ms one and
+  // the 200 ms one are among those kept, and one of 100 ms went.
+  uint64_t t = t0 + 299 * ms;
+  for (size_t i = 0; i < ProcessSummary::kMaxStalls; ++i) v.arrived(t += 100 * ms);
+  v.arrived(t += 500 * ms);
+  v.arrived(t += 150 * ms);  // longer than the shortest kept: replaces one of 100 ms
+  v.arrived(t += 100 * ms);  // not longer than the shortest kept: dropped
+  ProcessSummary full;
+  v.report(full);
+  ASSERT_EQ(full.stalls_s.size(), ProcessSummary::kMaxStalls);
+  size_t long_ones = 0;
+  for (size_t i = 0; i < full.stalls_s.size(); ++i) {
+    const double d = full.stalls_s[i][1] - full.stalls_s[i][0];
+    if (d > 0.12) ++long_ones;
+    if (i) EXPECT_LT(full.stalls_s[i - 1][0], full.stalls_s[i][0]);  // in time order
+  }
+  EXPECT_EQ(long_ones, 3u);  // 200, 500 and 150 ms
+  EXPECT_NEAR(full.stalls_s.back()[1], (t - 100 * ms) * 1e-9, 1e-6);  // the 150 ms one, last kept
+}
+
 }  // namespace
 }  // namespace sluice

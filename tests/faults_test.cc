@@ -125,6 +125,14 @@ TEST(Faults, AKilledNodeIsRestartedAndTheRunSucceeds) {
   EXPECT_EQ(o.json["processes"][1]["name"].as<std::string>(), "node-a");
   EXPECT_EQ(o.json["processes"][1]["restarts"].as<int>(), 1);
   EXPECT_EQ(o.json["processes"][1]["restarted_at_s"].size(), 1u);
+  // The recovery: from the kill to the first tuple at the sink after the
+  // restart, so never shorter than the back-off, and over within the run.
+  const YAML::Node rec = o.json["processes"][1]["recovery_s"];
+  ASSERT_EQ(rec.size(), 1u) << o.err;
+  ASSERT_FALSE(rec[0].IsNull()) << "the sink never paused across the restart: "
+                                << o.json["processes"][3]["stalls_s"];
+  EXPECT_GE(rec[0].as<double>(), 0.2);
+  EXPECT_LT(rec[0].as<double>(), 3.0);
   for (int i : {0, 2, 3}) EXPECT_EQ(o.json["processes"][i]["restarts"].as<int>(), 0);
   EXPECT_NE(o.err.find("node-a died (signal KILL); restarting (1/3) in 200 ms"), std::string::npos)
       << o.err;
@@ -247,6 +255,12 @@ TEST(Faults, AKilledSinkRestoresItsCountsAndLosesNothing) {
   EXPECT_EQ(o.json["processes"][3]["restarts"].as<int>(), 1);
   EXPECT_GT(o.json["processes"][3]["restored_checkpoint"].as<uint64_t>(), 0u) << o.err;
   EXPECT_GT(o.json["processes"][3]["restored_tuples"].as<uint64_t>(), 0u);
+  // A restarted sink's recovery ends with its own first event.
+  const YAML::Node rec = o.json["processes"][3]["recovery_s"];
+  ASSERT_EQ(rec.size(), 1u) << o.err;
+  ASSERT_FALSE(rec[0].IsNull()) << o.err;
+  EXPECT_GE(rec[0].as<double>(), 0.2);
+  EXPECT_LT(rec[0].as<double>(), 3.0);
   EXPECT_EQ(o.json["tuples"].as<uint64_t>(), o.json["processes"][0]["tuples_out"].as<uint64_t>());
   EXPECT_EQ(o.json["lost"].as<uint64_t>(), 0u);
   EXPECT_EQ(o.json["duplicated"].as<uint64_t>(), 0u);

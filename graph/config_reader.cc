@@ -45,6 +45,10 @@ std::string did_you_mean(std::string_view key, const std::vector<std::string>& k
   size_t best = 3;
   std::string pick;
   for (const auto& k : known) {
+    // The distance is at least the difference in length: a long key (a
+    // hostile file's 4 KiB one) is not compared letter by letter with each.
+    const size_t diff = key.size() > k.size() ? key.size() - k.size() : k.size() - key.size();
+    if (diff >= best) continue;
     size_t d = edit_distance(key, k);
     if (d < best) best = d, pick = k;
   }

@@ -34,6 +34,8 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -102,6 +104,7 @@ struct Domain final : TransportContext::State {
   fid_domain* domain = nullptr;
   bool mr_local = false;
   bool msg = false;  // FI_EP_MSG (else RDM)
+  bool shm = false;  // the shm provider: segments in /dev/shm, named by sluice
   std::mutex mu;
   std::map<const void*, std::pair<size_t, fid_mr*>> mrs;
 
@@ -136,6 +139,30 @@ struct Domain final : TransportContext::State {
   }
 };
 
+// The shm provider's segments this process makes: /dev/shm/sluice-PID-
+// INCARNATION-N. The incarnation (the clock when the process first asked)
+// tells apart processes that were given the same id.
+std::string shm_name(uint32_t n) {
+  static const uint64_t incarnation =
+      std::chrono::steady_clock::now().time_since_epoch().count() ^
+      std::chrono::system_clock::now().time_since_epoch().count();
+  return fmt::format("sluice-{}-{:x}-{}", getpid(), incarnation, n);
+}
+
+// Segments left by sluice processes that died without closing them (a
+// SIGKILL): each holds its queues (16 MiB) in memory until removed. Those
+// whose process is gone are removed when a process opens the shm provider.
+void remove_dead_shm_segments() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const std::string n = e.path().filename().string();
+    unsigned long pid = 0;
+    if (std::sscanf(n.c_str(), "sluice-%lu-", &pid) != 1 || pid == 0) continue;
+    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    std::filesystem::remove(e.path(), ec);
+  }
+}
+
 Status open_domain(const std::string& prov, std::shared_ptr<Domain>* out) {
   SignalGuard g;
   auto d = std::make_shared<Domain>();
@@ -159,6 +186,8 @@ Status open_domain(const std::string& prov, std::shared_ptr<Domain>* out) {
   ret = fi_domain(d->fabric, d->info, &d->domain, nullptr);
   if (ret) return Status::Error(fmt::format("fi_domain ({}): {}", prov, fi_text(ret)));
   d->mr_local = d->info->domain_attr->mr_mode & FI_MR_LOCAL;
+  d->shm = !d->msg && std::strcmp(d->info->fabric_attr->prov_name, "shm") == 0;
+  if (d->shm) remove_dead_shm_segments();
   *out = std::move(d);
   return {};
 }
@@ -220,6 +249,17 @@ class FabricEndpoint final : public msg::Endpoint {
     std::lock_guard lk(mu);
     int ret = fi_endpoint(d_->domain, info, &ep_, nullptr);
     if (ret) return Status::Error(fmt::format("fi_endpoint: {}", fi_text(ret)));
+    if (d_->shm) {
+      // shm names an endpoint's segment in /dev/shm by the process id
+      // ("PID:0:0"), and a killed process leaves its segments behind: a
+      // later process given the same id (pids wrap at 32768 here) then
+      // failed fi_enable with EBUSY. A name of this process's own makes
+      // that impossible (shm_name).
+      static uint32_t next = 0;
+      const std::string name = shm_name(next++);
+      ret = fi_setname(&ep_->fid, const_cast<char*>(name.c_str()), name.size() + 1);
+      if (ret) return Status::Error(fmt::format("fi_setname {}: {}", name, fi_text(ret)));
+    }
     ret = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV);
     if (!ret && eq_) ret = fi_ep_bind(ep_, &eq_->fid, 0);
     if (!ret && av_) ret = fi_ep_bind(ep_, &av_->fid, 0);

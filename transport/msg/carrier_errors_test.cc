@@ -2,8 +2,15 @@
 // what is, and nothing crashes.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "transport/link.h"
 #include "transport/transport.h"
@@ -57,6 +64,68 @@ TEST(FabricSetup, OneDomainPerProviderPerProcess) {
   EXPECT_EQ(made, 0);
   EXPECT_FALSE(ctx.state("fabric/none", probe, &st));
   EXPECT_EQ(made, 1);
+}
+
+// libfabric's shm provider names a segment by the process id unless told
+// otherwise ("PID:0:0"), and a killed process leaves its segments in
+// /dev/shm (16 MiB each): a later process given the same id failed
+// fi_enable with EBUSY. sluice names its own (sluice-PID-...), and the
+// segments of sluice processes that are gone are removed when the provider
+// is opened; those of live processes stay.
+TEST(FabricSetup, ShmSegmentsLeftByAKilledProcessGoAndAreNamedBySluice) {
+  namespace fs = std::filesystem;
+  const fs::path shm = "/dev/shm";
+  auto segments_of = [&](pid_t pid) {
+    std::vector<std::string> got;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(shm, ec)) {
+      const std::string n = e.path().filename().string();
+      if (n.find(std::to_string(pid)) != std::string::npos) got.push_back(n);
+    }
+    return got;
+  };
+  // A child connects a link over shm (an endpoint and a segment at each
+  // end) and is killed.
+  pid_t child = fork();
+  if (child == 0) {
+    TransportContext ctx;
+    SlotPool rx_pool(8, 65536), tx_pool(8, 65536);
+    LinkOptions o = opts("fabric");
+    o.msg.fabric_provider = "shm";
+    Status st, sst;
+    auto l = make_listener(o, rx_pool, 0, ctx, &st);
+    if (!l) _exit(3);
+    LinkOptions so = o;
+    so.port = l->port();
+    std::unique_ptr<Sender> tx;
+    std::thread t([&] { tx = make_sender(so, tx_pool, ctx, &sst); });
+    auto rx = l->accept(&st);
+    t.join();
+    if (!rx || !tx) _exit(4);
+    raise(SIGKILL);
+  }
+  ASSERT_GT(child, 0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the child could not open the shm provider: exit "
+                                   << WEXITSTATUS(status);
+  const std::vector<std::string> left = segments_of(child);
+  ASSERT_FALSE(left.empty()) << "the killed child left no segment in /dev/shm";
+  for (const auto& n : left) EXPECT_EQ(n.rfind("sluice-" + std::to_string(child) + "-", 0), 0u) << n;
+  const fs::path live = shm / ("sluice-" + std::to_string(getpid()) + "-1-0");
+  std::ofstream(live) << "a live process's";
+  TransportContext ctx;
+  SlotPool pool(8, 65536);
+  LinkOptions o = opts("fabric");
+  o.msg.fabric_provider = "shm";
+  Status st;
+  auto l = make_listener(o, pool, 0, ctx, &st);
+  EXPECT_TRUE(l) << st.message();
+  EXPECT_TRUE(segments_of(child).empty());
+  EXPECT_TRUE(fs::exists(live));
+  std::error_code ec;
+  fs::remove(live, ec);
+  for (const auto& n : segments_of(child)) fs::remove(shm / n, ec);
 }
 
 TEST(UcxSetup, AnUnknownTransportIsAnErrorNotACrash) {

@@ -518,6 +518,7 @@ Status Instance::restore() {
   if (Status st = decode_snapshot(bytes.data(), bytes.size(), where, cfg_.checkpoint_token, chain_, &got, &stale);
       !st)
     return st;
+  if (stale) return {};  // another run's (read_newest passes over those): start fresh
   if (dest_->saves_state()) {
     SnapshotIn in(got.process.data(), got.process.size());
     const uint64_t before = in.get<uint64_t>();
@@ -544,7 +545,7 @@ Status Instance::restore() {
 // they are a prefix of d. False: all of d was seen (its slot is released).
 bool Instance::trim_replayed(Descriptor& d) {
   const std::byte* base = work_pool_->slot(d.slot) + d.offset;
-  uint32_t off = 0, seen = 0, seen_tuples = 0;
+  uint32_t off = 0, seen = 0, seen_tuples = 0, skip = 0;
   bool fresh = false;
   for (uint32_t e = 0; e < d.events; ++e) {
     EventHeader h;
@@ -563,6 +564,7 @@ bool Instance::trim_replayed(Descriptor& d) {
       off += h.wire_bytes();
       continue;
     }
+    if (!fresh) skip = off;  // the seen events are a prefix: the new ones start here
     fresh = true;
     next = h.event_seq + 1;
     off += h.wire_bytes();
@@ -572,13 +574,6 @@ bool Instance::trim_replayed(Descriptor& d) {
   if (seen == d.events) {
     if (Status st = work_pool_->release(d.slot); !st) fail(st);
     return false;
-  }
-  // The new events follow the seen ones in the same slot.
-  uint32_t skip = 0;
-  for (uint32_t e = 0; e < seen; ++e) {
-    EventHeader h;
-    std::memcpy(&h, base + skip, sizeof h);
-    skip += h.wire_bytes();
   }
   d.offset += skip;
   d.bytes -= skip;

@@ -587,6 +587,24 @@ bool Instance::checkpoint_due() const {
 }
 
 // Sleeps until input arrives, the ring closes, or the deadline.
+namespace {
+// Sleeps on a ring's eventfd (enabled) until it has something, closes, or
+// left_ns pass. True: it rang.
+template <class R>
+bool sleep_on_ring(R& ring, uint64_t left_ns) {
+  EventCount& ready = ring.not_empty();
+  ready.prepare_fd_wait();
+  bool rang = false;
+  if (ring.size() == 0 && !ring.closed()) {
+    pollfd p{ready.fd(), POLLIN, 0};
+    const timespec ts{static_cast<time_t>(left_ns / 1000000000), static_cast<long>(left_ns % 1000000000)};
+    rang = ::ppoll(&p, 1, &ts, nullptr) > 0;
+  }
+  ready.finish_fd_wait(rang);
+  return rang;
+}
+}  // namespace
+
 bool Instance::wait_input_until(uint64_t deadline_ns) {
   EventCount& ready = to_process_.not_empty();
   if (!ready.enable_fd()) {
@@ -595,16 +613,7 @@ bool Instance::wait_input_until(uint64_t deadline_ns) {
   }
   const uint64_t now = mono_ns();
   if (now >= deadline_ns) return false;
-  ready.prepare_fd_wait();
-  bool rang = false;
-  if (to_process_.size() == 0 && !to_process_.closed()) {
-    pollfd p{ready.fd(), POLLIN, 0};
-    const uint64_t left = deadline_ns - now;
-    const timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
-    rang = ::ppoll(&p, 1, &ts, nullptr) > 0;
-  }
-  ready.finish_fd_wait(rang);
-  return rang;
+  return sleep_on_ring(to_process_, deadline_ns - now);
 }
 
 // Between two descriptors: waits until everything the operators emitted or
@@ -806,15 +815,7 @@ size_t Instance::gather(Descriptor* batch, size_t n) {
     }
     const uint64_t now = mono_ns();
     if (now >= deadline || to_send_.closed()) break;
-    ready.prepare_fd_wait();
-    bool rang = false;
-    if (to_send_.size() == 0 && !to_send_.closed()) {
-      pollfd p{ready.fd(), POLLIN, 0};
-      const uint64_t left = deadline - now;
-      const timespec ts{static_cast<time_t>(left / 1000000000), static_cast<long>(left % 1000000000)};
-      rang = ::ppoll(&p, 1, &ts, nullptr) > 0;
-    }
-    ready.finish_fd_wait(rang);
+    sleep_on_ring(to_send_, deadline - now);
   }
   return n;
 }

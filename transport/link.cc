@@ -384,7 +384,11 @@ Status Sender::recover(Status why) {
                why.message(), opts_.reconnect_timeout_ms, log_tail_ - log_head_);
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::milliseconds(opts_.reconnect_timeout_ms);
-  auto backoff = std::chrono::milliseconds(20);
+  // Short and capped: the receiver is usually a process being restarted, and
+  // each try at a port nobody listens on is answered at once (a host that
+  // is gone instead makes connect_ wait out its timeout). A wait of 500 ms
+  // between tries, as before, added up to 300 ms to each recovery.
+  auto backoff = std::chrono::milliseconds(10);
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline)
@@ -427,7 +431,7 @@ Status Sender::recover(Status why) {
       why = st;
     }
     std::this_thread::sleep_for(std::min(backoff, left));
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(50));
   }
 }
 

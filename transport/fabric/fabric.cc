@@ -22,6 +22,7 @@
 #include "transport/fabric/fabric.h"
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <netinet/in.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
@@ -40,6 +41,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <type_traits>
 #include <array>
 #include <vector>
 
@@ -50,7 +52,62 @@ namespace {
 
 constexpr uint32_t kVersion = FI_VERSION(1, 17);
 
-std::string fi_text(int ret) { return fmt::format("{} ({})", fi_strerror(-ret), ret); }
+// libfabric, opened the first time a fabric link needs it, not linked: the
+// library loads libpsm_infinipath and libpsm2, whose constructors sleep to
+// time the CPU, and every process that linked it (each test, each tcp or
+// ucx node, each restart) spent about 200 ms in them before main. The five
+// functions sluice calls by name come from the library by symbol version;
+// the rest of libfabric's API is inline, through each object's ops.
+namespace lf {
+struct Lib {
+  std::string error;  // why it could not be opened; "" once it was
+  int (*getinfo)(uint32_t, const char*, const char*, uint64_t, const fi_info*, fi_info**) = nullptr;
+  void (*freeinfo)(fi_info*) = nullptr;
+  fi_info* (*dupinfo)(const fi_info*) = nullptr;
+  int (*fabric)(fi_fabric_attr*, fid_fabric**, void*) = nullptr;
+  const char* (*strerror)(int) = nullptr;
+};
+
+const Lib& lib() {
+  static const Lib l = [] {
+    Lib l;
+    void* h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      const char* e = dlerror();
+      l.error = fmt::format("libfabric could not be loaded: {}", e ? e : "dlopen failed");
+      return l;
+    }
+    auto sym = [&](auto** fp, const char* name, const char* version) {
+      *fp = reinterpret_cast<std::remove_pointer_t<decltype(fp)>>(dlvsym(h, name, version));
+      if (!*fp && l.error.empty())
+        l.error = fmt::format("libfabric.so.1 has no {}@{}", name, version);
+    };
+    sym(&l.getinfo, "fi_getinfo", "FABRIC_1.3");
+    sym(&l.freeinfo, "fi_freeinfo", "FABRIC_1.3");
+    sym(&l.dupinfo, "fi_dupinfo", "FABRIC_1.3");
+    sym(&l.fabric, "fi_fabric", "FABRIC_1.1");
+    sym(&l.strerror, "fi_strerror", "FABRIC_1.0");
+    return l;
+  }();
+  return l;
+}
+
+bool loaded() { return lib().error.empty(); }
+int getinfo(uint32_t v, const char* node, const char* service, uint64_t flags, const fi_info* hints,
+            fi_info** info) {
+  return loaded() ? lib().getinfo(v, node, service, flags, hints, info) : -FI_ENOSYS;
+}
+void freeinfo(fi_info* i) {
+  if (loaded() && i) lib().freeinfo(i);
+}
+fi_info* allocinfo() { return loaded() ? lib().dupinfo(nullptr) : nullptr; }
+int fabric(fi_fabric_attr* a, fid_fabric** f, void* ctx) {
+  return loaded() ? lib().fabric(a, f, ctx) : -FI_ENOSYS;
+}
+const char* strerror(int e) { return loaded() ? lib().strerror(e) : "libfabric is not loaded"; }
+}  // namespace lf
+
+std::string fi_text(int ret) { return fmt::format("{} ({})", lf::strerror(-ret), ret); }
 
 // Puts back every signal disposition a provider's loading may have changed.
 class SignalGuard {
@@ -69,7 +126,7 @@ class SignalGuard {
 };
 
 fi_info* base_hints(const std::string& prov, fi_ep_type type) {
-  fi_info* h = fi_allocinfo();
+  fi_info* h = lf::allocinfo();
   h->caps = FI_MSG;
   h->mode = 0;
   h->ep_attr->type = type;
@@ -81,16 +138,17 @@ fi_info* base_hints(const std::string& prov, fi_ep_type type) {
 
 // Providers present here (for an error that says what there is).
 std::string present_providers() {
+  if (!lf::loaded()) return "none (" + lf::lib().error + ")";
   SignalGuard g;
-  fi_info* h = fi_allocinfo();
+  fi_info* h = lf::allocinfo();
   h->caps = FI_MSG;
   fi_info* list = nullptr;
   std::set<std::string> names;
-  if (fi_getinfo(kVersion, nullptr, nullptr, 0, h, &list) == 0)
+  if (lf::getinfo(kVersion, nullptr, nullptr, 0, h, &list) == 0)
     for (fi_info* i = list; i; i = i->next)
       if (i->fabric_attr && i->fabric_attr->prov_name) names.insert(i->fabric_attr->prov_name);
-  fi_freeinfo(list);
-  fi_freeinfo(h);
+  lf::freeinfo(list);
+  lf::freeinfo(h);
   std::string s;
   for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
   return s.empty() ? "none" : s;
@@ -112,7 +170,7 @@ struct Domain final : TransportContext::State {
     for (auto& [p, m] : mrs) fi_close(&m.second->fid);
     if (domain) fi_close(&domain->fid);
     if (fabric) fi_close(&fabric->fid);
-    if (info) fi_freeinfo(info);
+    if (info) lf::freeinfo(info);
   }
 
   // Registers [p, p+len) once; later calls find it.
@@ -164,14 +222,16 @@ void remove_dead_shm_segments() {
 }
 
 Status open_domain(const std::string& prov, std::shared_ptr<Domain>* out) {
-  SignalGuard g;
+  SignalGuard g;  // before the library loads: its providers' set-up may change them too
+  if (!lf::loaded())
+    return Status::Error(fmt::format("fabric provider '{}': {}", prov, lf::lib().error));
   auto d = std::make_shared<Domain>();
   // Connection-oriented where the provider has it, else reliable datagrams.
   int ret = -FI_ENODATA;
   for (fi_ep_type type : {FI_EP_MSG, FI_EP_RDM}) {
     fi_info* h = base_hints(prov, type);
-    ret = fi_getinfo(kVersion, nullptr, nullptr, 0, h, &d->info);
-    fi_freeinfo(h);
+    ret = lf::getinfo(kVersion, nullptr, nullptr, 0, h, &d->info);
+    lf::freeinfo(h);
     if (ret == 0) {
       d->msg = type == FI_EP_MSG;
       break;
@@ -181,7 +241,7 @@ Status open_domain(const std::string& prov, std::shared_ptr<Domain>* out) {
     return Status::Error(fmt::format("fabric provider '{}' is not available here; present: {}", prov,
                                      present_providers()));
   if (ret) return Status::Error(fmt::format("fi_getinfo for provider '{}': {}", prov, fi_text(ret)));
-  ret = fi_fabric(d->info->fabric_attr, &d->fabric, nullptr);
+  ret = lf::fabric(d->info->fabric_attr, &d->fabric, nullptr);
   if (ret) return Status::Error(fmt::format("fi_fabric ({}): {}", prov, fi_text(ret)));
   ret = fi_domain(d->fabric, d->info, &d->domain, nullptr);
   if (ret) return Status::Error(fmt::format("fi_domain ({}): {}", prov, fi_text(ret)));
@@ -203,7 +263,7 @@ class FabricEndpoint final : public msg::Endpoint {
     if (av_) fi_close(&av_->fid);
     if (cq_) fi_close(&cq_->fid);
     if (eq_) fi_close(&eq_->fid);
-    if (info_) fi_freeinfo(info_);
+    if (info_) lf::freeinfo(info_);
   }
 
   // The completion queue (and for MSG the event queue) every endpoint has.
@@ -275,8 +335,8 @@ class FabricEndpoint final : public msg::Endpoint {
   Status listen(std::string* addr) {
     SignalGuard g;
     fi_info* h = base_hints(d_->info->fabric_attr->prov_name, FI_EP_MSG);
-    int ret = fi_getinfo(kVersion, opts_.bind_address().c_str(), "0", FI_SOURCE, h, &info_);
-    fi_freeinfo(h);
+    int ret = lf::getinfo(kVersion, opts_.bind_address().c_str(), "0", FI_SOURCE, h, &info_);
+    lf::freeinfo(h);
     if (ret) return Status::Error(fmt::format("fi_getinfo for {}:0: {}", opts_.bind_address(), fi_text(ret)));
     ret = fi_passive_ep(d_->fabric, info_, &pep_, nullptr);
     if (!ret) ret = fi_pep_bind(pep_, &eq_->fid, 0);
@@ -296,8 +356,8 @@ class FabricEndpoint final : public msg::Endpoint {
   Status dial(const std::string& port) {
     SignalGuard g;
     fi_info* h = base_hints(d_->info->fabric_attr->prov_name, FI_EP_MSG);
-    int ret = fi_getinfo(kVersion, opts_.host.c_str(), port.c_str(), 0, h, &info_);
-    fi_freeinfo(h);
+    int ret = lf::getinfo(kVersion, opts_.host.c_str(), port.c_str(), 0, h, &info_);
+    lf::freeinfo(h);
     if (ret) return Status::Error(fmt::format("fi_getinfo for {}:{}: {}", opts_.host, port, fi_text(ret)));
     return open_ep(info_);
   }
@@ -328,7 +388,7 @@ class FabricEndpoint final : public msg::Endpoint {
       if (!st) return st;
       if (ev != FI_CONNREQ) return Status::Error(fmt::format("expected a connection request, got event {}", ev));
       st = open_ep(e.info);
-      fi_freeinfo(e.info);
+      lf::freeinfo(e.info);
       if (!st) return st;
       int ret = fi_accept(ep_, nullptr, 0);
       if (ret) return Status::Error(fmt::format("fi_accept: {}", fi_text(ret)));
@@ -386,7 +446,7 @@ class FabricEndpoint final : public msg::Endpoint {
       fi_cq_readerr(cq_, &err, 0);
       if (err.err == FI_ECANCELED)
         return Status::Error("the peer closed the endpoint (operation canceled)");
-      return Status::Error(fmt::format("{}: {}", fi_strerror(err.err),
+      return Status::Error(fmt::format("{}: {}", lf::strerror(err.err),
                                        fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0)));
     }
     if (ret < 0) return Status::Error(fmt::format("fi_cq_read: {}", fi_text(ret)));
@@ -430,7 +490,7 @@ class FabricEndpoint final : public msg::Endpoint {
     if (ret == -FI_EAVAIL) {
       fi_eq_err_entry err{};
       fi_eq_readerr(eq_, &err, 0);
-      return Status::Error(fmt::format("waiting for the {}: {}", what, fi_strerror(err.err)));
+      return Status::Error(fmt::format("waiting for the {}: {}", what, lf::strerror(err.err)));
     }
     if (ret == -FI_EAGAIN || ret == -FI_ETIMEDOUT)
       return Status::Error(fmt::format("no {} within {} ms", what, timeout_ms));

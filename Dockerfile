@@ -27,8 +27,9 @@ RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_BENC
 
 FROM debian:12-slim
 ENV DEBIAN_FRONTEND=noninteractive
-# What the programs link (ldd), by package: libfabric and UCX for the fabric
-# and ucx carriers (with the verbs providers for RDMA NICs), Cap'n Proto,
+# What the programs link (ldd), by package: libfabric (opened when a fabric
+# link needs it, so ldd does not list it: checked by name below) and UCX for
+# the fabric and ucx carriers (with the verbs providers for RDMA NICs), Cap'n Proto,
 # spdlog, fmt, prometheus-cpp (the metrics endpoint), yaml-cpp, xxhash.
 # bash and getent (libc-bin) are in the base: the pods' init container uses them.
 RUN apt-get update -q \
@@ -39,7 +40,7 @@ RUN apt-get update -q \
 COPY --from=build /out/bin/ /usr/local/bin/
 COPY --from=build /out/share/sluice/ /usr/share/sluice/
 # Fails the build if a library is missing, rather than the first pod.
-RUN ! ldd /usr/local/bin/sluice-* | grep 'not found' \
+RUN ! ldd /usr/local/bin/sluice-* | grep 'not found' && ldconfig -p | grep -q 'libfabric\.so\.1 ' \
  && sluice-node --help >/dev/null && sluice-deploy validate /usr/share/sluice/examples/cluster.yaml >/dev/null
 # Not root. The pods that ask for an RDMA device run as root (render --k8s
 # sets it): a capability a pod adds (IPC_LOCK, to register memory) reaches

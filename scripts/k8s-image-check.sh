@@ -67,10 +67,11 @@ strip --strip-debug "$rootfs"/usr/local/bin/sluice-*
 rm -rf "$rootfs/usr/share/sluice/examples" "$rootfs/usr/share/sluice/prometheus"
 cp -r deploy/examples deploy/prometheus "$rootfs/usr/share/sluice/"
 # The Dockerfile's checks.
-chroot "$rootfs" sh -c '! ldd /usr/local/bin/sluice-* | grep "not found" && sluice-node --help >/dev/null &&
+chroot "$rootfs" sh -c '! ldd /usr/local/bin/sluice-* | grep "not found" && ldconfig -p | grep -q "libfabric\.so\.1 " &&
+  sluice-node --help >/dev/null &&
   sluice-deploy validate /usr/share/sluice/examples/cluster.yaml >/dev/null'
 chroot "$rootfs" sh -c 'id -u 10001 >/dev/null 2>&1 || useradd --uid 10001 --no-create-home --shell /usr/sbin/nologin sluice'
-say "the runtime stage's libraries are enough: ldd, --help, validate pass"
+say "the runtime stage's libraries are enough: ldd, libfabric by name, --help, validate pass"
 
 # The pods, as rendered.
 python=$build_dir/k8s-venv/bin/python

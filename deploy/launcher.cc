@@ -225,8 +225,6 @@ std::string on_host(const Deployment& d, const ProcessOutcome& p) {
 
 std::string num(double v) { return std::isfinite(v) ? fmt::format("{}", v) : "0"; }
 
-// The pipeline, as its sinks saw it: every sink's tuples and counts added up,
-// over the longest of their measured intervals.
 // Each restart's recovery: from the death to the first tuple at a sink
 // after the process was started again. That tuple ends a pause of the sink
 // (Verifier::arrived) that the restart falls in; a restarted sink's is its
@@ -254,6 +252,8 @@ void fill_recoveries(RunReport* r) {
   }
 }
 
+// The pipeline, as its sinks saw it: every sink's tuples and counts added up,
+// over the longest of their measured intervals.
 void fill_pipeline(RunReport* r) {
   uint64_t bytes = 0;
   double wall = 0;

@@ -164,20 +164,21 @@ Status Verifier::consume(std::span<const Descriptor> descs) {
   if (!results_ && !results_path_.empty())
     if (Status st = open_results(); !st) return st;
   const uint64_t now = wall_clock_ns();  // one clock read per batch: they arrived together
-  for (const Descriptor& d : descs)
-    if (!(d.flags & kDescEnd)) {
-      arrived(now);
-      break;
-    }
+  bool events = false;  // not only END: an arrival (arrived)
   for (const Descriptor& d : descs) {
     std::byte* run = pool_.slot(d.slot) + d.offset;
-    if (d.flags & kDescEnd) verify_end(run, d.bytes);
-    else verify_run(run, d, now);
+    if (d.flags & kDescEnd) {
+      verify_end(run, d.bytes);
+    } else {
+      verify_run(run, d, now);
+      events = true;
+    }
     if (d.slot != kNoSlot) {
       Status st = pool_.release(d.slot);
       if (!st) return st;
     }
   }
+  if (events) arrived(now);
   return {};
 }
 

@@ -198,6 +198,29 @@ std::string check_credit_message(const std::byte* p, size_t len, uint32_t imm_cr
   return {};
 }
 
+std::string check_named_credits(const std::byte* p, size_t len, uint32_t imm_credits,
+                                uint32_t slots, CreditFrame* out) {
+  if (len < sizeof(CreditFrame))
+    return fmt::format("a credit message of {} bytes (at least {})", len, sizeof(CreditFrame));
+  std::memcpy(out, p, sizeof *out);
+  if (out->magic != kCreditMagic) return fmt::format("bad credit frame magic 0x{:08x}", out->magic);
+  if (out->credits != imm_credits)
+    return fmt::format("a credit message grants {} credits, its immediate says {}", out->credits,
+                       imm_credits);
+  if (out->credits == 0 || out->credits > slots)
+    return fmt::format("a credit message grants {} credits (the link has {} slots)", out->credits,
+                       slots);
+  if (len != sizeof(CreditFrame) + size_t{out->credits} * 4)
+    return fmt::format("a credit message of {} bytes names {} slots (it is {})", len, out->credits,
+                       sizeof(CreditFrame) + size_t{out->credits} * 4);
+  for (uint32_t i = 0; i < out->credits; ++i) {
+    uint32_t s;
+    std::memcpy(&s, p + sizeof(CreditFrame) + size_t{i} * 4, 4);
+    if (s >= slots) return fmt::format("a credit message names slot {} (the link has {})", s, slots);
+  }
+  return {};
+}
+
 void read_end(const std::byte* p, size_t bytes, EndOfStream* out) {
   std::memcpy(&out->n_streams, p, 4);
   std::memcpy(&out->flags, p + 4, 4);

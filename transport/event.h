@@ -171,6 +171,18 @@ std::string read_credits(const std::byte* p, size_t n, size_t* used, uint64_t* c
 // immediate's credit count alongside. "" or what is wrong.
 std::string check_credit_message(const std::byte* p, size_t len, uint32_t imm_credits,
                                  CreditFrame* out);
+// rma (PROTOCOL.md section 5, named credits): a credit message names the slots it grants:
+// the CreditFrame, then `credits` slot numbers (uint32, of the link's slots,
+// counted from its first), each below `slots`. "" or what is wrong; the
+// names are at p + sizeof(CreditFrame).
+std::string check_named_credits(const std::byte* p, size_t len, uint32_t imm_credits,
+                                uint32_t slots, CreditFrame* out);
+// rma: the note that follows a frame written into a named slot.
+struct RmaNote {
+  uint32_t slot;   // of the link's slots, counted from its first
+  uint32_t bytes;  // the frame's payload
+};
+static_assert(sizeof(RmaNote) == 8);
 
 // End of stream, the payload of a kEnd frame. Per stream: the sequence number
 // one past the last tuple generated and the number of events generated, so the

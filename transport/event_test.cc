@@ -163,5 +163,26 @@ TEST(CreditMessages, StreamReadsWholeOnesAndRefusesWhatCouldWrap) {
             "a credit message grants 3 credits, its immediate says 4");
 }
 
+// rma: a credit message names the slots it grants (PROTOCOL.md section 6).
+TEST(CreditMessages, NamedCreditsNameSlotsOfTheLink) {
+  std::vector<std::byte> b(sizeof(CreditFrame) + 12);
+  const CreditFrame cf{kCreditMagic, 3, 5};
+  const uint32_t names[3] = {2, 0, 7};
+  std::memcpy(b.data(), &cf, sizeof cf);
+  std::memcpy(b.data() + sizeof cf, names, sizeof names);
+  CreditFrame out;
+  EXPECT_EQ(check_named_credits(b.data(), b.size(), 3, 8, &out), "");
+  EXPECT_EQ(out.acked, 5u);
+  EXPECT_EQ(check_named_credits(b.data(), b.size(), 3, 7, &out),
+            "a credit message names slot 7 (the link has 7)");
+  EXPECT_EQ(check_named_credits(b.data(), b.size() - 4, 3, 8, &out),
+            "a credit message of 24 bytes names 3 slots (it is 28)");
+  EXPECT_EQ(check_named_credits(b.data(), b.size(), 2, 8, &out),
+            "a credit message grants 3 credits, its immediate says 2");
+  EXPECT_EQ(check_named_credits(b.data(), b.size(), 3, 2, &out),
+            "a credit message grants 3 credits (the link has 2 slots)");
+  EXPECT_EQ(check_named_credits(b.data(), 8, 3, 8, &out), "a credit message of 8 bytes (at least 16)");
+}
+
 }  // namespace
 }  // namespace sluice

@@ -48,6 +48,7 @@ SlotPool::SlotPool(size_t slots, size_t slot_bytes, size_t reserved)
 }
 
 SlotPool::~SlotPool() {
+  for (auto& f : on_destroy_) f();
   if (base_) munmap(base_, map_bytes_);
 }
 

@@ -21,7 +21,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "base/descriptor.h"
 #include "base/ring.h"
@@ -72,6 +74,11 @@ class SlotPool {
   }
   size_t free_slots() const;
   void close();
+
+  // Runs `f` when the pool goes, before its memory is unmapped: a carrier
+  // that remapped the pool's pages (ucx rma: shared memory its peer writes
+  // into) gives them back to its library while the range is still the pool's.
+  void on_destroy(std::function<void()> f) { on_destroy_.push_back(std::move(f)); }
   bool closed() const { return closed_.load(std::memory_order_acquire); }
 
  private:
@@ -104,6 +111,7 @@ class SlotPool {
   std::atomic<size_t> wake_threshold_{1};
   alignas(kCacheLine) std::atomic<bool> closed_{false};
   EventCount freed_;
+  std::vector<std::function<void()>> on_destroy_;
 };
 
 }  // namespace sluice

@@ -102,6 +102,12 @@ void credits(const std::byte* p, size_t n) {
     uint32_t imm;
     std::memcpy(&imm, p, 4);
     (void)check_credit_message(p + 4, n - 4, imm, &out);
+    if (check_named_credits(p + 4, n - 4, imm, 64, &out).empty())
+      for (uint32_t i = 0; i < out.credits; ++i) {
+        uint32_t s;
+        std::memcpy(&s, p + 4 + sizeof(CreditFrame) + size_t{i} * 4, 4);
+        if (s >= 64) __builtin_trap();
+      }
   }
 }
 

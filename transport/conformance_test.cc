@@ -65,6 +65,18 @@ const CarrierCase kCarriers[] = {
     {"fabric_shm", [](LinkOptions& o) { o.transport = "fabric"; o.msg.fabric_provider = "shm"; }},
     {"ucx_tcp", [](LinkOptions& o) { o.transport = "ucx"; o.msg.ucx_tls = "tcp"; }},
     {"ucx_sm", [](LinkOptions& o) { o.transport = "ucx"; o.msg.ucx_tls = "sm"; }},
+    {"ucx_sm_rma",
+     [](LinkOptions& o) {
+       o.transport = "ucx";
+       o.msg.ucx_tls = "sm";
+       o.msg.rma = true;
+     }},
+    {"ucx_tcp_rma",
+     [](LinkOptions& o) {
+       o.transport = "ucx";
+       o.msg.ucx_tls = "tcp";
+       o.msg.rma = true;
+     }},
 };
 
 struct Load {

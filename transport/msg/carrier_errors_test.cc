@@ -3,14 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "transport/link.h"
 #include "transport/transport.h"
@@ -151,6 +155,93 @@ TEST(UcxSetup, AnUnknownTransportIsAnErrorNotACrash) {
   EXPECT_HAS(rx_st.message(), "UCX_TLS=rc");
   EXPECT_HAS(rx_st.message(), "link a -> b (ucx/rc");
   EXPECT_FALSE(st.ok());
+}
+
+// rma (msg.h item 6): the receiver sends its slots' key, or an empty one
+// with rma off; a sender that does not agree refuses the link, naming both.
+TEST(UcxRma, BothEndsOfALinkMustAgree) {
+  for (bool rx_rma : {false, true}) {
+    TransportContext ctx;
+    SlotPool pool(8, 65536);
+    LinkOptions o = opts("ucx");
+    o.msg.ucx_tls = "sm";
+    o.msg.rma = rx_rma;
+    Status st;
+    auto l = make_listener(o, pool, 0, ctx, &st);
+    ASSERT_TRUE(l) << st.message();
+    o.port = l->port();
+    Status rx_st;
+    std::unique_ptr<Receiver> rx;
+    std::thread t([&] { rx = l->accept(&rx_st); });
+    LinkOptions so = o;
+    so.msg.rma = !rx_rma;
+    SlotPool tx_pool(8, 65536);
+    auto s = make_sender(so, tx_pool, ctx, &st);
+    t.join();
+    EXPECT_FALSE(s);
+    EXPECT_HAS(st.message(), fmt::format("this sender has rma {} and the receiver rma {}",
+                                         rx_rma ? "off" : "on", rx_rma ? "on" : "off"));
+    EXPECT_HAS(st.message(), "link a -> b");
+  }
+}
+
+// Every rma link into a process writes into its one pool mapping, made with
+// the first one's UCX_TLS.
+TEST(UcxRma, RmaLinksIntoOneProcessShareItsTransports) {
+  TransportContext ctx;
+  SlotPool pool(8, 65536);
+  LinkOptions o = opts("ucx");
+  o.msg.ucx_tls = "sm";
+  o.msg.rma = true;
+  Status st;
+  auto a = make_listener(o, pool, 0, ctx, &st);
+  ASSERT_TRUE(a) << st.message();
+  o.msg.ucx_tls = "tcp";
+  auto b = make_listener(o, pool, 4, ctx, &st);
+  EXPECT_FALSE(b);
+  EXPECT_HAS(st.message(), "made with ucx_tls sm; this one has ucx_tls tcp");
+}
+
+// Over shared memory the pool's pages are replaced by memory UCX allocated
+// (a peer can attach only that). Whichever goes first, the pool's range
+// stays the pool's while it lives, and nobody's once it is gone.
+TEST(UcxRma, ThePoolStaysWholeWhicheverGoesFirst) {
+  {
+    auto ctx = std::make_unique<TransportContext>();
+    SlotPool pool(8, 4096);
+    LinkOptions o = opts("ucx");
+    o.msg.ucx_tls = "sm";
+    o.msg.rma = true;
+    o.slot_bytes = 4096;
+    Status st;
+    auto l = make_listener(o, pool, 0, *ctx, &st);
+    ASSERT_TRUE(l) << st.message();
+    std::memset(pool.base(), 7, pool.bytes());
+    l.reset();
+    ctx.reset();  // the mapping goes with the context: the pages are anonymous again
+    std::memset(pool.base(), 9, pool.bytes());  // SIGSEGV if the range were left unmapped
+    EXPECT_EQ(pool.slot(7)[100], std::byte{9});
+  }
+  {
+    TransportContext ctx;
+    auto pool = std::make_unique<SlotPool>(8, 4096);
+    LinkOptions o = opts("ucx");
+    o.msg.ucx_tls = "sm";
+    o.msg.rma = true;
+    o.slot_bytes = 4096;
+    Status st;
+    auto l = make_listener(o, *pool, 0, ctx, &st);
+    ASSERT_TRUE(l) << st.message();
+    l.reset();
+    void* at = pool->base();
+    const size_t len = pool->bytes();
+    pool.reset();  // gives the mapping back to UCX before the pool unmaps its range
+    // Someone else maps that range now; the context's end must not take it.
+    void* p = mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    ASSERT_EQ(p, at) << strerror(errno);
+    std::memset(p, 1, len);
+  }
+  // ctx is gone here; the range above is still mapped (else SIGSEGV).
 }
 
 }  // namespace

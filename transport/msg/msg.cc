@@ -29,6 +29,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr uint32_t kMaxBlob = 65536;
 constexpr uint64_t kCreditCtx = uint64_t{1} << 62;  // ctx of a credit message (| its buffer)
+constexpr uint64_t kNoteCtx = uint64_t{1} << 61;    // rma: ctx of a note's receive (| its buffer)
 constexpr size_t kMaxPieces = 256;                  // pieces the sender gathers into a frame
 constexpr long kOwedPollNs = 100'000;               // doorbell endpoints: recheck while owed
 
@@ -319,6 +320,23 @@ struct Stats {
   }
 };
 
+// Credit buffers: a CreditFrame each, and with rma room for the slots it
+// names (msg.h item 6), at a fixed stride.
+class CreditBufs {
+ public:
+  CreditBufs(size_t n, uint32_t names)
+      : stride_((sizeof(CreditFrame) + size_t{names} * 4 + 7) / 8 * 8), n_(n), mem_(n * stride_ / 8) {}
+  std::byte* at(size_t i) { return reinterpret_cast<std::byte*>(mem_.data()) + i * stride_; }
+  size_t size() const { return n_; }
+  size_t stride() const { return stride_; }
+  void* data() { return mem_.data(); }
+  size_t bytes() const { return n_ * stride_; }
+
+ private:
+  size_t stride_, n_;
+  std::vector<uint64_t> mem_;
+};
+
 // ------------------------------------------------------------ receiving end
 
 class MsgRx final : public RxCarrier {
@@ -331,15 +349,20 @@ class MsgRx final : public RxCarrier {
         landed_(opts.slots),
         is_landed_(opts.slots, 0),
         order_(opts.slots),
-        credit_bufs_(opts.slots + 2),
+        rma_(opts.msg.rma),
+        named_(opts.slots, 0),
+        notes_(rma_ ? opts.slots : 0),
+        credit_bufs_(opts.slots + 2, rma_ ? opts.slots : 0),
         end_(std::move(ep), std::move(ctl), std::move(page), 0, opts, std::move(link),
              opts.slots + 2 * opts.slots + 8) {}
 
   Status post(uint32_t slot) override {
-    Status st = end_.ep().post_recv(pool_.slot(slot), opts_.slot_bytes, slot);
-    if (!st) return end_.fail(Status::Error(fmt::format("{}: {}", end_.link(), st.message())));
+    if (!rma_) {  // rma: the slot is named by a credit message instead
+      Status st = end_.ep().post_recv(pool_.slot(slot), opts_.slot_bytes, slot);
+      if (!st) return end_.fail(Status::Error(fmt::format("{}: {}", end_.link(), st.message())));
+    }
     order_[otail_++ % order_.size()] = slot;
-    return st;
+    return {};
   }
 
   Status poll(std::span<Arrival> out, size_t* n) override {
@@ -377,14 +400,18 @@ class MsgRx final : public RxCarrier {
         if (kind != static_cast<uint16_t>(FrameKind::kEvents) &&
             kind != static_cast<uint16_t>(FrameKind::kEnd))
           return end_.fail(Status::Error(fmt::format("{}: frame of unknown kind {}", end_.link(), kind)));
-        const uint32_t idx = static_cast<uint32_t>(x.ctx) - first_slot_;
-        if (idx >= landed_.size() || is_landed_[idx])
+        uint32_t idx = static_cast<uint32_t>(x.ctx) - first_slot_;
+        uint32_t len = x.len;
+        if (rma_) {
+          Status st = take_note(x, &idx, &len);
+          if (!st) return st;
+        } else if (idx >= landed_.size() || is_landed_[idx]) {
           return end_.fail(Status::Error(fmt::format("{}: a frame landed in slot {}, which was not posted",
                                                      end_.link(), x.ctx)));
+        }
         stats_.frames.add(1);
-        stats_.bytes.add(x.len);
-        landed_[idx] = Arrival{static_cast<uint32_t>(x.ctx), static_cast<FrameKind>(kind), x.len,
-                               imm_value(x.imm)};
+        stats_.bytes.add(len);
+        landed_[idx] = Arrival{first_slot_ + idx, static_cast<FrameKind>(kind), len, imm_value(x.imm)};
         is_landed_[idx] = 1;
       }
       if (got) end_.ring_peer();  // the sender's sends complete as we take them (shm)
@@ -396,6 +423,31 @@ class MsgRx final : public RxCarrier {
           "(the sending process ended or aborted)",
           end_.link())));
     *n = k;
+    return {};
+  }
+
+  // rma: the note of a frame written into a slot this end named: which
+  // slot, how long; the note's buffer is posted again.
+  Status take_note(const Completion& x, uint32_t* idx, uint32_t* len) {
+    const uint64_t k = x.ctx & ~kNoteCtx;
+    if (!(x.ctx & kNoteCtx) || k >= notes_.size() || x.len != sizeof(RmaNote))
+      return end_.fail(Status::Error(fmt::format(
+          "{}: a message of {} bytes (buffer {:#x}) is not a note of a written frame", end_.link(),
+          x.len, x.ctx)));
+    const RmaNote note = notes_[k];
+    if (note.slot >= named_.size() || !named_[note.slot])
+      return end_.fail(Status::Error(fmt::format(
+          "{}: the sender wrote into slot {}, which this end had not named (its credits name the "
+          "slots it may write)",
+          end_.link(), note.slot)));
+    if (note.bytes > opts_.slot_bytes)
+      return end_.fail(Status::Error(fmt::format("{}: a written frame of {} bytes, more than a slot ({})",
+                                                 end_.link(), note.bytes, opts_.slot_bytes)));
+    named_[note.slot] = 0;
+    *idx = note.slot;
+    *len = note.bytes;
+    Status st = end_.ep().post_recv(&notes_[k], sizeof(RmaNote), x.ctx);
+    if (!st) return end_.fail(Status::Error(fmt::format("{}: posting a note buffer: {}", end_.link(), st.message())));
     return {};
   }
 
@@ -415,8 +467,22 @@ class MsgRx final : public RxCarrier {
   Status send_credits(uint32_t credits, uint64_t acked) override {
     if (!end_.error().ok()) return end_.error();
     const size_t i = next_credit_++ % credit_bufs_.size();
-    credit_bufs_[i] = CreditFrame{kCreditMagic, credits, acked};
-    iovec iov{&credit_bufs_[i], sizeof(CreditFrame)};
+    const CreditFrame cf{kCreditMagic, credits, acked};
+    std::byte* b = credit_bufs_.at(i);
+    std::memcpy(b, &cf, sizeof cf);
+    iovec iov{b, sizeof(CreditFrame)};
+    if (rma_) {
+      // The slots granted: the next posted ones, in posting order.
+      if (otail_ - nhead_ < credits)
+        return end_.fail(Status::Error(fmt::format("{}: {} credits for {} slots posted and not named",
+                                                   end_.link(), credits, otail_ - nhead_)));
+      for (uint32_t j = 0; j < credits; ++j) {
+        const uint32_t idx = order_[nhead_++ % order_.size()] - first_slot_;
+        named_[idx] = 1;
+        std::memcpy(b + sizeof(CreditFrame) + size_t{j} * 4, &idx, 4);
+      }
+      iov.iov_len += size_t{credits} * 4;
+    }
     for (;;) {
       bool again = false;
       Status st = end_.ep().send(&iov, 1, make_imm(Dir::kCredit, kCreditKind, credits), kCreditCtx | i,
@@ -438,11 +504,20 @@ class MsgRx final : public RxCarrier {
   }
 
   Status start() {
-    Status st = end_.ep().add_region(credit_bufs_.data(), credit_bufs_.size() * sizeof(CreditFrame));
+    Status st = end_.ep().add_region(credit_bufs_.data(), credit_bufs_.bytes());
+    if (st && rma_) st = end_.ep().add_region(notes_.data(), notes_.size() * sizeof(RmaNote));
     if (!st) return Status::Error(fmt::format("{}: registering buffers: {}", end_.link(), st.message()));
+    for (size_t k = 0; k < notes_.size() && st; ++k)
+      st = end_.ep().post_recv(&notes_[k], sizeof(RmaNote), kNoteCtx | k);
+    if (!st) return Status::Error(fmt::format("{}: posting a note buffer: {}", end_.link(), st.message()));
     return st;
   }
-  void ready() { end_.put(kReady); }
+  // Every slot is posted: the handshake's credits name them, in order.
+  void ready() {
+    if (rma_)
+      for (; nhead_ < otail_; ++nhead_) named_[order_[nhead_ % order_.size()] - first_slot_] = 1;
+    end_.put(kReady);
+  }
   // The last credit message carries the final acknowledgement. A carrier
   // whose sends go out only as this end makes progress (ucx over tcp, when
   // the socket did not take it at once) must push it out before the sender
@@ -474,7 +549,12 @@ class MsgRx final : public RxCarrier {
   std::vector<uint8_t> is_landed_;
   std::vector<uint32_t> order_;     // posted slots, oldest first
   size_t ohead_ = 0, otail_ = 0;
-  std::vector<CreditFrame> credit_bufs_;  // outlives the endpoint (declared first)
+  const bool rma_;
+  size_t nhead_ = 0;               // rma: order_ from here on is not named yet
+  std::vector<uint8_t> named_;     // rma: by slot - first_slot_: named, not written yet
+  // Buffers the endpoint reads or writes: they outlive it (declared first).
+  std::vector<RmaNote> notes_;     // rma: one note receive per slot
+  CreditBufs credit_bufs_;
   End end_;
   size_t next_credit_ = 0;
   size_t credits_out_ = 0;  // credit messages not completed yet
@@ -485,13 +565,20 @@ class MsgRx final : public RxCarrier {
 
 class MsgTx final : public TxCarrier {
  public:
+  // rma_stride: rma (msg.h item 6), the distance between two of the
+  // receiver's slots in what it exposed; 0: no rma.
   MsgTx(std::unique_ptr<Endpoint> ep, Fd ctl, Page page, const LinkOptions& opts, SlotPool& pool,
-        std::string link, uint32_t credits, uint32_t peer_slot_bytes)
+        std::string link, uint32_t credits, uint32_t peer_slot_bytes, uint64_t rma_stride)
       : opts_(opts),
         pool_(pool),
         records_(std::max<size_t>(1, std::min<size_t>(credits, ep->tx_depth()))),
         peer_slot_bytes_(peer_slot_bytes),
-        credit_bufs_(credits + 2),
+        rma_stride_(rma_stride),
+        peer_slots_(credits),
+        names_(rma_stride ? credits : 0),
+        named_(rma_stride ? credits : 0, 0),
+        notes_(rma_stride ? records_ : 0),
+        credit_bufs_(credits + 2, rma_stride ? credits : 0),
         staging_(new std::byte[records_ * size_t{peer_slot_bytes}]),
         end_(std::move(ep), std::move(ctl), std::move(page), 1, opts, std::move(link),
              credits + records_ + 8),
@@ -502,11 +589,14 @@ class MsgTx final : public TxCarrier {
 
   // Posts the credit buffers; before the receiver says it is ready.
   Status start() {
-    Status reg = end_.ep().add_region(credit_bufs_.data(), credit_bufs_.size() * sizeof(CreditFrame));
+    Status reg = end_.ep().add_region(credit_bufs_.data(), credit_bufs_.bytes());
     if (reg) reg = end_.ep().add_region(staging_.get(), records_ * size_t{peer_slot_bytes_});
+    if (reg && rma_stride_) reg = end_.ep().add_region(notes_.data(), notes_.size() * sizeof(RmaNote));
     if (!reg) return Status::Error(fmt::format("{}: registering buffers: {}", end_.link(), reg.message()));
+    // rma: the handshake's credits name the receiver's slots in order.
+    for (uint32_t i = 0; i < names_.size(); ++i) name(i);
     for (size_t i = 0; i < credit_bufs_.size(); ++i) {
-      Status st = end_.ep().post_recv(&credit_bufs_[i], sizeof(CreditFrame), kCreditCtx | i);
+      Status st = end_.ep().post_recv(credit_bufs_.at(i), credit_bufs_.stride(), kCreditCtx | i);
       if (!st) return Status::Error(fmt::format("{}: posting a credit buffer: {}", end_.link(), st.message()));
     }
     return {};
@@ -543,7 +633,9 @@ class MsgTx final : public TxCarrier {
     rec.release.clear();
     iovec iov[kMaxPieces];
     size_t k = 0;
-    if (n <= end_.ep().max_iov() && kind == FrameKind::kEvents) {
+    if (rma_stride_ && kind == FrameKind::kEvents) {
+      for (size_t i = 0; i < n; ++i) iov[k++] = iovec{const_cast<std::byte*>(pieces[i].p), pieces[i].len};
+    } else if (n <= end_.ep().max_iov() && kind == FrameKind::kEvents) {
       for (size_t i = 0; i < n; ++i) iov[k++] = iovec{const_cast<std::byte*>(pieces[i].p), pieces[i].len};
     } else {
       // More pieces than the endpoint gathers (or END, whose buffer is not
@@ -560,6 +652,19 @@ class MsgTx final : public TxCarrier {
       if (pieces[i].release != kNoSlot) rec.release.push_back(pieces[i].release);
     rec.busy = true;
     const uint64_t imm = make_imm(Dir::kData, static_cast<uint16_t>(kind), events);
+    if (rma_stride_) {
+      // The frame goes into the slot the receiver named first; the note
+      // that says so is what is sent below.
+      if (nhead_ == ntail_)
+        return end_.fail(Status::Error(fmt::format("{}: a credit with no slot named for it", end_.link())));
+      const uint32_t slot = names_[nhead_++ % names_.size()];
+      named_[slot] = 0;
+      Status st = end_.ep().write(iov, k, uint64_t{slot} * rma_stride_);
+      if (!st) return end_.fail(Status::Error(fmt::format("{}: writing into slot {}: {}", end_.link(), slot, st.message())));
+      notes_[r] = RmaNote{slot, payload_bytes};
+      iov[0] = iovec{&notes_[r], sizeof(RmaNote)};
+      k = 1;
+    }
     for (int tries = 0;;) {
       bool again = false;
       Status st = end_.ep().send(iov, k, imm, r, &again);
@@ -718,28 +823,48 @@ class MsgTx final : public TxCarrier {
       if (!(x.ctx & kCreditCtx) || b >= credit_bufs_.size())
         return end_.fail(Status::Error(fmt::format("{}: a message landed in unknown buffer {}", end_.link(), x.ctx)));
       CreditFrame cf;
+      const std::byte* buf = credit_bufs_.at(b);
+      const uint32_t imm_credits = imm_value(x.imm);
       std::string err =
           (x.imm & kImmChannelMask) != channel_of(Dir::kCredit) || imm_kind(x.imm) != kCreditKind
               ? std::string("not on the credit channel")
-              : check_credit_message(reinterpret_cast<const std::byte*>(&credit_bufs_[b]), x.len,
-                                     static_cast<uint32_t>(imm_value(x.imm)), &cf);
+          : rma_stride_ ? check_named_credits(buf, x.len, imm_credits, peer_slots_, &cf)
+                        : check_credit_message(buf, x.len, imm_credits, &cf);
+      for (uint32_t j = 0; err.empty() && rma_stride_ && j < cf.credits; ++j) {
+        uint32_t slot;
+        std::memcpy(&slot, buf + sizeof(CreditFrame) + size_t{j} * 4, 4);
+        if (named_[slot]) err = fmt::format("slot {} is named again before it was written", slot);
+        else name(slot);
+      }
       if (!err.empty())
         return end_.fail(Status::Error(fmt::format("{}: malformed credit message ({} bytes, immediate {:#018x}): {}",
                                                    end_.link(), x.len, x.imm, err)));
       got_credits_ += cf.credits;
       if (cf.acked > acked_) acked_ = cf.acked;  // messages may complete out of order
-      Status st = end_.ep().post_recv(&credit_bufs_[b], sizeof(CreditFrame), x.ctx);
+      Status st = end_.ep().post_recv(credit_bufs_.at(b), credit_bufs_.stride(), x.ctx);
       if (!st) return end_.fail(Status::Error(fmt::format("{}: reposting a credit buffer: {}", end_.link(), st.message())));
     }
     return {};
+  }
+
+  // rma: a slot the receiver named, to be written (in the order named).
+  void name(uint32_t slot) {
+    named_[slot] = 1;
+    names_[ntail_++ % names_.size()] = slot;
   }
 
   const LinkOptions opts_;
   SlotPool& pool_;
   const size_t records_;
   const uint32_t peer_slot_bytes_;
+  const uint64_t rma_stride_;
+  const uint32_t peer_slots_;
+  std::vector<uint32_t> names_;  // rma: slots named and not written, oldest first
+  size_t nhead_ = 0, ntail_ = 0;
+  std::vector<uint8_t> named_;   // rma: by slot
   // Buffers the endpoint reads or writes: they outlive it (declared first).
-  std::vector<CreditFrame> credit_bufs_;
+  std::vector<RmaNote> notes_;   // rma: each send record's note
+  CreditBufs credit_bufs_;
   std::unique_ptr<std::byte[]> staging_;
   End end_;
   std::vector<Record> rec_;
@@ -815,7 +940,20 @@ class MsgListener final : public Listener {
       *st = Status::Error(fmt::format("{}: {}", link, st->message()));
       return nullptr;
     }
-    spdlog::info("{}: connected over {}", link, ep->describe());
+    // rma: the slots' key (msg.h item 6); an empty blob says "no rma".
+    std::string key;
+    if (opts_.msg.rma) {
+      const uint64_t stride = pool_.slot_bytes();
+      *st = ep->expose(pool_.slot(first_slot_), size_t{opts_.slots} * stride, &key);
+      if (!st->ok()) {
+        *st = Status::Error(fmt::format("{}: rma: {}", link, st->message()));
+        return nullptr;
+      }
+      key.insert(0, reinterpret_cast<const char*>(&stride), sizeof stride);
+    }
+    *st = send_blob(ctl.get(), key, link);
+    if (!st->ok()) return nullptr;
+    spdlog::info("{}: connected over {}{}", link, ep->describe(), opts_.msg.rma ? ", rma" : "");
     tcp::set_recv_timeout(ctl.get(), 0);
     auto rx = std::make_unique<MsgRx>(std::move(ep), std::move(ctl), std::move(page), opts_, pool_,
                                       first_slot_, link);
@@ -890,8 +1028,28 @@ Status connect_tx(const LinkOptions& opts, SlotPool& pool, Factory& factory, con
   st = send_blob(ctl.get(), addr, link);
   if (st) st = ep->connect(peer_addr, opts.connect_timeout_ms);
   if (!st) return Status::Error(fmt::format("{}: {}", link, st.message()));
+  // rma (msg.h item 6): the receiver's key, empty when it has rma off.
+  std::string key;
+  st = read_blob(ctl.get(), &key, link, "receiver's rma key");
+  if (!st) return st;
+  if (opts.msg.rma != !key.empty())
+    return Status::Error(fmt::format("{}: this sender has rma {} and the receiver rma {}: both ends "
+                                     "of a link must agree",
+                                     link, opts.msg.rma ? "on" : "off", key.empty() ? "off" : "on"));
+  uint64_t stride = 0;
+  if (opts.msg.rma) {
+    std::memcpy(&stride, key.data(), std::min(key.size(), sizeof stride));
+    if (key.size() <= sizeof stride || stride < reply.slot_bytes)
+      return Status::Error(fmt::format("{}: rma: the receiver's key ({} bytes, slot stride {}) does "
+                                       "not fit its slots of {} bytes",
+                                       link, key.size(), stride, reply.slot_bytes));
+    std::string how;
+    st = ep->attach(key.substr(sizeof stride), &how);
+    if (!st) return Status::Error(fmt::format("{}: rma: {}", link, st.message()));
+    spdlog::info("{}: rma: frames are written into the receiver's slots ({})", link, how);
+  }
   auto tx = std::make_unique<MsgTx>(std::move(ep), std::move(ctl), std::move(page), opts, pool, link,
-                                    reply.credits, reply.slot_bytes);
+                                    reply.credits, reply.slot_bytes, stride);
   st = tx->start();
   if (st) st = tx->wait_ready(opts.connect_timeout_ms);
   if (!st) return st;

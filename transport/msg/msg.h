@@ -25,6 +25,18 @@
 //      and sleeps on the control connection; the peer, after anything that
 //      gives it work (a message sent, a message consumed), clears the flag and
 //      writes one byte. An idle link costs nothing; a busy one no syscall.
+//   6. rma: on (an endpoint that can write into its peer's memory): the
+//      receiver exposes its pool at connect (Endpoint::expose) and sends the
+//      key after the addresses; it posts no receive per slot, only one small
+//      note buffer per slot. Its handshake credits name its slots in order
+//      (the link's first to last), and every later credit message names the
+//      slots it grants (check_named_credits). The sender writes a frame into
+//      the slot at the head of its named ones (Endpoint::write: through a
+//      pointer where the library maps the peer's memory, ucp_rkey_ptr over
+//      shared memory; else a put), then sends an RmaNote {slot, bytes} with
+//      the frame's immediate, ordered after the write. The receiver hands
+//      the slot on when the note arrives: no copy on its side. The sender
+//      keeps the copy for replay in its own slot, as without rma.
 #pragma once
 
 #include <sys/uio.h>
@@ -95,6 +107,23 @@ class Endpoint {
   // (the receiver: the sender's; the sender: nothing new, it was given the
   // receiver's at open). Waits at most timeout_ms.
   virtual Status connect(const std::string& peer_addr, uint32_t timeout_ms) = 0;
+
+  // rma (item 6). The receiver, connected: lets the peer write into
+  // [p, p + len); *key is what the sender needs to (sent to it as it is).
+  virtual Status expose(void* p, size_t len, std::string* key) {
+    return Status::Error("this carrier has no rma mode");
+  }
+  // The sender, connected: takes the receiver's key; *how says how writes
+  // will go ("in place", "put"), for the log.
+  virtual Status attach(const std::string& key, std::string* how) {
+    return Status::Error("this carrier has no rma mode");
+  }
+  // Writes the pieces, one after the other, at `offset` of what the peer
+  // exposed; the next send() is ordered after them. The pieces may be reused
+  // once that send completes.
+  virtual Status write(const iovec* iov, size_t n, uint64_t offset) {
+    return Status::Error("this carrier has no rma mode");
+  }
 };
 
 // Makes a carrier's endpoints; one per link end.

@@ -12,6 +12,12 @@ struct MsgOptions {
   std::string fabric_provider = "tcp";  // fabric: tcp | net | shm | verbs (where present)
   std::string ucx_tls = "tcp";          // ucx: UCX_TLS of the link (tcp, sm, rc, ...)
   bool sync_completion = false;         // send_completion: sync waits for each send
+  // rma: on: the receiver's slots are writable by its sender (ucx: the
+  // pool mapped with ucp_mem_map, its key sent at connect); each credit
+  // names a slot and the sender writes the frame into it, then sends a
+  // small note (msg.h, item 6). Off: each frame is a message into a
+  // pre-posted receive.
+  bool rma = false;
   // A link whose provider cannot sleep on an fd (fabric shm) polls this long
   // before it rings its peer's doorbell and sleeps; others use it as a short
   // spin before arming their wait fd.

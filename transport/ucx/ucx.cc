@@ -20,6 +20,15 @@
 //     tcp lane is refused: a run over "sm" cannot silently be one over tcp.
 //   - UCX's own handlers are for faults (SIGSEGV, SIGBUS, ...), not SIGINT
 //     or SIGTERM: sluice's drain on Ctrl-C is untouched.
+//   - rma: on (msg.h item 6): the receiving process maps its whole pool
+//     with ucp_mem_map once, when its first rma link is made (PoolMap); over
+//     shared memory UCX allocates it (UCP_MEM_MAP_ALLOCATE | FIXED, at the
+//     pool's own address: posix/sysv memory a peer can attach), elsewhere it
+//     registers it. Its rma links' workers come from that mapping's context,
+//     so the packed rkey names their memory domains. The sender unpacks the
+//     rkey; where ucp_rkey_ptr maps the slots (shared memory), a frame is one
+//     memcpy into the receiver's slot, else a ucp_put_nbx; then the note,
+//     after ucp_worker_fence.
 //   - Frames go eager (UCX_RNDV_THRESH=inf): on tcp 2-3x the rendezvous
 //     speed at 32 KiB here; on shared memory with segments as large as a
 //     slot, no system call per frame (see open()).
@@ -30,8 +39,13 @@
 
 #include <fmt/format.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "transport/msg/msg.h"
@@ -41,11 +55,129 @@ namespace {
 
 std::string status_text(ucs_status_t s) { return ucs_status_string(s); }
 
+// A UCX context for UCX_TLS=tls, as every link end of this carrier makes
+// one (see UcxEndpoint::open for the settings).
+Status make_context(const std::string& tls, bool rma, bool shared, ucp_context_h* out) {
+  ucp_config_t* cfg = nullptr;
+  ucs_status_t s = ucp_config_read(nullptr, nullptr, &cfg);
+  if (s != UCS_OK) return Status::Error("ucp_config_read: " + status_text(s));
+  s = ucp_config_modify(cfg, "TLS", tls.c_str());
+  if (s != UCS_OK) {
+    ucp_config_release(cfg);
+    return Status::Error(fmt::format("UCX_TLS={}: {}", tls, status_text(s)));
+  }
+  // One eager message per frame (default slots of 64 KiB). tcp:
+  // rendezvous at 32 KiB ran at a third of the eager speed here. Shared
+  // memory: segments as large as a frame (MM_SEG_SIZE: the sysv and posix
+  // transports' key; UCX takes their own names, SYSV_SEG_SIZE, only from
+  // the environment), so a frame is one copy into the peer's FIFO and one
+  // out with no system call. With the default 8 KiB segments a 32 KiB
+  // frame went by rendezvous over cma (process_vm_readv): the same Gb/s
+  // with about three times the system cycles per event in the nodes.
+  // At most 65535: the FIFO element's length is 16 bits, and with 64 KiB
+  // segments a 65.5 KiB frame arrived truncated (UCS_ERR_MESSAGE_TRUNCATED).
+  // The same size on both ends whatever their slots; a larger frame goes
+  // by rendezvous (eager in 8 KiB pieces was 2.5x slower here). Memory
+  // stays bounded: credits keep at most `slots` frames in flight.
+  if (tls == "tcp")
+    ucp_config_modify(cfg, "RNDV_THRESH", "inf");
+  else
+    ucp_config_modify(cfg, "MM_SEG_SIZE", "65535");
+  ucp_params_t p{};
+  p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  p.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP | (rma ? UCP_FEATURE_RMA : 0);
+  p.mt_workers_shared = shared ? 1 : 0;
+  s = ucp_init(&p, cfg, out);
+  ucp_config_release(cfg);
+  if (s != UCS_OK)
+    return Status::Error(fmt::format("ucp_init with UCX_TLS={}: {} (transports here: see `ucx_info -d`)",
+                                     tls, status_text(s)));
+  return {};
+}
+
+bool shared_memory(const std::string& tls) {
+  for (const char* t : {"sm", "posix", "sysv", "shm"})
+    if (tls.find(t) != std::string::npos) return true;
+  return false;
+}
+
+// rma: a receiving process's pool, mapped once for every rma link into it,
+// and the context whose workers those links use (kept in the process's
+// TransportContext under the pool's address).
+struct PoolMap final : TransportContext::State {
+  ucp_context_h ctx = nullptr;
+  ucp_mem_h memh = nullptr;
+  std::string tls;
+  std::byte* base = nullptr;
+  size_t len = 0;
+  bool allocated = false;
+  std::mutex mu;
+
+  static std::shared_ptr<PoolMap> make(const std::string& tls, SlotPool& pool, Status* st) {
+    auto m = std::make_shared<PoolMap>();
+    m->tls = tls;
+    *st = make_context(tls, true, true, &m->ctx);
+    if (!st->ok()) return nullptr;
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    m->base = pool.base();
+    m->len = (pool.bytes() + page - 1) / page * page;  // the pool's own mapping is whole pages
+    ucp_mem_map_params_t mp{};
+    mp.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                    UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    mp.address = m->base;
+    mp.length = m->len;
+    // Over shared memory UCX can give the peer a pointer only to memory it
+    // allocated itself: it replaces the pool's pages (nothing is in them
+    // yet: links are made before any frame arrives).
+    m->allocated = shared_memory(tls);
+    mp.flags = m->allocated ? UCP_MEM_MAP_ALLOCATE | UCP_MEM_MAP_FIXED : 0;
+    ucs_status_t s = ucp_mem_map(m->ctx, &mp, &m->memh);
+    if (s != UCS_OK) {
+      *st = Status::Error(fmt::format("ucp_mem_map of the pool ({} bytes, UCX_TLS={}): {}", m->len, tls,
+                                      status_text(s)));
+      m->memh = nullptr;
+      return nullptr;
+    }
+    if (m->allocated) {
+      ucp_mem_attr_t a{};
+      a.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS;
+      ucp_mem_query(m->memh, &a);
+      if (a.address != m->base) {
+        m->unmap();
+        *st = Status::Error("ucp_mem_map placed the pool elsewhere than asked");
+        return nullptr;
+      }
+      std::memset(m->base, 0, m->len);  // fault the new pages in now, not on the data path
+    }
+    std::weak_ptr<PoolMap> w = m;
+    pool.on_destroy([w] {
+      if (auto p = w.lock()) p->unmap();
+    });
+    return m;
+  }
+  // Gives the pages back to UCX; where it had allocated them, the range is
+  // the pool's again (anonymous memory) until the pool unmaps it.
+  void unmap() {
+    std::lock_guard lk(mu);
+    if (!memh) return;
+    ucp_mem_unmap(ctx, memh);
+    memh = nullptr;
+    if (allocated)
+      mmap(base, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  }
+  ~PoolMap() override {
+    unmap();
+    // Its workers are gone: every endpoint that used it held it.
+    if (ctx) ucp_cleanup(ctx);
+  }
+};
+
 class UcxEndpoint final : public msg::Endpoint {
  public:
-  explicit UcxEndpoint(const LinkOptions& opts, bool receiver)
-      : opts_(opts), receiver_(receiver) {}
+  UcxEndpoint(const LinkOptions& opts, bool receiver, std::shared_ptr<PoolMap> map = nullptr)
+      : opts_(opts), receiver_(receiver), map_(std::move(map)) {}
   ~UcxEndpoint() override {
+    if (rkey_) ucp_rkey_destroy(rkey_);
     if (ep_) {
       ucp_request_param_t p{};
       p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
@@ -65,44 +197,17 @@ class UcxEndpoint final : public msg::Endpoint {
       }
       ucp_worker_destroy(worker_);
     }
-    if (ctx_) ucp_cleanup(ctx_);
+    if (ctx_ && !map_) ucp_cleanup(ctx_);
   }
 
   Status open(size_t queue, std::string* addr) {
-    ucp_config_t* cfg = nullptr;
-    ucs_status_t s = ucp_config_read(nullptr, nullptr, &cfg);
-    if (s != UCS_OK) return Status::Error("ucp_config_read: " + status_text(s));
-    s = ucp_config_modify(cfg, "TLS", opts_.msg.ucx_tls.c_str());
-    if (s != UCS_OK) {
-      ucp_config_release(cfg);
-      return Status::Error(fmt::format("UCX_TLS={}: {}", opts_.msg.ucx_tls, status_text(s)));
+    ucs_status_t s;
+    if (map_) {
+      ctx_ = map_->ctx;  // rma receiver: the pool's mapping's context
+    } else {
+      Status st = make_context(opts_.msg.ucx_tls, opts_.msg.rma, false, &ctx_);
+      if (!st) return st;
     }
-    // One eager message per frame (default slots of 64 KiB). tcp:
-    // rendezvous at 32 KiB ran at a third of the eager speed here. Shared
-    // memory: segments as large as a frame (MM_SEG_SIZE: the sysv and posix
-    // transports' key; UCX takes their own names, SYSV_SEG_SIZE, only from
-    // the environment), so a frame is one copy into the peer's FIFO and one
-    // out with no system call. With the default 8 KiB segments a 32 KiB
-    // frame went by rendezvous over cma (process_vm_readv): the same Gb/s
-    // with about three times the system cycles per event in the nodes.
-    // At most 65535: the FIFO element's length is 16 bits, and with 64 KiB
-    // segments a 65.5 KiB frame arrived truncated (UCS_ERR_MESSAGE_TRUNCATED).
-    // The same size on both ends whatever their slots; a larger frame goes
-    // by rendezvous (eager in 8 KiB pieces was 2.5x slower here). Memory
-    // stays bounded: credits keep at most `slots` frames in flight.
-    if (opts_.msg.ucx_tls == "tcp")
-      ucp_config_modify(cfg, "RNDV_THRESH", "inf");
-    else
-      ucp_config_modify(cfg, "MM_SEG_SIZE", "65535");
-    ucp_params_t p{};
-    p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-    p.features = UCP_FEATURE_TAG | UCP_FEATURE_WAKEUP;
-    p.mt_workers_shared = 0;
-    s = ucp_init(&p, cfg, &ctx_);
-    ucp_config_release(cfg);
-    if (s != UCS_OK)
-      return Status::Error(fmt::format("ucp_init with UCX_TLS={}: {} (transports here: {})",
-                                       opts_.msg.ucx_tls, status_text(s), transports_present()));
     ucp_worker_params_t wp{};
     wp.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE | UCP_WORKER_PARAM_FIELD_EVENTS;
     wp.thread_mode = UCS_THREAD_MODE_SINGLE;
@@ -196,6 +301,62 @@ class UcxEndpoint final : public msg::Endpoint {
   }
   int fd() const override { return fd_; }
   size_t max_iov() const override { return 1; }
+
+  Status expose(void* p, size_t len, std::string* key) override {
+    if (!map_) return Status::Error("the pool is not mapped for rma");
+    if (static_cast<std::byte*>(p) < map_->base ||
+        static_cast<std::byte*>(p) + len > map_->base + map_->len)
+      return Status::Error("the link's slots are outside the pool's mapping");
+    void* rk = nullptr;
+    size_t n = 0;
+    ucs_status_t s = ucp_rkey_pack(ctx_, map_->memh, &rk, &n);
+    if (s != UCS_OK) return Status::Error("ucp_rkey_pack: " + status_text(s));
+    const uint64_t addr = reinterpret_cast<uint64_t>(p);
+    key->assign(reinterpret_cast<const char*>(&addr), sizeof addr);
+    key->append(static_cast<const char*>(rk), n);
+    ucp_rkey_buffer_release(rk);
+    return {};
+  }
+
+  Status attach(const std::string& key, std::string* how) override {
+    if (key.size() <= sizeof(uint64_t)) return Status::Error(fmt::format("an rma key of {} bytes", key.size()));
+    std::memcpy(&remote_, key.data(), sizeof remote_);
+    ucs_status_t s = ucp_ep_rkey_unpack(ep_, key.data() + sizeof remote_, &rkey_);
+    if (s != UCS_OK) {
+      rkey_ = nullptr;
+      return Status::Error("ucp_ep_rkey_unpack: " + status_text(s));
+    }
+    void* local = nullptr;
+    s = ucp_rkey_ptr(rkey_, remote_, &local);
+    in_place_ = static_cast<std::byte*>(s == UCS_OK ? local : nullptr);
+    *how = in_place_ ? "in place: ucp_rkey_ptr mapped them here, one memcpy per frame"
+                     : fmt::format("ucp_put_nbx (ucp_rkey_ptr: {})", status_text(s));
+    return {};
+  }
+
+  Status write(const iovec* iov, size_t n, uint64_t offset) override {
+    if (in_place_) {
+      std::byte* d = in_place_ + offset;
+      for (size_t i = 0; i < n; ++i) {
+        std::memcpy(d, iov[i].iov_base, iov[i].iov_len);
+        d += iov[i].iov_len;
+      }
+      // The note goes through UCX's shared FIFO, whose own barriers order
+      // it after these stores; this keeps the compiler from moving them.
+      std::atomic_thread_fence(std::memory_order_release);
+      return {};
+    }
+    ucp_request_param_t p{};
+    uint64_t at = remote_ + offset;
+    for (size_t i = 0; i < n; ++i) {
+      void* r = ucp_put_nbx(ep_, iov[i].iov_base, iov[i].iov_len, at, rkey_, &p);
+      if (UCS_PTR_IS_ERR(r)) return Status::Error("ucp_put_nbx: " + status_text(UCS_PTR_STATUS(r)));
+      if (r) ucp_request_free(r);  // completes on its own; the fence orders the note after it
+      at += iov[i].iov_len;
+    }
+    ucs_status_t s = ucp_worker_fence(worker_);
+    return s == UCS_OK ? Status() : Status::Error("ucp_worker_fence: " + status_text(s));
+  }
   // Sends in flight: the op table less the receives (credit buffers).
   size_t tx_depth() const override { return ops_.size() / 3; }
   std::string describe() const override {
@@ -275,10 +436,12 @@ class UcxEndpoint final : public msg::Endpoint {
     return out.empty() ? text : out;
   }
 
-  static std::string transports_present() { return "see `ucx_info -d`"; }
-
   LinkOptions opts_;
   bool receiver_;
+  std::shared_ptr<PoolMap> map_;  // rma receiver
+  ucp_rkey_h rkey_ = nullptr;     // rma sender
+  uint64_t remote_ = 0;
+  std::byte* in_place_ = nullptr;
   ucp_context_h ctx_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   ucp_ep_h ep_ = nullptr;
@@ -292,11 +455,12 @@ class UcxEndpoint final : public msg::Endpoint {
 
 class UcxFactory final : public msg::Factory {
  public:
-  explicit UcxFactory(std::string tls) : tls_(std::move(tls)) {}
+  explicit UcxFactory(std::string tls, std::shared_ptr<PoolMap> map = nullptr)
+      : tls_(std::move(tls)), map_(std::move(map)) {}
   std::string carrier() const override { return "ucx/" + tls_; }
   std::unique_ptr<msg::Endpoint> open_rx(const LinkOptions& opts, SlotPool& pool, std::string* addr,
                                          Status* st) override {
-    auto ep = std::make_unique<UcxEndpoint>(opts, true);
+    auto ep = std::make_unique<UcxEndpoint>(opts, true, map_);
     *st = ep->open(3 * size_t{opts.slots} + 16, addr);
     return st->ok() ? std::move(ep) : nullptr;
   }
@@ -310,13 +474,36 @@ class UcxFactory final : public msg::Factory {
 
  private:
   std::string tls_;
+  std::shared_ptr<PoolMap> map_;
 };
 
 }  // namespace
 
 std::unique_ptr<Listener> make_listener(const LinkOptions& opts, SlotPool& pool, uint32_t first_slot,
                                         TransportContext& ctx, Status* st) {
-  return msg::make_listener(opts, pool, first_slot, std::make_shared<UcxFactory>(opts.msg.ucx_tls), st);
+  std::shared_ptr<PoolMap> map;
+  if (opts.msg.rma) {
+    auto state = ctx.state(
+        fmt::format("ucx rma pool {}", static_cast<const void*>(pool.base())),
+        [&](Status* e) -> std::shared_ptr<TransportContext::State> {
+          return PoolMap::make(opts.msg.ucx_tls, pool, e);
+        },
+        st);
+    if (!state) {
+      *st = Status::Error(fmt::format("link {} -> {}: rma: {}", opts.from, opts.to, st->message()));
+      return nullptr;
+    }
+    map = std::static_pointer_cast<PoolMap>(state);
+    if (map->tls != opts.msg.ucx_tls) {
+      *st = Status::Error(fmt::format(
+          "link {} -> {}: rma links into one process share its pool's mapping, made with "
+          "ucx_tls {}; this one has ucx_tls {}",
+          opts.from, opts.to, map->tls, opts.msg.ucx_tls));
+      return nullptr;
+    }
+  }
+  return msg::make_listener(opts, pool, first_slot,
+                            std::make_shared<UcxFactory>(opts.msg.ucx_tls, std::move(map)), st);
 }
 
 std::unique_ptr<Sender> make_sender(const LinkOptions& opts, SlotPool& pool, TransportContext& ctx,

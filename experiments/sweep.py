@@ -189,11 +189,18 @@ def base_row(kind, phase, preset, tuple_bytes, event_bytes, congestion, duration
 def deploy_command(deploy, pipeline, preset, tuple_bytes, event_bytes, duration, congestion, extra_sets):
     # "fabric-opt/shm": the preset, with its carrier's provider (fabric) or
     # transports (ucx) for every link.
+    # "ucx-opt/sm+rma": the same with rma: on (frames written into the
+    # receiver's slots, msg.h item 6).
     name, _, variant = preset.partition("/")
+    variant, _, mode = variant.partition("+")
     sets = [f"preset={name}", f"tuple_bytes={tuple_bytes}", f"event_bytes={event_bytes}",
             f"duration_s={duration:g}"]
     if variant:
         sets.append(f"{'fabric_provider' if name == 'fabric-opt' else 'ucx_tls'}={variant}")
+    if mode == "rma":
+        sets.append("rma=on")
+    elif mode:
+        raise SystemExit(f"preset {preset}: unknown mode '+{mode}' (known: +rma)")
     if congestion and congestion != "default":
         sets.append(f"congestion={congestion}")
     # A slot holds one whole event plus its header; the default is enough for
@@ -521,6 +528,9 @@ def main():
     ap.add_argument("--build", default="./build", help="build directory (default ./build)")
     ap.add_argument("--out", help="results directory (default experiments/results/<timestamp>)")
     ap.add_argument("--quick", action="store_true", help="tuple sizes 128 and 4096 only")
+    ap.add_argument("--events", default=",".join(str(e) for e in EVENT_SIZES),
+                    help="event sizes in bytes, comma-separated; 0: one tuple per event "
+                         "(default 0,32768)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per cell (default 1)")
     ap.add_argument("--idle", type=float, default=0, metavar="SECONDS",
                     help="instead of the sweep: each preset idle for SECONDS (one event, then "
@@ -591,7 +601,7 @@ def main():
         if not args.baseline_only:
             tuples = QUICK_TUPLE_SIZES if args.quick else TUPLE_SIZES
             for rep in range(args.repeat):
-                for e in EVENT_SIZES:
+                for e in [int(x) for x in args.events.split(",")]:
                     for t in tuples:
                         for p in args.presets.split(","):
                             plan.append((f"{p} t={t} e={e} r={rep}",

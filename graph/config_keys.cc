@@ -260,13 +260,14 @@ const std::vector<LinkKey>& link_keys() {
                 [](LinkOptions* l, const std::string& v) { l->msg.sync_completion = v == "sync"; },
                 [](const LinkOptions& l) { return std::string(l.msg.sync_completion ? "sync" : "async"); },
                 "async: sends complete in the background; sync: wait for each send to complete"),
-      link_enum("rma", "ucx", &kOnOff,
+      link_enum("rma", "fabric|ucx", &kOnOff,
                 [](LinkOptions* l, const std::string& v) { l->msg.rma = v == "on"; },
                 [](const LinkOptions& l) { return std::string(l.msg.rma ? "on" : "off"); },
                 "on: the sender writes each frame straight into a slot of the receiver's that "
-                "the receiver named with its credit (the receiver's pool is mapped for the "
-                "peer once); on one host over shared memory (ucx_tls: sm) that is one copy by "
-                "the sender and none by the receiver; off: each frame is a message into a "
+                "the receiver named with its credit (ucx: the receiver's pool mapped for the "
+                "peer once; fabric: its slots registered for remote writes), then sends an "
+                "8-byte note; ucx over shared memory (ucx_tls: sm) is then one copy by the "
+                "sender and none by the receiver; off: each frame is a message into a "
                 "pre-posted receive"),
       link_uint("spin_us", "fabric|ucx", +[](LinkOptions& l) -> uint32_t& { return l.msg.spin_us; },
                 "how long a link that found nothing polls before it sleeps on its wait fd (or, "

@@ -65,6 +65,18 @@ const CarrierCase kCarriers[] = {
     {"fabric_shm", [](LinkOptions& o) { o.transport = "fabric"; o.msg.fabric_provider = "shm"; }},
     {"ucx_tcp", [](LinkOptions& o) { o.transport = "ucx"; o.msg.ucx_tls = "tcp"; }},
     {"ucx_sm", [](LinkOptions& o) { o.transport = "ucx"; o.msg.ucx_tls = "sm"; }},
+    {"fabric_shm_rma",
+     [](LinkOptions& o) {
+       o.transport = "fabric";
+       o.msg.fabric_provider = "shm";
+       o.msg.rma = true;
+     }},
+    {"fabric_tcp_rma",
+     [](LinkOptions& o) {
+       o.transport = "fabric";
+       o.msg.fabric_provider = "tcp";
+       o.msg.rma = true;
+     }},
     {"ucx_sm_rma",
      [](LinkOptions& o) {
        o.transport = "ucx";

@@ -16,6 +16,12 @@
 //     gets the doorbell of msg.h.
 //   - Sends are fi_sendmsg with the frame header as FI_REMOTE_CQ_DATA, up to
 //     the provider's iov_limit pieces; -FI_EAGAIN means reap and retry.
+//   - rma: on (msg.h item 6): links get a domain of their own opened with
+//     FI_RMA. The receiver registers its link's slots for FI_REMOTE_WRITE and
+//     sends the address and key; the sender writes a frame with fi_writemsg
+//     and sends the note after it: at once where the provider orders a send
+//     after a write (FI_ORDER_SAW: tcp, net), else once the write completed
+//     (FI_DELIVERY_COMPLETE; shm, whose peer copies it over CMA).
 //   - Loading providers installs signal handlers (libinfinipath: SIGINT
 //     exits 1); every call that may load one runs under a guard that puts
 //     the process's handlers back.
@@ -30,10 +36,12 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
 #include <signal.h>
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -125,9 +133,9 @@ class SignalGuard {
   std::array<struct sigaction, 12> saved_{};
 };
 
-fi_info* base_hints(const std::string& prov, fi_ep_type type) {
+fi_info* base_hints(const std::string& prov, fi_ep_type type, bool rma = false) {
   fi_info* h = lf::allocinfo();
-  h->caps = FI_MSG;
+  h->caps = FI_MSG | (rma ? FI_RMA : 0);
   h->mode = 0;
   h->ep_attr->type = type;
   h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
@@ -163,6 +171,9 @@ struct Domain final : TransportContext::State {
   bool mr_local = false;
   bool msg = false;  // FI_EP_MSG (else RDM)
   bool shm = false;  // the shm provider: segments in /dev/shm, named by sluice
+  bool rma = false;  // opened with FI_RMA (rma links)
+  bool saw = false;  // rma: a send is ordered after an earlier write (FI_ORDER_SAW)
+  bool virt_addr = false;  // rma: a remote write names the virtual address (else the offset)
   std::mutex mu;
   std::map<const void*, std::pair<size_t, fid_mr*>> mrs;
 
@@ -221,7 +232,7 @@ void remove_dead_shm_segments() {
   }
 }
 
-Status open_domain(const std::string& prov, std::shared_ptr<Domain>* out) {
+Status open_domain(const std::string& prov, bool rma, std::shared_ptr<Domain>* out) {
   SignalGuard g;  // before the library loads: its providers' set-up may change them too
   if (!lf::loaded())
     return Status::Error(fmt::format("fabric provider '{}': {}", prov, lf::lib().error));
@@ -229,13 +240,21 @@ Status open_domain(const std::string& prov, std::shared_ptr<Domain>* out) {
   // Connection-oriented where the provider has it, else reliable datagrams.
   int ret = -FI_ENODATA;
   for (fi_ep_type type : {FI_EP_MSG, FI_EP_RDM}) {
-    fi_info* h = base_hints(prov, type);
+    fi_info* h = base_hints(prov, type, rma);
     ret = lf::getinfo(kVersion, nullptr, nullptr, 0, h, &d->info);
     lf::freeinfo(h);
     if (ret == 0) {
       d->msg = type == FI_EP_MSG;
       break;
     }
+  }
+  if ((ret == -FI_ENODATA || !d->info) && rma) {
+    fi_info* h = base_hints(prov, FI_EP_RDM);
+    fi_info* plain = nullptr;
+    const bool present = lf::getinfo(kVersion, nullptr, nullptr, 0, h, &plain) == 0;
+    lf::freeinfo(h);
+    lf::freeinfo(plain);
+    if (present) return Status::Error(fmt::format("fabric provider '{}' has no RMA (FI_RMA) here: set rma: off", prov));
   }
   if (ret == -FI_ENODATA || !d->info)
     return Status::Error(fmt::format("fabric provider '{}' is not available here; present: {}", prov,
@@ -246,6 +265,9 @@ Status open_domain(const std::string& prov, std::shared_ptr<Domain>* out) {
   ret = fi_domain(d->fabric, d->info, &d->domain, nullptr);
   if (ret) return Status::Error(fmt::format("fi_domain ({}): {}", prov, fi_text(ret)));
   d->mr_local = d->info->domain_attr->mr_mode & FI_MR_LOCAL;
+  d->rma = rma;
+  d->saw = d->info->tx_attr->msg_order & FI_ORDER_SAW;
+  d->virt_addr = d->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
   d->shm = !d->msg && std::strcmp(d->info->fabric_attr->prov_name, "shm") == 0;
   if (d->shm) remove_dead_shm_segments();
   *out = std::move(d);
@@ -259,6 +281,7 @@ class FabricEndpoint final : public msg::Endpoint {
   FabricEndpoint(std::shared_ptr<Domain> d, const LinkOptions& opts) : d_(std::move(d)), opts_(opts) {}
   ~FabricEndpoint() override {
     if (ep_) fi_close(&ep_->fid);
+    if (rma_mr_) fi_close(&rma_mr_->fid);
     if (pep_) fi_close(&pep_->fid);
     if (av_) fi_close(&av_->fid);
     if (cq_) fi_close(&cq_->fid);
@@ -327,14 +350,21 @@ class FabricEndpoint final : public msg::Endpoint {
     ret = fi_enable(ep_);
     if (ret) return Status::Error(fmt::format("fi_enable: {}", fi_text(ret)));
     iov_limit_ = std::max<size_t>(1, info->tx_attr->iov_limit);
+    rma_iov_limit_ = std::max<size_t>(1, std::min(info->tx_attr->iov_limit, size_t{16}));
     tx_depth_ = std::max<size_t>(1, info->tx_attr->size);
+    if (d_->rma) {
+      // A write and its note: records of writes whose note is not sent.
+      wr_.resize(tx_depth_);
+      for (size_t i = 0; i < wr_.size(); ++i) wfree_.push_back(static_cast<uint32_t>(wr_.size() - 1 - i));
+      wq_.resize(tx_depth_);
+    }
     return {};
   }
 
   // Receiver, MSG: a passive endpoint on the link's address, any port.
   Status listen(std::string* addr) {
     SignalGuard g;
-    fi_info* h = base_hints(d_->info->fabric_attr->prov_name, FI_EP_MSG);
+    fi_info* h = base_hints(d_->info->fabric_attr->prov_name, FI_EP_MSG, d_->rma);
     int ret = lf::getinfo(kVersion, opts_.bind_address().c_str(), "0", FI_SOURCE, h, &info_);
     lf::freeinfo(h);
     if (ret) return Status::Error(fmt::format("fi_getinfo for {}:0: {}", opts_.bind_address(), fi_text(ret)));
@@ -355,7 +385,7 @@ class FabricEndpoint final : public msg::Endpoint {
   // Sender, MSG: an endpoint toward the receiver's host and its port.
   Status dial(const std::string& port) {
     SignalGuard g;
-    fi_info* h = base_hints(d_->info->fabric_attr->prov_name, FI_EP_MSG);
+    fi_info* h = base_hints(d_->info->fabric_attr->prov_name, FI_EP_MSG, d_->rma);
     int ret = lf::getinfo(kVersion, opts_.host.c_str(), port.c_str(), 0, h, &info_);
     lf::freeinfo(h);
     if (ret) return Status::Error(fmt::format("fi_getinfo for {}:{}: {}", opts_.host, port, fi_text(ret)));
@@ -450,9 +480,16 @@ class FabricEndpoint final : public msg::Endpoint {
                                        fi_cq_strerror(cq_, err.prov_errno, err.err_data, nullptr, 0)));
     }
     if (ret < 0) return Status::Error(fmt::format("fi_cq_read: {}", fi_text(ret)));
+    size_t k = 0;
     for (ssize_t i = 0; i < ret; ++i) {
-      msg::Completion& c = out[i];
-      c.ctx = reinterpret_cast<uintptr_t>(e[i].op_context) - 1;
+      const uint64_t ctx = reinterpret_cast<uintptr_t>(e[i].op_context) - 1;
+      if (d_->rma && (ctx & kWriteCtx)) {  // a write of ours completed: its note may go
+        Status st = written(static_cast<uint32_t>(ctx & ~kWriteCtx));
+        if (!st) return st;
+        continue;
+      }
+      msg::Completion& c = out[k++];
+      c.ctx = ctx;
       c.err = 0;
       if (e[i].flags & FI_RECV) {
         c.type = msg::Completion::kRecv;
@@ -464,8 +501,66 @@ class FabricEndpoint final : public msg::Endpoint {
         c.imm = 0;
       }
     }
-    *n = static_cast<size_t>(ret);
+    *n = k;
+    return d_->rma ? post_notes() : Status();
+  }
+
+  // rma (msg.h item 6). The receiver: its link's slots, registered for the
+  // sender's writes; the key is their address (or 0: offsets) and the MR key.
+  Status expose(void* p, size_t len, std::string* key) override {
+    if (!d_->rma) return Status::Error("the fabric domain was opened without FI_RMA");
+    static std::atomic<uint64_t> next_key{0x534C0000};
+    int ret = fi_mr_reg(d_->domain, p, len, FI_REMOTE_WRITE, 0, next_key++, 0, &rma_mr_, nullptr);
+    if (ret) return Status::Error(fmt::format("fi_mr_reg of the slots for FI_REMOTE_WRITE: {}", fi_text(ret)));
+    const uint64_t at[2] = {d_->virt_addr ? reinterpret_cast<uint64_t>(p) : 0, fi_mr_key(rma_mr_)};
+    key->assign(reinterpret_cast<const char*>(at), sizeof at);
     return {};
+  }
+  Status attach(const std::string& key, std::string* how) override {
+    if (key.size() != 2 * sizeof(uint64_t))
+      return Status::Error(fmt::format("an rma key of {} bytes (a fabric one is 16)", key.size()));
+    std::memcpy(&remote_, key.data(), 8);
+    std::memcpy(&rkey_, key.data() + 8, 8);
+    *how = d_->saw ? "fi_writemsg, its note sent after it (FI_ORDER_SAW)"
+                   : "fi_writemsg, its note sent once it completed (FI_DELIVERY_COMPLETE)";
+    return {};
+  }
+  size_t max_write_iov() const override { return rma_iov_limit_; }
+
+  Status write(const iovec* iov, size_t n, uint64_t offset, const iovec& note, uint64_t imm,
+               uint64_t ctx, bool* again) override {
+    *again = false;
+    if (wfree_.empty()) {
+      *again = true;
+      return post_notes();
+    }
+    if (n > rma_iov_limit_) return Status::Error(fmt::format("a write of {} pieces (at most {})", n, rma_iov_limit_));
+    const uint32_t w = wfree_.back();
+    void* desc[16];
+    size_t len = 0;
+    for (size_t i = 0; i < n; ++i) {
+      desc[i] = d_->desc(iov[i].iov_base);
+      len += iov[i].iov_len;
+    }
+    fi_rma_iov rio{remote_ + offset, len, rkey_};
+    fi_msg_rma m{};
+    m.msg_iov = iov;
+    m.desc = desc;
+    m.iov_count = n;
+    m.addr = peer_;
+    m.rma_iov = &rio;
+    m.rma_iov_count = 1;
+    m.context = ctx_ptr(kWriteCtx | w);
+    ssize_t ret = fi_writemsg(ep_, &m, FI_COMPLETION | (d_->saw ? 0 : FI_DELIVERY_COMPLETE));
+    if (ret == -FI_EAGAIN) {
+      *again = true;
+      return post_notes();
+    }
+    if (ret) return Status::Error(fmt::format("fi_writemsg of {} bytes: {}", len, fi_text(ret)));
+    wfree_.pop_back();
+    wr_[w] = Wr{note, imm, ctx, false, false};
+    wq_[wtail_++ % wq_.size()] = w;
+    return post_notes();
   }
 
   bool arm() override {
@@ -484,6 +579,37 @@ class FabricEndpoint final : public msg::Endpoint {
 
  private:
   static void* ctx_ptr(uint64_t ctx) { return reinterpret_cast<void*>(static_cast<uintptr_t>(ctx + 1)); }
+  // rma: the context of a write (| its record); msg.cc's own contexts use
+  // bits 61 and 62 and slot numbers.
+  static constexpr uint64_t kWriteCtx = uint64_t{1} << 59;
+  struct Wr {
+    iovec note;
+    uint64_t imm, ctx;
+    bool written, noted;  // the write completed; its note was posted
+  };
+  // Posts the notes whose writes the peer will see first, in write order.
+  Status post_notes() {
+    while (whead_ != wtail_) {
+      const uint32_t w = wq_[whead_ % wq_.size()];
+      Wr& r = wr_[w];
+      if (!d_->saw && !r.written) break;
+      bool again = false;
+      Status st = send(&r.note, 1, r.imm, r.ctx, &again);
+      if (!st) return st;
+      if (again) break;
+      r.noted = true;
+      ++whead_;
+      if (r.written) wfree_.push_back(w);
+    }
+    return {};
+  }
+  Status written(uint32_t w) {
+    if (w >= wr_.size() || wr_[w].written)
+      return Status::Error(fmt::format("completion of unknown write {}", w));
+    wr_[w].written = true;
+    if (wr_[w].noted) wfree_.push_back(w);
+    return {};
+  }
 
   Status eq_wait(uint32_t* ev, fi_eq_cm_entry* e, uint32_t timeout_ms, const char* what) {
     ssize_t ret = fi_eq_sread(eq_, ev, e, sizeof *e, static_cast<int>(timeout_ms), 0);
@@ -508,7 +634,13 @@ class FabricEndpoint final : public msg::Endpoint {
   fid_av* av_ = nullptr;
   fi_addr_t peer_ = FI_ADDR_UNSPEC;
   int fd_ = -1;
-  size_t iov_limit_ = 1, tx_depth_ = 1;
+  size_t iov_limit_ = 1, rma_iov_limit_ = 1, tx_depth_ = 1;
+  fid_mr* rma_mr_ = nullptr;  // rma receiver: the link's slots
+  uint64_t remote_ = 0, rkey_ = 0;  // rma sender
+  std::vector<Wr> wr_;
+  std::vector<uint32_t> wfree_;
+  std::vector<uint32_t> wq_;  // writes in order, from whead_: their notes to post
+  size_t whead_ = 0, wtail_ = 0;
 };
 
 class FabricFactory final : public msg::Factory {
@@ -549,10 +681,11 @@ class FabricFactory final : public msg::Factory {
 
 std::shared_ptr<msg::Factory> factory(const LinkOptions& opts, TransportContext& ctx, Status* st) {
   const std::string& prov = opts.msg.fabric_provider;
-  auto s = ctx.state("fabric/" + prov,
+  const bool rma = opts.msg.rma;
+  auto s = ctx.state("fabric/" + prov + (rma ? "+rma" : ""),
                      [&](Status* e) -> std::shared_ptr<TransportContext::State> {
                        std::shared_ptr<Domain> d;
-                       *e = open_domain(prov, &d);
+                       *e = open_domain(prov, rma, &d);
                        return e->ok() ? d : nullptr;
                      },
                      st);

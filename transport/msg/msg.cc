@@ -633,7 +633,7 @@ class MsgTx final : public TxCarrier {
     rec.release.clear();
     iovec iov[kMaxPieces];
     size_t k = 0;
-    if (rma_stride_ && kind == FrameKind::kEvents) {
+    if (rma_stride_ && kind == FrameKind::kEvents && n <= end_.ep().max_write_iov()) {
       for (size_t i = 0; i < n; ++i) iov[k++] = iovec{const_cast<std::byte*>(pieces[i].p), pieces[i].len};
     } else if (n <= end_.ep().max_iov() && kind == FrameKind::kEvents) {
       for (size_t i = 0; i < n; ++i) iov[k++] = iovec{const_cast<std::byte*>(pieces[i].p), pieces[i].len};
@@ -652,23 +652,26 @@ class MsgTx final : public TxCarrier {
       if (pieces[i].release != kNoSlot) rec.release.push_back(pieces[i].release);
     rec.busy = true;
     const uint64_t imm = make_imm(Dir::kData, static_cast<uint16_t>(kind), events);
+    uint32_t slot = 0;
     if (rma_stride_) {
-      // The frame goes into the slot the receiver named first; the note
-      // that says so is what is sent below.
+      // The frame goes into the slot the receiver named first, with a note
+      // that says so.
       if (nhead_ == ntail_)
         return end_.fail(Status::Error(fmt::format("{}: a credit with no slot named for it", end_.link())));
-      const uint32_t slot = names_[nhead_++ % names_.size()];
+      slot = names_[nhead_++ % names_.size()];
       named_[slot] = 0;
-      Status st = end_.ep().write(iov, k, uint64_t{slot} * rma_stride_);
-      if (!st) return end_.fail(Status::Error(fmt::format("{}: writing into slot {}: {}", end_.link(), slot, st.message())));
       notes_[r] = RmaNote{slot, payload_bytes};
-      iov[0] = iovec{&notes_[r], sizeof(RmaNote)};
-      k = 1;
     }
     for (int tries = 0;;) {
       bool again = false;
-      Status st = end_.ep().send(iov, k, imm, r, &again);
-      if (!st) return end_.fail(Status::Error(fmt::format("{}: send: {}", end_.link(), st.message())));
+      Status st = rma_stride_ ? end_.ep().write(iov, k, uint64_t{slot} * rma_stride_,
+                                                iovec{&notes_[r], sizeof(RmaNote)}, imm, r, &again)
+                              : end_.ep().send(iov, k, imm, r, &again);
+      if (!st)
+        return end_.fail(Status::Error(fmt::format("{}: {}: {}", end_.link(),
+                                                   rma_stride_ ? fmt::format("writing into slot {}", slot)
+                                                               : std::string("send"),
+                                                   st.message())));
       if (!again) break;
       // Full (or, shm, the peer has not mapped us yet: only its progress
       // does that): wake the peer, drive our progress and retry, pausing

@@ -119,11 +119,16 @@ class Endpoint {
     return Status::Error("this carrier has no rma mode");
   }
   // Writes the pieces, one after the other, at `offset` of what the peer
-  // exposed; the next send() is ordered after them. The pieces may be reused
-  // once that send completes.
-  virtual Status write(const iovec* iov, size_t n, uint64_t offset) {
+  // exposed, then sends `note` with `imm` so that the peer sees it only
+  // after the written bytes; ctx's kSend completion comes once the note is
+  // sent, and the pieces may be reused from then on. *again: nothing was
+  // done, the endpoint is full now (as send()).
+  virtual Status write(const iovec* iov, size_t n, uint64_t offset, const iovec& note, uint64_t imm,
+                       uint64_t ctx, bool* again) {
     return Status::Error("this carrier has no rma mode");
   }
+  // Most pieces one write() takes (more are copied into one first).
+  virtual size_t max_write_iov() const { return max_iov(); }
 };
 
 // Makes a carrier's endpoints; one per link end.

@@ -334,7 +334,15 @@ class UcxEndpoint final : public msg::Endpoint {
     return {};
   }
 
-  Status write(const iovec* iov, size_t n, uint64_t offset) override {
+  size_t max_write_iov() const override { return SIZE_MAX; }
+
+  Status write(const iovec* iov, size_t n, uint64_t offset, const iovec& note, uint64_t imm,
+               uint64_t ctx, bool* again) override {
+    *again = false;
+    if (free_.empty()) {  // the note would find no room: nothing is written yet
+      *again = true;
+      return {};
+    }
     if (in_place_) {
       std::byte* d = in_place_ + offset;
       for (size_t i = 0; i < n; ++i) {
@@ -344,18 +352,19 @@ class UcxEndpoint final : public msg::Endpoint {
       // The note goes through UCX's shared FIFO, whose own barriers order
       // it after these stores; this keeps the compiler from moving them.
       std::atomic_thread_fence(std::memory_order_release);
-      return {};
+    } else {
+      ucp_request_param_t p{};
+      uint64_t at = remote_ + offset;
+      for (size_t i = 0; i < n; ++i) {
+        void* r = ucp_put_nbx(ep_, iov[i].iov_base, iov[i].iov_len, at, rkey_, &p);
+        if (UCS_PTR_IS_ERR(r)) return Status::Error("ucp_put_nbx: " + status_text(UCS_PTR_STATUS(r)));
+        if (r) ucp_request_free(r);  // completes on its own; the fence orders the note after it
+        at += iov[i].iov_len;
+      }
+      ucs_status_t s = ucp_worker_fence(worker_);
+      if (s != UCS_OK) return Status::Error("ucp_worker_fence: " + status_text(s));
     }
-    ucp_request_param_t p{};
-    uint64_t at = remote_ + offset;
-    for (size_t i = 0; i < n; ++i) {
-      void* r = ucp_put_nbx(ep_, iov[i].iov_base, iov[i].iov_len, at, rkey_, &p);
-      if (UCS_PTR_IS_ERR(r)) return Status::Error("ucp_put_nbx: " + status_text(UCS_PTR_STATUS(r)));
-      if (r) ucp_request_free(r);  // completes on its own; the fence orders the note after it
-      at += iov[i].iov_len;
-    }
-    ucs_status_t s = ucp_worker_fence(worker_);
-    return s == UCS_OK ? Status() : Status::Error("ucp_worker_fence: " + status_text(s));
+    return send(&note, 1, imm, ctx, again);
   }
   // Sends in flight: the op table less the receives (credit buffers).
   size_t tx_depth() const override { return ops_.size() / 3; }

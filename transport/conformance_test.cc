@@ -83,12 +83,7 @@ const CarrierCase kCarriers[] = {
        o.msg.ucx_tls = "sm";
        o.msg.rma = true;
      }},
-    {"ucx_tcp_rma",
-     [](LinkOptions& o) {
-       o.transport = "ucx";
-       o.msg.ucx_tls = "tcp";
-       o.msg.rma = true;
-     }},
+
 };
 
 struct Load {

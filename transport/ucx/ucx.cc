@@ -486,10 +486,28 @@ class UcxFactory final : public msg::Factory {
   std::shared_ptr<PoolMap> map_;
 };
 
+// rma over UCX's tcp transport is refused: UCX emulates a put over tcp with
+// active messages (no fewer copies than a message), and the wireup of the
+// lanes RMA adds aborted the process here (an assertion in ucp_request.c,
+// "got REQ message") when one of the host's interfaces refused connections.
+Status rma_allowed(const LinkOptions& opts) {
+  const std::string& t = opts.msg.ucx_tls;
+  if (!opts.msg.rma || (t.find("tcp") == std::string::npos && t != "all")) return {};
+  return Status::Error(fmt::format(
+      "link {} -> {}: rma: on is not offered over ucx_tls {}: UCX emulates remote writes over "
+      "tcp (no copy saved) and its wireup of the extra lanes aborted here; use rma over sm, or "
+      "a device transport (rc, dc, ud), or rma: off",
+      opts.from, opts.to, t));
+}
+
 }  // namespace
 
 std::unique_ptr<Listener> make_listener(const LinkOptions& opts, SlotPool& pool, uint32_t first_slot,
                                         TransportContext& ctx, Status* st) {
+  if (Status r = rma_allowed(opts); !r) {
+    *st = r;
+    return nullptr;
+  }
   std::shared_ptr<PoolMap> map;
   if (opts.msg.rma) {
     auto state = ctx.state(
@@ -517,6 +535,10 @@ std::unique_ptr<Listener> make_listener(const LinkOptions& opts, SlotPool& pool,
 
 std::unique_ptr<Sender> make_sender(const LinkOptions& opts, SlotPool& pool, TransportContext& ctx,
                                     Status* st) {
+  if (Status r = rma_allowed(opts); !r) {
+    *st = r;
+    return nullptr;
+  }
   return msg::make_sender(opts, pool, std::make_shared<UcxFactory>(opts.msg.ucx_tls), st);
 }
 

@@ -51,6 +51,7 @@
 #include <set>
 #include <type_traits>
 #include <array>
+#include <utility>
 #include <vector>
 
 #include "transport/msg/msg.h"
@@ -526,6 +527,7 @@ class FabricEndpoint final : public msg::Endpoint {
     return {};
   }
   size_t max_write_iov() const override { return rma_iov_limit_; }
+  bool sent_on_its_own() override { return std::exchange(noted_, false); }
 
   Status write(const iovec* iov, size_t n, uint64_t offset, const iovec& note, uint64_t imm,
                uint64_t ctx, bool* again) override {
@@ -598,6 +600,7 @@ class FabricEndpoint final : public msg::Endpoint {
       if (!st) return st;
       if (again) break;
       r.noted = true;
+      noted_ = true;
       ++whead_;
       if (r.written) wfree_.push_back(w);
     }
@@ -641,6 +644,7 @@ class FabricEndpoint final : public msg::Endpoint {
   std::vector<uint32_t> wfree_;
   std::vector<uint32_t> wq_;  // writes in order, from whead_: their notes to post
   size_t whead_ = 0, wtail_ = 0;
+  bool noted_ = false;  // post_notes() sent one since sent_on_its_own() was asked
 };
 
 class FabricFactory final : public msg::Factory {

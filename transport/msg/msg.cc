@@ -154,6 +154,7 @@ class End {
     if (k < max) {
       Status st = ep_->poll(out + k, max - k, &got);
       if (!st) return fail(Status::Error(fmt::format("{}: {}", link_, st.message())));
+      if (ep_->sent_on_its_own()) ring_peer();
     }
     *n = k + got;
     for (size_t i = 0; i < *n; ++i)

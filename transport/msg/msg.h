@@ -127,6 +127,9 @@ class Endpoint {
                        uint64_t ctx, bool* again) {
     return Status::Error("this carrier has no rma mode");
   }
+  // Sent something on its own since the last call (a write's note, once the
+  // write completed): the peer may need waking (the doorbell).
+  virtual bool sent_on_its_own() { return false; }
   // Most pieces one write() takes (more are copied into one first).
   virtual size_t max_write_iov() const { return max_iov(); }
 };

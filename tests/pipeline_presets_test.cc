@@ -81,6 +81,12 @@ const Case kCases[] = {
     // UCX's largest eager shared-memory message (65535) must go another way.
     {"ucx_sm_full_frames", {"preset=ucx-opt", "ucx_tls=sm", "tuple_bytes=12", "event_bytes=32768"}, 200000},
     {"ucx_sm_one_tuple_events", {"preset=ucx-opt", "ucx_tls=sm", "tuple_bytes=12", "event_bytes=0"}, 100000},
+    // rma: on: frames written into the receiver's named slots (msg.h item
+    // 6), across real processes; with acks, replay rides the same slots.
+    {"ucx_sm_rma", {"preset=ucx-opt", "ucx_tls=sm", "rma=on", "event_bytes=32768"}, 20000},
+    {"ucx_sm_rma_acks", {"preset=ucx-opt", "ucx_tls=sm", "rma=on", "acks=on", "event_bytes=4096"}, 20000},
+    {"fabric_shm_rma", {"preset=fabric-opt", "fabric_provider=shm", "rma=on", "event_bytes=32768"}, 20000},
+    {"fabric_tcp_rma", {"preset=fabric-opt", "fabric_provider=tcp", "rma=on", "event_bytes=4096"}, 20000},
     // threads: shared and adaptive, over each kind of carrier. A rate makes
     // adaptive's receiving threads wait, so they run events to completion
     // and hand off in turn; acks ride the same path.
@@ -101,7 +107,7 @@ std::vector<std::tuple<Case, int>> cases() {
   // A case listens on port+100, +200 and +300 (node-a, node-b, sink), so
   // cases are 300 apart: at 200, one case's sink and the next case's node-a
   // shared a port, and under ctest -j2 the later one failed to listen.
-  // The cases use 8000-16999, the tests in the other pipeline_*_test.cc
+  // The cases use 8000-18399, the tests in the other pipeline_*_test.cc
   // files 22000-28999 (and the query tests of pipeline_operators_test.cc and
   // the schema mismatch of pipeline_errors_test.cc 18400-20099 and
   // 20400-20799), links_test 29000.
@@ -110,7 +116,7 @@ std::vector<std::tuple<Case, int>> cases() {
     v.emplace_back(c, port);
     port += 300;
   }
-  if (port > 16700) std::abort();  // more cases: move the range, do not overlap
+  if (port > 18100) std::abort();  // more cases: move the range, do not overlap
   return v;
 }
 

@@ -157,6 +157,23 @@ TEST(Faults, AKilledNodeBeforeTheSinkIsRestartedAndTheRunSucceeds) {
   EXPECT_EQ(o.json["duplicated"].as<uint64_t>(), 0u);
 }
 
+// The same over ucx shared memory with rma: on, where node-a's upstream
+// wrote frames straight into the killed node's slots: the restarted node
+// maps a new pool, its upstream attaches it and replays into it.
+TEST(Faults, AKilledNodeOverUcxRmaIsRestartedAndLosesNothing) {
+  Outcome o = kill_mid_run("restart-rma", 31400, "node-a",
+                           "--set preset=ucx-opt --set ucx_tls=sm --set rma=on --set restart=on-failure "
+                           "--set restart_backoff_ms=200 --set acks=on");
+  ASSERT_TRUE(o.json.IsMap()) << o.err;
+  EXPECT_EQ(o.code, 0) << o.err << o.json["error"];
+  EXPECT_EQ(o.json["processes"][1]["restarts"].as<int>(), 1) << o.err;
+  EXPECT_GT(o.json["tuples"].as<uint64_t>(), 0u);
+  EXPECT_EQ(o.json["lost"].as<uint64_t>(), 0u);
+  EXPECT_EQ(o.json["duplicated"].as<uint64_t>(), 0u);
+  EXPECT_NE(o.err.find("node-a died (signal KILL); restarting (1/3) in 200 ms"), std::string::npos)
+      << o.err;
+}
+
 // restart: never (the default), acks or not: the same kill fails the run
 // and names node-a and its signal.
 TEST(Faults, WithoutRestartAKilledNodeFailsTheRunNamingIt) {

@@ -197,10 +197,11 @@ def deploy_command(deploy, pipeline, preset, tuple_bytes, event_bytes, duration,
             f"duration_s={duration:g}"]
     if variant:
         sets.append(f"{'fabric_provider' if name == 'fabric-opt' else 'ucx_tls'}={variant}")
-    if mode == "rma":
-        sets.append("rma=on")
+    if mode in ("rma", "msg"):
+        # "+msg": rma off, each frame a message (rma: auto is on over ucx sm)
+        sets.append(f"rma={'on' if mode == 'rma' else 'off'}")
     elif mode:
-        raise SystemExit(f"preset {preset}: unknown mode '+{mode}' (known: +rma)")
+        raise SystemExit(f"preset {preset}: unknown mode '+{mode}' (known: +rma, +msg)")
     if congestion and congestion != "default":
         sets.append(f"congestion={congestion}")
     # A slot holds one whole event plus its header; the default is enough for

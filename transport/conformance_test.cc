@@ -64,24 +64,32 @@ const CarrierCase kCarriers[] = {
     {"fabric_net", [](LinkOptions& o) { o.transport = "fabric"; o.msg.fabric_provider = "net"; }},
     {"fabric_shm", [](LinkOptions& o) { o.transport = "fabric"; o.msg.fabric_provider = "shm"; }},
     {"ucx_tcp", [](LinkOptions& o) { o.transport = "ucx"; o.msg.ucx_tls = "tcp"; }},
-    {"ucx_sm", [](LinkOptions& o) { o.transport = "ucx"; o.msg.ucx_tls = "sm"; }},
+    {"ucx_sm",  // messages into pre-posted receives (rma: auto would be on here)
+     [](LinkOptions& o) {
+       o.transport = "ucx";
+       o.msg.ucx_tls = "sm";
+       o.msg.rma_set = true;
+     }},
     {"fabric_shm_rma",
      [](LinkOptions& o) {
        o.transport = "fabric";
        o.msg.fabric_provider = "shm";
        o.msg.rma = true;
+       o.msg.rma_set = true;
      }},
     {"fabric_tcp_rma",
      [](LinkOptions& o) {
        o.transport = "fabric";
        o.msg.fabric_provider = "tcp";
        o.msg.rma = true;
+       o.msg.rma_set = true;
      }},
     {"ucx_sm_rma",
      [](LinkOptions& o) {
        o.transport = "ucx";
        o.msg.ucx_tls = "sm";
        o.msg.rma = true;
+       o.msg.rma_set = true;
      }},
 
 };

@@ -166,6 +166,7 @@ TEST(UcxRma, BothEndsOfALinkMustAgree) {
     LinkOptions o = opts("ucx");
     o.msg.ucx_tls = "sm";
     o.msg.rma = rx_rma;
+    o.msg.rma_set = true;
     Status st;
     auto l = make_listener(o, pool, 0, ctx, &st);
     ASSERT_TRUE(l) << st.message();
@@ -192,6 +193,7 @@ TEST(UcxRma, IsRefusedOverTcpWithWhy) {
   SlotPool pool(8, 65536);
   LinkOptions o = opts("ucx");
   o.msg.rma = true;
+  o.msg.rma_set = true;
   for (const char* tls : {"tcp", "sm,tcp", "all"}) {
     o.msg.ucx_tls = tls;
     Status st;
@@ -203,6 +205,8 @@ TEST(UcxRma, IsRefusedOverTcpWithWhy) {
   o.msg.rma = false;
   o.msg.ucx_tls = "tcp";
   Status st;
+  EXPECT_TRUE(make_listener(o, pool, 0, ctx, &st)) << st.message();
+  o.msg.rma_set = false;  // rma: auto is off over tcp: accepted
   EXPECT_TRUE(make_listener(o, pool, 0, ctx, &st)) << st.message();
 }
 

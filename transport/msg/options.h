@@ -18,6 +18,10 @@ struct MsgOptions {
   // small note (msg.h, item 6). Off: each frame is a message into a
   // pre-posted receive.
   bool rma = false;
+  // rma was set (on or off) by the deployment; else `rma: auto`: the carrier
+  // decides from the link alone, so both ends agree (ucx: on over shared
+  // memory, where it was measured to win; fabric: off).
+  bool rma_set = false;
   // A link whose provider cannot sleep on an fd (fabric shm) polls this long
   // before it rings its peer's doorbell and sleeps; others use it as a short
   // spin before arming their wait fd.

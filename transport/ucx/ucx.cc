@@ -486,6 +486,17 @@ class UcxFactory final : public msg::Factory {
   std::shared_ptr<PoolMap> map_;
 };
 
+// rma: auto (not set by the deployment): on over shared memory, where a
+// frame is one memcpy into the receiver's slot (in every run of
+// experiments/results/2026-11-26-issue18-rma it won, 1.19-2.22x); off
+// elsewhere. Both ends resolve it from the same options.
+LinkOptions resolve_rma(const LinkOptions& l) {
+  LinkOptions o = l;
+  const std::string& t = o.msg.ucx_tls;
+  if (!o.msg.rma_set) o.msg.rma = shared_memory(t) && t.find("tcp") == std::string::npos && t != "all";
+  return o;
+}
+
 // rma over UCX's tcp transport is refused: UCX emulates a put over tcp with
 // active messages (no fewer copies than a message), and the wireup of the
 // lanes RMA adds aborted the process here (an assertion in ucp_request.c,
@@ -502,8 +513,9 @@ Status rma_allowed(const LinkOptions& opts) {
 
 }  // namespace
 
-std::unique_ptr<Listener> make_listener(const LinkOptions& opts, SlotPool& pool, uint32_t first_slot,
+std::unique_ptr<Listener> make_listener(const LinkOptions& link, SlotPool& pool, uint32_t first_slot,
                                         TransportContext& ctx, Status* st) {
+  const LinkOptions opts = resolve_rma(link);
   if (Status r = rma_allowed(opts); !r) {
     *st = r;
     return nullptr;
@@ -533,8 +545,9 @@ std::unique_ptr<Listener> make_listener(const LinkOptions& opts, SlotPool& pool,
                             std::make_shared<UcxFactory>(opts.msg.ucx_tls, std::move(map)), st);
 }
 
-std::unique_ptr<Sender> make_sender(const LinkOptions& opts, SlotPool& pool, TransportContext& ctx,
+std::unique_ptr<Sender> make_sender(const LinkOptions& link, SlotPool& pool, TransportContext& ctx,
                                     Status* st) {
+  const LinkOptions opts = resolve_rma(link);
   if (Status r = rma_allowed(opts); !r) {
     *st = r;
     return nullptr;

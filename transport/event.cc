@@ -183,15 +183,24 @@ std::string read_credits(const std::byte* p, size_t n, size_t* used, uint64_t* c
   return {};
 }
 
-std::string check_credit_message(const std::byte* p, size_t len, uint32_t imm_credits,
-                                 CreditFrame* out) {
-  if (len != sizeof(CreditFrame))
-    return fmt::format("a credit message of {} bytes (it is {})", len, sizeof(CreditFrame));
+namespace {
+// A credit message's 16 bytes at p (the caller checked there are that
+// many): the magic, and the grant against the immediate's.
+std::string check_credit_header(const std::byte* p, uint32_t imm_credits, CreditFrame* out) {
   std::memcpy(out, p, sizeof *out);
   if (out->magic != kCreditMagic) return fmt::format("bad credit frame magic 0x{:08x}", out->magic);
   if (out->credits != imm_credits)
     return fmt::format("a credit message grants {} credits, its immediate says {}", out->credits,
                        imm_credits);
+  return {};
+}
+}  // namespace
+
+std::string check_credit_message(const std::byte* p, size_t len, uint32_t imm_credits,
+                                 CreditFrame* out) {
+  if (len != sizeof(CreditFrame))
+    return fmt::format("a credit message of {} bytes (it is {})", len, sizeof(CreditFrame));
+  if (std::string e = check_credit_header(p, imm_credits, out); !e.empty()) return e;
   if (out->credits > kMaxCreditsPerMessage)
     return fmt::format("a credit message grants {} credits (at most {})", out->credits,
                        kMaxCreditsPerMessage);
@@ -202,11 +211,7 @@ std::string check_named_credits(const std::byte* p, size_t len, uint32_t imm_cre
                                 uint32_t slots, CreditFrame* out) {
   if (len < sizeof(CreditFrame))
     return fmt::format("a credit message of {} bytes (at least {})", len, sizeof(CreditFrame));
-  std::memcpy(out, p, sizeof *out);
-  if (out->magic != kCreditMagic) return fmt::format("bad credit frame magic 0x{:08x}", out->magic);
-  if (out->credits != imm_credits)
-    return fmt::format("a credit message grants {} credits, its immediate says {}", out->credits,
-                       imm_credits);
+  if (std::string e = check_credit_header(p, imm_credits, out); !e.empty()) return e;
   if (out->credits == 0 || out->credits > slots)
     return fmt::format("a credit message grants {} credits (the link has {} slots)", out->credits,
                        slots);

@@ -429,7 +429,7 @@ const std::vector<Key>& keys() {
                "next one, up to 10 s"),
       // Operator snapshots.
       uint_key("checkpoint_interval_ms", &Deployment::checkpoint_interval_ms,
-               "0: off; else a node whose operators keep state (groupby, moving_avg, join) "
+               "0: off; else a node whose operators keep state (groupby, correlate, join, moving_avg) "
                "and a sink (its verifier) snapshot it this often to state_dir and restore it when "
                "restarted; needs acks: on "
                "(docs/DESIGN.md, Operator snapshots)"),

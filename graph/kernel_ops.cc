@@ -246,10 +246,9 @@ std::unique_ptr<Operator> make_groupby(const OperatorConfig& cfg, const Schema& 
 
 struct CorrelateK {
   kernels::Correlate k;
-  // Its open sequences are not saved yet: a node that checkpoints refuses it.
-  static constexpr bool kSaves = false;
-  void save(SnapshotOut&) const {}
-  Status load(SnapshotIn&) { return {}; }
+  static constexpr bool kSaves = true;
+  void save(SnapshotOut& out) const { k.save(out); }
+  Status load(SnapshotIn& in) { return k.load(in); }
   void consume(const std::byte* t, size_t n, uint32_t stride, RowSink& s) { k.consume(t, n, stride, RowEmit(s)); }
   void on_time(uint64_t, RowSink&) {}
   void flush(RowSink& s) { k.flush(RowEmit(s)); }
@@ -311,11 +310,11 @@ Status parse_columns(const OperatorConfig& cfg, std::vector<FieldSpec>* out) {
 template <class J>
 struct JoinK {
   J k;
-  // A hash join's state is its table, made again from the file when the node
-  // starts; the grace join's buffered batch is not saved yet.
-  static constexpr bool kSaves = std::is_same_v<J, kernels::HashJoin>;
-  void save(SnapshotOut&) const {}
-  Status load(SnapshotIn&) { return {}; }
+  // The table is made again from the file when the node starts; the
+  // snapshot holds the counters and, for the grace join, its open batch.
+  static constexpr bool kSaves = true;
+  void save(SnapshotOut& out) const { k.save(out); }
+  Status load(SnapshotIn& in) { return k.load(in); }
   void consume(const std::byte* t, size_t n, uint32_t stride, RowSink& s) { k.consume(t, n, stride, RowEmit(s)); }
   void on_time(uint64_t, RowSink&) {}
   void flush(RowSink& s) { k.flush(RowEmit(s)); }

@@ -327,11 +327,17 @@ TEST(Snapshot, ARestoredOperatorContinuesExactlyWhereTheSavedOneWas) {
   for (const char* ca : {"off", "on"})
     cfgs.push_back(config("moving_avg", {{"field", "p1"}, {"window", "300"}, {"cache_aware", ca},
                                          {"staging", "64"}}));
-  cfgs.push_back(config("join", {{"method", "hash"}, {"key", "p0"}, {"fields", "p1, ts"},
-                                 {"table_rows", "10"}, {"seed", "3"}}));
+  for (const char* method : {"hash", "grace"})
+    cfgs.push_back(config("join", {{"method", method}, {"key", "p0"}, {"fields", "p1, ts"},
+                                   {"table_rows", "10"}, {"seed", "3"}, {"batch_tuples", "1000"}}));
+  // A few open transactions (evictions), and room for all (time-outs).
+  for (const char* max_open : {"5", "1000"})
+    cfgs.push_back(config("correlate", {{"txn", "p0"}, {"event", "ev"}, {"time", "ts"}, {"steps", "3"},
+                                        {"within", "40"}, {"max_open", max_open}}));
   for (const OperatorConfig& c : cfgs) {
     for (size_t cut : {size_t{0}, size_t{1}, size_t{4321}, size_t{12345}, t.size()}) {
-      SCOPED_TRACE(c.kind + " " + c.get("window") + c.get("cache_aware") + " cut at " + std::to_string(cut));
+      SCOPED_TRACE(c.kind + " " + c.get("window") + c.get("cache_aware") + c.get("method") + c.get("max_open") +
+                   " cut at " + std::to_string(cut));
       Status st;
       auto whole = make_operator(c, s, &st);
       ASSERT_TRUE(whole) << st.message();

@@ -117,8 +117,8 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         const Operator::State state = chain.op(i).state();
         if (state == Operator::State::kUnsaved)
           return Status::Error(fmt::format(
-              "{}: operator {} ({}) keeps state it cannot snapshot yet; checkpoint_interval_ms "
-              "covers groupby, moving_avg and join (method: hash)",
+              "{}: operator {} ({}) keeps state it cannot snapshot; checkpoint_interval_ms "
+              "covers the built-in operators (groupby, correlate, join, moving_avg) only",
               pc.name, i, chain.op(i).name()));
         keeps = keeps || state == Operator::State::kSaved;
       }

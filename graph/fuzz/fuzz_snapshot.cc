@@ -1,5 +1,6 @@
 // Fuzzes the snapshot reader (graph/checkpoint.h) with the function a
-// restarted node calls, into a group-by chain and a moving-average chain.
+// restarted node calls, into group-by, moving-average, correlate and grace
+// join chains.
 // An input whose first byte is odd gets a valid header (magic, version,
 // length, XXH3) around the rest, so the payload parser is reached, not only
 // the checksum. Whatever the bytes: a Status, never a crash; and an operator
@@ -44,21 +45,26 @@ OperatorConfig config(const std::string& kind, std::vector<std::pair<std::string
 
 struct Fixture {
   Schema schema;
-  OperatorChain chains[3];
+  static constexpr int kChains = 5;
+  OperatorChain chains[kChains];
   std::vector<std::byte> event;  // one sealed event of 40 tuples
   Descriptor desc{};
   NullEmitter em;
   Fixture() {
     Schema::make("s", {{"p0", FieldType::kI64, 0}, {"p1", FieldType::kI64, 0}, {"ts", FieldType::kU64, 0}}, 0,
                  &schema);
-    const std::vector<OperatorConfig> cfgs[3] = {
+    const std::vector<OperatorConfig> cfgs[kChains] = {
         {config("filter", {{"field", "p1"}, {"op", "ge"}, {"value", "10"}}),
          config("groupby", {{"group_by", "p0"}, {"aggregates", "sum(p1), count, min(p1)"},
                             {"window", "count"}, {"size", "90"}, {"slide", "30"}, {"max_groups", "8"}})},
         {config("groupby", {{"group_by", "p0"}, {"aggregates", "avg(p1)"}, {"window", "time"},
                             {"size", "100"}, {"time_field", "ts"}, {"max_groups", "8"}})},
-        {config("moving_avg", {{"field", "p1"}, {"window", "50"}, {"cache_aware", "on"}, {"staging", "16"}})}};
-    for (int i = 0; i < 3; ++i)
+        {config("moving_avg", {{"field", "p1"}, {"window", "50"}, {"cache_aware", "on"}, {"staging", "16"}})},
+        {config("correlate", {{"txn", "p0"}, {"event", "p1"}, {"time", "ts"}, {"steps", "3"}, {"within", "60"},
+                              {"max_open", "6"}})},
+        {config("join", {{"method", "grace"}, {"key", "p0"}, {"fields", "p1"}, {"table_rows", "6"},
+                         {"batch_tuples", "64"}})}};
+    for (int i = 0; i < kChains; ++i)
       if (!OperatorChain::make(cfgs[i], schema, &chains[i]).ok()) std::abort();
     const uint32_t tb = schema.tuple_bytes(), n = 40;
     EventHeader h{kEventMagic, kWireVersion, kEventHeaderBytes, 0, tb, 0, n, n, 0, 0, 1, 0, 0};
@@ -103,7 +109,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   const char* dir = std::getenv("SLUICE_FUZZ_SEEDS");
   if (!dir) return 0;
   sluice::Fixture& f = sluice::fixture();
-  for (int c = 0; c < 3; ++c) {
+  for (int c = 0; c < sluice::Fixture::kChains; ++c) {
     for (int rounds : {0, 1, 5}) {
       for (int r = 0; r < rounds; ++r) f.feed(f.chains[c]);
       sluice::CheckpointState st;
@@ -130,7 +136,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sluice::Fixture& f = sluice::fixture();
   const std::string bytes = (data[0] & 1) ? sluice::with_header(data + 1, size - 1)
                                           : std::string(reinterpret_cast<const char*>(data + 1), size - 1);
-  for (int c = 0; c < 3; ++c) {
+  for (int c = 0; c < sluice::Fixture::kChains; ++c) {
     sluice::CheckpointState st;
     bool stale = false;
     sluice::Status s = sluice::decode_snapshot(bytes.data(), bytes.size(), "fuzz", "fuzz", f.chains[c], &st, &stale);

@@ -214,6 +214,79 @@ void Correlate::flush(RowEmit emit) {
   }
 }
 
+void Correlate::save(SnapshotOut& out) const {
+  const Impl& s = *impl_;
+  out.put<uint32_t>(s.max_open);
+  out.put<uint32_t>(s.steps);
+  out.put<uint64_t>(s.within);
+  out.put<uint32_t>(s.live);
+  for (uint32_t id = s.head; id != Impl::kNil; id = s.pool[id].next) {
+    const Impl::Txn& t = s.pool[id];
+    out.put<uint64_t>(t.key);
+    out.put<uint64_t>(t.first_ts);
+    out.put<int64_t>(t.last_event);
+    out.put<uint32_t>(t.count);
+  }
+  for (uint64_t c : {s.matched, s.timed_out, s.out_of_order, s.evicted, s.abandoned}) out.put<uint64_t>(c);
+}
+
+Status Correlate::load(SnapshotIn& in) {
+  Impl& s = *impl_;
+  const uint32_t max_open = in.get<uint32_t>();
+  const uint32_t steps = in.get<uint32_t>();
+  const uint64_t within = in.get<uint64_t>();
+  const uint32_t live = in.get<uint32_t>();
+  if (in.ok() && (max_open != s.max_open || steps != s.steps || within != s.within))
+    in.fail(fmt::format("holds a correlate of max_open {}, steps {}, within {}; this one has {}, {}, {}",
+                        max_open, steps, within, s.max_open, s.steps, s.within));
+  if (in.ok() && live > s.max_open) in.fail(fmt::format("holds {} open transactions, more than max_open", live));
+  // Start empty: the free list in order, no index entries, no list.
+  auto reset = [&s] {
+    for (uint32_t i = 0; i < s.max_open; ++i) s.pool[i].next = i + 1 < s.max_open ? i + 1 : Impl::kNil;
+    s.free_head = 0;
+    for (size_t i = 0; i <= s.mask; ++i) s.index[i] = {0, Impl::kNil, 0};
+    s.head = s.tail = Impl::kNil;
+    s.live = 0;
+    s.staged = 0;
+  };
+  if (!in.ok()) return Status::Error(in.what());
+  reset();
+  for (uint32_t i = 0; i < live && in.ok(); ++i) {
+    const uint64_t key = in.get<uint64_t>();
+    const uint64_t first = in.get<uint64_t>();
+    const int64_t last = in.get<int64_t>();
+    const uint32_t count = in.get<uint32_t>();
+    if (!in.ok()) break;
+    if (count == 0 || count >= s.steps) {
+      in.fail(fmt::format("transaction {} holds {} tuples; an open one holds 1 to {}", key, count, s.steps - 1));
+      break;
+    }
+    const size_t slot = s.find_slot(key);
+    if (s.index[slot].id != Impl::kNil) {
+      in.fail(fmt::format("holds transaction {} twice", key));
+      break;
+    }
+    const uint32_t id = s.free_head;
+    s.free_head = s.pool[id].next;
+    s.pool[id] = {key, first, last, count, Impl::kNil, Impl::kNil};
+    s.push_back(id);
+    s.index[slot] = {key, id, 0};
+    ++s.live;
+  }
+  uint64_t c[5];
+  for (uint64_t& x : c) x = in.get<uint64_t>();
+  if (!in.ok()) {
+    reset();
+    return Status::Error(in.what());
+  }
+  s.matched = c[0];
+  s.timed_out = c[1];
+  s.out_of_order = c[2];
+  s.evicted = c[3];
+  s.abandoned = c[4];
+  return {};
+}
+
 size_t Correlate::bytes_held() const {
   const Impl& s = *impl_;
   return sizeof(Impl) + size_t{s.max_open} * sizeof(Impl::Txn) + (s.mask + 1) * sizeof(Impl::Slot) +

@@ -29,6 +29,7 @@
 #include <memory>
 #include <string>
 
+#include "base/snapshot.h"
 #include "base/status.h"
 #include "graph/kernels/kernel.h"
 #include "graph/schema.h"
@@ -58,6 +59,14 @@ class Correlate {
   void consume(const std::byte* tuples, size_t n, uint32_t stride, RowEmit emit);
   // End of stream: open transactions are abandoned (no output).
   void flush(RowEmit emit);
+
+  // The open transactions, oldest first (key, first time, last event id,
+  // tuples so far), and the counters; load() into a correlate made with the
+  // same spec rebuilds its list and index and continues exactly where the
+  // saved one was. Error: the bytes hold another spec's state, more open
+  // transactions than max_open, a key twice or a count out of 1..steps-1.
+  void save(SnapshotOut& out) const;
+  Status load(SnapshotIn& in);
 
   size_t bytes_held() const;
   uint32_t open() const;

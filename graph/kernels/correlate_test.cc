@@ -160,5 +160,76 @@ TEST(Correlate, FourInOrderWithinTheLimit) {
   EXPECT_FALSE(Correlate::make(s, {"nope", "event", "ts", 4, 10, 8}, &c).ok());
 }
 
+// A snapshot loads only into a correlate made alike, and bytes that break
+// its invariants (a key twice, a count that would already have matched, a
+// cut) are refused, each saying which, leaving it empty and usable.
+TEST(Correlate, ASnapshotOfAnotherSpecOrBrokenStateIsRefused) {
+  Schema s = make_schema();
+  CorrelateSpec spec;
+  spec.within = 1000;
+  spec.max_open = 16;
+  Correlate a;
+  ASSERT_TRUE(Correlate::make(s, spec, &a).ok());
+  Tuples t(s, 3);
+  for (size_t i = 0; i < 3; ++i) {
+    t.set<uint32_t>(i, "txn", static_cast<uint32_t>(10 + i));
+    t.set<int32_t>(i, "event", 1);
+    t.set<uint64_t>(i, "ts", i);
+  }
+  Collect got(a.row_bytes());
+  a.consume(t.data(), t.size(), t.stride(), got);
+  ASSERT_EQ(a.open(), 3u);
+  SnapshotOut out;
+  a.save(out);
+  const std::string good = out.data();
+
+  auto load = [&](const CorrelateSpec& sp, const std::string& bytes, Correlate* c) {
+    EXPECT_TRUE(Correlate::make(s, sp, c).ok());
+    SnapshotIn in(bytes.data(), bytes.size());
+    return c->load(in);
+  };
+  Correlate b;
+  ASSERT_TRUE(load(spec, good, &b).ok());
+  EXPECT_EQ(b.open(), 3u);
+
+  CorrelateSpec other = spec;
+  other.steps = 5;
+  Status st = load(other, good, &b);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("steps 4"), std::string::npos) << st.message();
+  EXPECT_EQ(b.open(), 0u);
+
+  // Header 20 bytes, then 28 per transaction: key, first, last event, count.
+  std::string twice = good;
+  std::memcpy(&twice[20 + 28], &twice[20], 8);  // the second holds the first's key
+  st = load(spec, twice, &b);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("transaction 10 twice"), std::string::npos) << st.message();
+  EXPECT_EQ(b.open(), 0u);
+
+  std::string full = good;
+  const uint32_t four = 4;
+  std::memcpy(&full[20 + 24], &four, 4);
+  st = load(spec, full, &b);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("holds 4 tuples"), std::string::npos) << st.message();
+
+  st = load(spec, good.substr(0, good.size() - 1), &b);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("ends early"), std::string::npos) << st.message();
+  EXPECT_EQ(b.open(), 0u);
+  // Emptied, it still works: txn 10 opens again and matches after 4 steps.
+  Tuples u(s, 4);
+  for (size_t i = 0; i < 4; ++i) {
+    u.set<uint32_t>(i, "txn", 10);
+    u.set<int32_t>(i, "event", static_cast<int32_t>(i));
+    u.set<uint64_t>(i, "ts", i);
+  }
+  Collect got2(b.row_bytes());
+  b.consume(u.data(), u.size(), u.stride(), got2);
+  EXPECT_EQ(got2.rows.size(), 1u);
+  EXPECT_EQ(b.open(), 0u);
+}
+
 }  // namespace
 }  // namespace sluice::kernels

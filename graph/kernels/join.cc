@@ -385,6 +385,19 @@ void HashJoin::consume(const std::byte* tuples, size_t n, uint32_t stride, RowEm
   s.c.unmatched += n - hits;
 }
 
+void HashJoin::save(SnapshotOut& out) const {
+  out.put<uint64_t>(impl_->c.matched);
+  out.put<uint64_t>(impl_->c.unmatched);
+}
+
+Status HashJoin::load(SnapshotIn& in) {
+  const uint64_t matched = in.get<uint64_t>(), unmatched = in.get<uint64_t>();
+  if (!in.ok()) return Status::Error(in.what());
+  impl_->c.matched = matched;
+  impl_->c.unmatched = unmatched;
+  return {};
+}
+
 // ---- GraceHashJoin ----
 
 struct GraceHashJoin::Impl {
@@ -558,5 +571,40 @@ void GraceHashJoin::consume(const std::byte* tuples, size_t n, uint32_t stride, 
 }
 
 void GraceHashJoin::flush(RowEmit emit) { impl_->run_batch(emit); }
+
+void GraceHashJoin::save(SnapshotOut& out) const {
+  const Impl& s = *impl_;
+  const uint32_t rb = s.c.out.tuple_bytes();
+  out.put<uint32_t>(s.batch);
+  out.put<uint32_t>(rb);
+  out.put<uint32_t>(s.fill);
+  out.bytes(s.rows.get(), size_t{s.fill} * rb);
+  out.bytes(s.keys.get(), size_t{s.fill} * 8);
+  out.put<uint64_t>(s.c.matched);
+  out.put<uint64_t>(s.c.unmatched);
+}
+
+Status GraceHashJoin::load(SnapshotIn& in) {
+  Impl& s = *impl_;
+  const uint32_t rb = s.c.out.tuple_bytes();
+  const uint32_t batch = in.get<uint32_t>(), row_bytes = in.get<uint32_t>(), fill = in.get<uint32_t>();
+  if (in.ok() && (batch != s.batch || row_bytes != rb))
+    in.fail(fmt::format("holds a grace join of {}-tuple batches and {}-byte rows; this one has {} and {}", batch,
+                        row_bytes, s.batch, rb));
+  if (in.ok() && fill >= s.batch) in.fail(fmt::format("holds {} buffered tuples; a batch runs at {}", fill, s.batch));
+  if (!in.ok()) return Status::Error(in.what());
+  in.bytes(s.rows.get(), size_t{fill} * rb);
+  in.bytes(s.keys.get(), size_t{fill} * 8);
+  const uint64_t matched = in.get<uint64_t>(), unmatched = in.get<uint64_t>();
+  if (!in.ok()) {
+    s.fill = 0;
+    return Status::Error(in.what());
+  }
+  for (uint32_t i = 0; i < fill; ++i) s.hashes[i] = hash_key(s.keys[i]);
+  s.fill = fill;
+  s.c.matched = matched;
+  s.c.unmatched = unmatched;
+  return {};
+}
 
 }  // namespace sluice::kernels

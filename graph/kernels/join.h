@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "base/snapshot.h"
 #include "base/status.h"
 #include "graph/kernels/kernel.h"
 #include "graph/schema.h"
@@ -101,6 +102,10 @@ class HashJoin {
   // Emits the matched rows of the run, in order, in blocks.
   void consume(const std::byte* tuples, size_t n, uint32_t stride, RowEmit emit);
   void flush(RowEmit) {}
+  // Its state is the table, made again from the file when a node restarts:
+  // a snapshot holds only the counters.
+  void save(SnapshotOut& out) const;
+  Status load(SnapshotIn& in);
 
   size_t bytes_held() const;   // everything
   size_t index_bytes() const;  // the table's index alone
@@ -136,6 +141,12 @@ class GraceHashJoin {
   void consume(const std::byte* tuples, size_t n, uint32_t stride, RowEmit emit);
   // End of stream (or a time hook): joins and emits the partial batch.
   void flush(RowEmit emit);
+  // The open batch (its tuples' output rows as built so far, and their
+  // keys) and the counters; the table is made again from the file. load()
+  // into a join made alike continues exactly where the saved one was. Error:
+  // another batch size or row layout, or more tuples than a batch.
+  void save(SnapshotOut& out) const;
+  Status load(SnapshotIn& in);
 
   size_t bytes_held() const;
   size_t index_bytes() const;

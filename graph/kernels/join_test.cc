@@ -91,6 +91,60 @@ TEST(Join, HashAndGraceMatchReference) {
   }
 }
 
+// A grace join's snapshot (its open batch) loads only into one made alike.
+TEST(Join, AGraceSnapshotOfAnotherBatchOrLayoutIsRefused) {
+  Schema s = stream_schema();
+  JoinTable table;
+  ASSERT_TRUE(JoinTable::make(table_columns(), "id", {"t1"}, &table).ok());
+  std::byte p[4] = {};
+  for (int64_t k = 0; k < 100; ++k) table.add_row(static_cast<uint64_t>(k), p);
+  JoinSpec spec{"id", {"a1"}};
+  GraceOptions opt;
+  opt.batch_tuples = 64;
+  GraceHashJoin a;
+  ASSERT_TRUE(GraceHashJoin::make(s, spec, table, opt, &a).ok());
+  Tuples t(s, 10);
+  for (size_t i = 0; i < t.size(); ++i) t.set<int32_t>(i, "id", static_cast<int32_t>(i * 20));
+  Collect none(a.row_bytes());
+  a.consume(t.at(0), t.size(), t.stride(), none);
+  ASSERT_TRUE(none.rows.empty());
+  SnapshotOut out;
+  a.save(out);
+  const std::string good = out.data();
+
+  GraceHashJoin b;
+  ASSERT_TRUE(GraceHashJoin::make(s, spec, table, opt, &b).ok());
+  SnapshotIn in(good.data(), good.size());
+  ASSERT_TRUE(b.load(in).ok());
+  Collect got(b.row_bytes());
+  b.flush(got);
+  EXPECT_EQ(got.rows.size(), 5u);  // ids 0, 20, 40, 60, 80
+  EXPECT_EQ(b.matched(), 5u);
+  EXPECT_EQ(b.unmatched(), 5u);
+
+  GraceOptions bigger = opt;
+  bigger.batch_tuples = 128;
+  GraceHashJoin c;
+  ASSERT_TRUE(GraceHashJoin::make(s, spec, table, bigger, &c).ok());
+  SnapshotIn in2(good.data(), good.size());
+  Status st = c.load(in2);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("64-tuple batches"), std::string::npos) << st.message();
+
+  std::string over = good;
+  const uint32_t fill = 64;
+  std::memcpy(&over[8], &fill, 4);
+  GraceHashJoin d;
+  ASSERT_TRUE(GraceHashJoin::make(s, spec, table, opt, &d).ok());
+  SnapshotIn in3(over.data(), over.size());
+  st = d.load(in3);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("holds 64 buffered tuples"), std::string::npos) << st.message();
+  Collect empty(d.row_bytes());
+  d.flush(empty);
+  EXPECT_TRUE(empty.rows.empty());
+}
+
 TEST(Join, DuplicateKeyNamesItsRow) {
   Schema s = stream_schema();
   JoinTable table;

@@ -182,6 +182,17 @@ Status SnapshotFiles::write(uint64_t number, const std::string& bytes) {
     if (fd_[i] < 0)
       return Status::Error(fmt::format("snapshot {}: cannot create: {}", name(i), std::strerror(errno)));
     size_[i] = SIZE_MAX;  // unknown: cut to size after the first write
+    if (sync_) {  // the new name, on disk too
+      const size_t slash = path_.rfind('/');
+      const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
+      const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      const bool synced = dfd >= 0 && ::fsync(dfd) == 0;
+      const int err = errno;
+      if (dfd >= 0) ::close(dfd);
+      if (!synced)
+        return Status::Error(fmt::format("snapshot {}: cannot sync its directory {}: {}", name(i), dir,
+                                         std::strerror(err)));
+    }
   }
   size_t off = 0;
   while (off < bytes.size()) {
@@ -194,6 +205,8 @@ Status SnapshotFiles::write(uint64_t number, const std::string& bytes) {
   if (bytes.size() < size_[i] && ::ftruncate(fd_[i], static_cast<off_t>(bytes.size())) != 0)
     return Status::Error(fmt::format("snapshot {}: truncate failed: {}", name(i), std::strerror(errno)));
   size_[i] = bytes.size();
+  if (sync_ && ::fdatasync(fd_[i]) != 0)
+    return Status::Error(fmt::format("snapshot {}: sync failed: {}", name(i), std::strerror(errno)));
   return {};
 }
 
@@ -220,7 +233,15 @@ Status SnapshotFiles::read_newest(const std::string& token, std::string* out, st
   }
   // A damaged file is an error even beside a whole one: it may be the newer
   // snapshot, whose input was acknowledged; the older one would lose it.
-  if (!errors.empty()) return Status::Error(errors + " (remove the file to start this node afresh)");
+  // Unless every write was synced before its input was acknowledged: then
+  // the damaged one is a write cut short, and nothing it held was.
+  passed_over_.clear();
+  if (!errors.empty() && sync_ && pick >= 0) {
+    passed_over_ = errors + "; passed over (snapshot_sync: on, so its input was never acknowledged): loading " +
+                   name(pick);
+  } else if (!errors.empty()) {
+    return Status::Error(errors + " (remove the file to start this node afresh)");
+  }
   if (pick < 0) return {};
   *out = std::move(bytes[pick]);
   *where = name(pick);

@@ -33,10 +33,15 @@
 // newer is written. A restart loads the newer of this run's two. A file
 // whose header or checksum does not hold is an error naming it, even beside
 // a whole one: it may be the newer snapshot, whose input was already
-// acknowledged, and the older would silently lose that. Snapshots survive
-// the death of the process, not of the machine (no fsync); a pwrite cut
-// short needs the machine to die. Any other mismatch (operator names,
-// layouts) is an error naming the file too.
+// acknowledged, and the older would silently lose that. By default snapshots
+// survive the death of the process, not of the machine (no fsync); a pwrite
+// cut short needs the machine to die. With `snapshot_sync: on` each write is
+// on disk (fdatasync; the directory too, when the file is created) before
+// write() returns, so before the input it holds is acknowledged: then a
+// damaged file beside a whole one can only be a write the machine's death
+// cut short, whose input nobody acknowledged, and a restart loads the whole
+// one (passed_over() says so). Any other mismatch (operator names, layouts)
+// is an error naming the file too.
 #pragma once
 
 #include <cstdint>
@@ -80,21 +85,26 @@ Status peek_snapshot(const void* bytes, size_t n, const std::string& where, std:
 // The two files of one instance's snapshots (see above).
 class SnapshotFiles {
  public:
-  explicit SnapshotFiles(std::string path) : path_(std::move(path)) {}
+  // sync: each write reaches the disk before it returns (see above).
+  explicit SnapshotFiles(std::string path, bool sync = false) : path_(std::move(path)), sync_(sync) {}
   ~SnapshotFiles();
   std::string name(int i) const { return path_ + "." + std::to_string(i); }
   // Snapshot number `number` into file number & 1.
   Status write(uint64_t number, const std::string& bytes);
   // The newer of the two whose header and checksum hold and whose token is
   // `token`, in *out (*where: its file); *found false when neither exists
-  // or both are another run's. Both there and neither whole: an error
-  // naming them.
+  // or both are another run's. A damaged file is an error naming it, even
+  // beside a whole one, unless sync (then passed_over() names it).
   Status read_newest(const std::string& token, std::string* out, std::string* where, bool* found);
   // Both files, after END.
   void remove();
+  // What read_newest passed over ("" if nothing), for the log.
+  const std::string& passed_over() const { return passed_over_; }
 
  private:
   std::string path_;
+  bool sync_ = false;
+  std::string passed_over_;
   int fd_[2] = {-1, -1};
   size_t size_[2] = {0, 0};
 };

@@ -201,6 +201,9 @@ struct Deployment {
   // snapshot belongs to (set by the programs, not a key).
   uint32_t checkpoint_interval_ms = 0;
   std::string state_dir;
+  // on: each snapshot is on disk (fdatasync) before the input it holds is
+  // acknowledged, so it survives the machine, not only the process.
+  std::string snapshot_sync = "off";
   std::string run_token;
 
   uint16_t base_port = 17100;

@@ -436,6 +436,11 @@ const std::vector<Key>& keys() {
       string_key("state_dir", &Deployment::state_dir,
                  "where snapshots go, on each node's host (NAME.INSTANCE.snapshot.0 and .1); unset: the "
                  "run's directory"),
+      enum_key("snapshot_sync", &kOnOff, [](Deployment* d, const std::string& v) { d->snapshot_sync = v; },
+               [](const Deployment& d) { return d.snapshot_sync; },
+               "on: each snapshot reaches the disk (fdatasync) before the input it holds is acknowledged, "
+               "so it survives the death of its machine, not only of its process, and a restart passes "
+               "over a torn newer file; off: the page cache holds it"),
   };
   return k;
 }

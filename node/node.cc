@@ -508,11 +508,13 @@ void Instance::process_loop() {
 // On the process thread before its first descriptor: the snapshot this
 // instance wrote before it died, if any, into its operators.
 Status Instance::restore() {
-  ck_files_ = std::make_unique<SnapshotFiles>(cfg_.checkpoint_path);
+  ck_files_ = std::make_unique<SnapshotFiles>(cfg_.checkpoint_path, cfg_.checkpoint_sync);
   std::string bytes, where;
   bool found = false;
   if (Status st = ck_files_->read_newest(cfg_.checkpoint_token, &bytes, &where, &found); !st || !found)
     return st;
+  if (!ck_files_->passed_over().empty())
+    spdlog::warn("instance {}: {}", cfg_.index, ck_files_->passed_over());
   bool stale = false;
   CheckpointState got;
   if (Status st = decode_snapshot(bytes.data(), bytes.size(), where, cfg_.checkpoint_token, chain_, &got, &stale);

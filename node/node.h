@@ -271,6 +271,7 @@ struct InstanceConfig {
   std::string checkpoint_path;
   std::string checkpoint_token;
   uint32_t checkpoint_ms = 0;
+  bool checkpoint_sync = false;  // snapshot_sync: fdatasync each snapshot
   uint32_t checkpoint_hold = 1;
 };
 

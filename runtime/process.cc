@@ -128,6 +128,7 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         ic.checkpoint_path = fmt::format("{}/{}.{}.snapshot", dir, pc.name, k);
         ic.checkpoint_token = d.run_token;
         ic.checkpoint_ms = d.checkpoint_interval_ms;
+        ic.checkpoint_sync = d.snapshot_sync == "on";
         uint32_t least = UINT32_MAX;
         for (size_t l : d.inputs_of(index)) least = std::min(least, d.link_options(l, k).slots);
         ic.checkpoint_hold = std::max<uint32_t>(1, least == UINT32_MAX ? 1 : least / 2);

@@ -207,10 +207,13 @@ TEST(Faults, AStoppedNodeHoldsItsUpstreamsAndLosesNothing) {
 // (deploy/examples/correlate.yaml): node-a's grace join holds a batch of
 // up to 4,096 tuples not yet joined, node-b's correlate the open
 // transactions. Each killed mid-run restores its snapshot, and the sink's
-// matches are those of a run without the fault, row for row.
+// matches are those of a run without the fault, row for row. The snapshots
+// are synced to disk (snapshot_sync: on), as a run that must survive its
+// machine would have them.
 TEST(Faults, KilledJoinAndCorrelateNodesRestoreTheirSnapshotsAndEmitTheSameMatches) {
   const std::string sets =
-      "--set restart=on-failure --set restart_backoff_ms=200 --set acks=on --set checkpoint_interval_ms=50";
+      "--set restart=on-failure --set restart_backoff_ms=200 --set acks=on --set checkpoint_interval_ms=50 "
+      "--set snapshot_sync=on";
   Outcome ref = kill_mid_run("correlate-ref", 31500, "", sets, 0, 0, kCorrelate);
   ASSERT_TRUE(ref.json.IsMap()) << ref.err;
   ASSERT_EQ(ref.code, 0) << ref.err << ref.json["error"];

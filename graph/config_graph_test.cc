@@ -112,6 +112,15 @@ links:
                 "schema: t\n" + head +
                 "  - {name: node-a, role: node, split: key, split_key: b}\n" + tail);
   EXPECT_HAS(e, "'b' is no numeric field of what it sends");
+  // Restarted, a key split needs snapshots: its accounts are state.
+  e = parse_err("restart: on-failure\nacks: on\n" + head +
+                "  - {name: node-a, role: node, split: key, split_key: key}\n" + tail);
+  EXPECT_HAS(e, "key 'processes.1.split': process 'node-a': split: key with restart: on-failure needs "
+                "checkpoint_interval_ms");
+  e = parse_err(head + "  - {name: node-a, role: node, split: key, split_key: key, restart: on-failure}\n" + tail);
+  EXPECT_HAS(e, "needs checkpoint_interval_ms");
+  parse_ok("restart: on-failure\nacks: on\ncheckpoint_interval_ms: 100\n" + head +
+           "  - {name: node-a, role: node, split: key, split_key: key}\n" + tail);
 }
 
 TEST(Graph, PrecedenceTopPresetTopKeysLinkPresetLinkKeys) {

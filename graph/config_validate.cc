@@ -58,6 +58,12 @@ Status validate_split_keys(const Deployment& d, const std::vector<Places>& proce
                                   "with split: key after it", p.name, role_name(p.role),
                                   p.role == Role::kSink ? "has no downstream links"
                                                         : "splits by stream or copy"));
+    if (restarts_on_failure(d, p) && d.checkpoint_interval_ms == 0)
+      return at.error(path + ".split", "split",
+                      fmt::format("process '{}': split: key with restart: on-failure needs "
+                                  "checkpoint_interval_ms: its accounts of what went to the other "
+                                  "links are state a restart would lose, and each sink would count "
+                                  "those tuples filtered", p.name));
   }
   return {};
 }

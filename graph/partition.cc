@@ -88,6 +88,30 @@ class Partition final : public Operator {
     return kConsumed;
   }
   Status status() const override { return status_; }
+  // The tally is state: the accounts each sink's END needs. A restarted
+  // split node restores it from its snapshot, and its upstream replays
+  // what came after, which it cuts and counts again.
+  State state() const override { return State::kSaved; }
+  void save(SnapshotOut& out) const override {
+    const uint32_t n = tally_->links();
+    out.put<uint32_t>(n);
+    for (uint32_t s = 0; s < kMaxStreams; ++s) {
+      for (uint32_t l = 0; l < n; ++l) out.put<uint64_t>(tally_->not_sent(s, l));
+      out.put<uint64_t>(tally_->filtered_ahead(s));
+    }
+  }
+  Status load(SnapshotIn& in) override {
+    const uint32_t n = in.get<uint32_t>();
+    if (in.ok() && n != tally_->links())
+      in.fail(fmt::format("holds a key split over {} links; this one has {}", n, tally_->links()));
+    if (in.ok() && in.left() < size_t{kMaxStreams} * (n + 1) * 8) in.fail("ends early");
+    if (!in.ok()) return Status::Error(in.what());
+    for (uint32_t s = 0; s < kMaxStreams; ++s) {
+      for (uint32_t l = 0; l < n; ++l) tally_->not_sent(s, l) = in.get<uint64_t>();
+      tally_->filtered_ahead(s) = in.get<uint64_t>();
+    }
+    return {};
+  }
 
  private:
   FieldRef key_;

@@ -56,7 +56,7 @@ void Verifier::verify_run(std::byte* run, const Descriptor& d, uint64_t now_ns) 
       corrupt_unseen_[h.stream] += h.tuple_count;
       continue;
     }
-    if (dedupe_ && !(h.flags & kEventPart)) {
+    if (dedupe_) {
       if (h.event_seq < last_event_[h.stream]) {
         --c_.events;
         c_.tuples -= h.tuple_count;

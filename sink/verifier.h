@@ -83,7 +83,7 @@ class Verifier final : public Destination {
   void track_bursts(uint64_t period_ns, uint32_t head) { bursts_.emplace(period_ns, head); }
   // Upstream links with acks replay what they were not sure of: drop an
   // event whose stream already had an event_seq as high (each stream travels
-  // one path, in order). Key-split parts are not deduplicated.
+  // one path, in order; a key split's parts too, those of one link).
   void dedupe(bool on) { dedupe_ = on; }
   bool dedupes() const { return dedupe_; }
   const BurstStats* bursts() const { return bursts_ ? &*bursts_ : nullptr; }

@@ -24,6 +24,7 @@ namespace {
 const std::string kDeploy = SLUICE_DEPLOY;
 const std::string kExample = std::string(SLUICE_SOURCE_DIR) + "/deploy/examples/pipeline.yaml";
 const std::string kEsper = std::string(SLUICE_SOURCE_DIR) + "/deploy/examples/esper.yaml";
+const std::string kSplitKey = std::string(SLUICE_SOURCE_DIR) + "/deploy/examples/split_key.yaml";
 const std::string kCorrelate = std::string(SLUICE_SOURCE_DIR) + "/deploy/examples/correlate.yaml";
 
 std::string slurp(const fs::path& p) {
@@ -201,6 +202,39 @@ TEST(Faults, AStoppedNodeHoldsItsUpstreamsAndLosesNothing) {
   EXPECT_GT(o.json["tuples"].as<uint64_t>(), 0u);
   EXPECT_EQ(o.json["lost"].as<uint64_t>(), 0u);
   EXPECT_EQ(o.json["duplicated"].as<uint64_t>(), 0u);
+}
+
+// A key split (deploy/examples/split_key.yaml: node-a cuts each event into
+// one part per sink by key) killed mid-run: its accounts of what went to the
+// other sink come back from its snapshot, the loader replays what came
+// after, and each sink drops the parts it already had (deduplicated: its
+// process stage, by the event_seq its own snapshot holds), so
+// both end with lost 0, duplicated 0 and filtered 0: everything a sink did
+// not get is accounted as partitioned, exactly what the other sink got.
+TEST(Faults, AKilledKeySplitRestoresItsAccountsAndEachSinkDropsRepeatedParts) {
+  Outcome o = kill_mid_run("split-key", 31100, "node-a",
+                           "--set restart=on-failure --set restart_backoff_ms=200 --set acks=on "
+                           "--set checkpoint_interval_ms=50",
+                           SIGKILL, 0, kSplitKey);
+  ASSERT_TRUE(o.json.IsMap()) << o.err;
+  EXPECT_EQ(o.code, 0) << o.err << o.json["error"];
+  EXPECT_EQ(o.json["processes"][1]["restarts"].as<int>(), 1) << o.err;
+  EXPECT_GT(o.json["processes"][1]["restored_checkpoint"].as<uint64_t>(), 0u) << o.err;
+  EXPECT_EQ(o.json["lost"].as<uint64_t>(), 0u);
+  EXPECT_EQ(o.json["duplicated"].as<uint64_t>(), 0u);
+  const YAML::Node s1 = o.json["processes"][2], s2 = o.json["processes"][3];
+  ASSERT_EQ(s1["name"].as<std::string>(), "sink-1");
+  const uint64_t got1 = s1["tuples_in"].as<uint64_t>() - s1["deduplicated"].as<uint64_t>();
+  const uint64_t got2 = s2["tuples_in"].as<uint64_t>() - s2["deduplicated"].as<uint64_t>();
+  EXPECT_GT(got1, 0u);
+  EXPECT_GT(got2, 0u);
+  for (const YAML::Node& s : {s1, s2}) {
+    EXPECT_EQ(s["lost"].as<uint64_t>(), 0u);
+    EXPECT_EQ(s["filtered"].as<uint64_t>(), 0u) << "a sink explained a gap as filtered: its accounts were lost";
+    EXPECT_EQ(s["corrupt"].as<uint64_t>(), 0u);
+  }
+  EXPECT_EQ(s1["partitioned"].as<uint64_t>(), got2);
+  EXPECT_EQ(s2["partitioned"].as<uint64_t>(), got1);
 }
 
 // The other two kernels that keep state between events

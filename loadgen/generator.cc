@@ -168,7 +168,9 @@ size_t Generator::allowed_now(double now) {
     double sleep_s = std::min(due_s - now, 0.05);  // wake now and then to see stop()
     if (sleep_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(sleep_s));
     now = now_s();
-    if (stop_.load(std::memory_order_relaxed) || now - t0_ >= duration_s_) return 0;
+    // With `tuples` the count ends the run, not the clock: a paced run
+    // longer than duration_s still sends every tuple.
+    if (stop_.load(std::memory_order_relaxed) || (!tuple_limit_ && now - t0_ >= duration_s_)) return 0;
   }
 }
 

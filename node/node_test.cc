@@ -277,6 +277,18 @@ TEST(Node, ALastShortEventCarriesTheRemainder) {
   EXPECT_EQ(r.counts.lost, 0u);
 }
 
+// `tuples` sends exactly that many, however long the rate makes it: a
+// paced run that outlasts duration_s is not cut short by the clock.
+TEST(Node, APacedRunSendsAllItsTuplesPastTheDuration) {
+  Deployment d = small_deployment(128, 0, 30);
+  d.streams = 1;
+  d.rate = 100;          // 10 ms apart: 0.3 s for 30
+  d.duration_s = 0.05;   // the clock alone would stop it after 5 or 6
+  Result r = run_local(d, {}, Wait::kBlock);
+  expect_every_tuple_once(r, 30, "paced past the duration");
+  EXPECT_EQ(r.events_out, 30u);
+}
+
 TEST(Node, AFilterDropsTuplesWhichAreFilteredNotLost) {
   Deployment d = small_deployment(64, 2048, 50000);
   d.data_bytes = 24;

@@ -247,7 +247,7 @@ TEST(Faults, AKilledKeySplitRestoresItsAccountsAndEachSinkDropsRepeatedParts) {
 TEST(Faults, KilledJoinAndCorrelateNodesRestoreTheirSnapshotsAndEmitTheSameMatches) {
   const std::string sets =
       "--set restart=on-failure --set restart_backoff_ms=200 --set acks=on --set checkpoint_interval_ms=50 "
-      "--set snapshot_sync=on";
+      "--set snapshot_sync=on --set tuples=1000000";  // 3 s at 2,000 events/s
   Outcome ref = kill_mid_run("correlate-ref", 31500, "", sets, 0, 0, kCorrelate);
   ASSERT_TRUE(ref.json.IsMap()) << ref.err;
   ASSERT_EQ(ref.code, 0) << ref.err << ref.json["error"];

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Faults x carriers with acks: on and restart: on-failure: SIGKILL a node
 mid-run and let the supervisor start it again, SIGSTOP one for 5 s and
-continue it, kill node-a then node-b three times over in one run, and kill
-the group-by node of deploy/examples/esper.yaml with operator snapshots on
-(checkpoint_interval_ms) and compare the sink's groups with a run of the same
-carrier without the fault. Tabulates what each run reports (tuples, lost,
+continue it, kill node-a then node-b three times over in one run, kill the
+group-by node of deploy/examples/esper.yaml, the grace join and the
+correlate node of deploy/examples/correlate.yaml with operator snapshots on
+(checkpoint_interval_ms) and compare the sink's results with a run of the
+same carrier without the fault, and kill the key split of
+deploy/examples/split_key.yaml (two sinks). Tabulates what each run reports (tuples, lost,
 duplicated, replayed, deduplicated, restarts, reconnect time from the
 upstream's log, recovery time, peak RSS per process, checkpoints).
 
@@ -35,6 +37,9 @@ CARRIERS = {
 if a.carriers:
     CARRIERS = {k: v for k, v in CARRIERS.items() if k in a.carriers.split(",")}
 PIPELINE, ESPER = "deploy/examples/pipeline.yaml", "deploy/examples/esper.yaml"
+CORRELATE, SPLIT_KEY = "deploy/examples/correlate.yaml", "deploy/examples/split_key.yaml"
+# The examples whose sink writes results, compared with a run without the fault.
+RESULTS = {ESPER: "esper-results.csv", CORRELATE: "correlate-results.csv"}
 # name -> (example, [(seconds into the run, victim, signal)], extra sets)
 three = [(2 + 1.5 * i, v, signal.SIGKILL) for i, v in enumerate(["node-a", "node-b"] * 3)]
 FAULTS = {
@@ -47,6 +52,11 @@ FAULTS = {
     # tuples last about 4 s, so the kill lands mid-run.
     "esper: SIGKILL group-by node-b": (ESPER, [(1.5, "node-b", signal.SIGKILL)],
                                        ["checkpoint_interval_ms=50", "rate=2000"]),
+    "correlate: SIGKILL grace join node-a": (CORRELATE, [(1.5, "node-a", signal.SIGKILL)],
+                                             ["checkpoint_interval_ms=50", "rate=2000"]),
+    "correlate: SIGKILL correlate node-b": (CORRELATE, [(1.5, "node-b", signal.SIGKILL)],
+                                            ["checkpoint_interval_ms=50", "rate=2000"]),
+    "split key: SIGKILL node-a": (SPLIT_KEY, [(2, "node-a", signal.SIGKILL)], ["checkpoint_interval_ms=50"]),
 }
 if a.only:
     FAULTS = {k: v for k, v in FAULTS.items() if a.only in k}
@@ -96,17 +106,19 @@ rows = []
 # a listener restarted on a port that an outgoing connection of another
 # process happens to hold as its local port cannot bind it (seen here with
 # base ports from 32200 up: "cannot listen ... Address already in use").
-port = 19400
+# 700 apart (a run listens up to +300, its reference run at +350 up to +650),
+# 27 runs from 8000 end below 27,000.
+port = 8000 - 700
 for carrier, csets in CARRIERS.items():
     for name, (example, schedule, sets) in FAULTS.items():
         print(f"{carrier}: {name} ...", flush=True)
         port += 700
         j, run_dir = run(example, schedule, sets, csets, a.duration, port)
         same = ""
-        if example == ESPER:
+        if example in RESULTS:
             ref, ref_dir = run(example, [], sets, csets, a.duration, port + 350)
-            got = open(f"{run_dir}/run/esper-results.csv").read() if j["ok"] else ""
-            want = open(f"{ref_dir}/run/esper-results.csv").read() if ref["ok"] else None
+            got = open(f"{run_dir}/run/{RESULTS[example]}").read() if j["ok"] else ""
+            want = open(f"{ref_dir}/run/{RESULTS[example]}").read() if ref["ok"] else None
             same = "yes" if got == want else f"NO ({got.count(chr(10))} vs {(want or '').count(chr(10))} lines)"
         reconnect = []
         for log in glob.glob(f"{run_dir}/run/*.log"):
@@ -127,13 +139,15 @@ for carrier, csets in CARRIERS.items():
 head = ("carrier", "fault", "ok", "tuples", "lost", "duplicated", "replayed events", "deduplicated",
         "restarts", "reconnect ms (upstream)", "recovery ms (each restart)",
         "sink's max latency ms", "peak RSS MiB (max process)",
-        "snapshots written / restored from", "groups equal a run without the fault", "error")
+        "snapshots written / restored from", "results equal a run without the fault", "error")
 with open(a.out, "w") as f:
     f.write("# Faults x carriers (acks: on, restart: on-failure)\n\n")
     f.write(f"`python3 experiments/faults.py --duration {a.duration:g}`: the demo pipeline, 128 B tuples in "
             "32 KiB events at full rate, faults from 2 s into the run (x3: node-a, node-b, node-a, ... every "
             "1.5 s); esper: deploy/examples/esper.yaml at 2,000 events/s with checkpoint_interval_ms=50, node-b "
-            "killed at 1.5 s. Recovery: each restart's recovery_s, from the death to the first tuple at the "
+            "killed at 1.5 s; correlate: deploy/examples/correlate.yaml the same, node-a (grace join) or node-b "
+            "(correlate) killed at 1.5 s; split key: deploy/examples/split_key.yaml with checkpoint_interval_ms=50, "
+            "node-a killed at 2 s. Recovery: each restart's recovery_s, from the death to the first tuple at the "
             "sink after the restart; the sink's largest latency is that of a tuple the dead node held, sent "
             "before the fault, delivered once replayed.\n\n")
     f.write("| " + " | ".join(head) + " |\n|" + "---|" * len(head) + "\n")

@@ -132,6 +132,87 @@ TEST(FabricSetup, ShmSegmentsLeftByAKilledProcessGoAndAreNamedBySluice) {
   for (const auto& n : segments_of(child)) fs::remove(shm / n, ec);
 }
 
+// A receiver killed right after it connected, before it read anything: its
+// sender keeps sending into the dead peer's queue (libfabric shm: a small
+// send completes at once, so none stays outstanding) until the queue is
+// full. It must then see the hang-up on the control connection and fail
+// naming the link, not retry the full queue for ever. (Seen once in the
+// three-kill fault run: a node's sender spun after its downstream died,
+// and the run hung.) The sender runs in a child so that a spin fails the
+// test instead of hanging it.
+TEST(FabricSetup, ASenderToAKilledShmReceiverFailsInsteadOfSpinning) {
+  pid_t sender = fork();
+  if (sender == 0) {
+    int fds[2];
+    if (pipe(fds) != 0) _exit(2);
+    pid_t receiver = fork();
+    if (receiver == 0) {
+      TransportContext ctx;
+      SlotPool pool(256, 4096);
+      LinkOptions o = opts("fabric");
+      o.msg.fabric_provider = "shm";
+      o.slots = 256;
+      o.slot_bytes = 4096;
+      Status st;
+      auto l = make_listener(o, pool, 0, ctx, &st);
+      if (!l) _exit(3);
+      const uint16_t port = l->port();
+      if (write(fds[1], &port, sizeof port) != sizeof port) _exit(4);
+      auto rx = l->accept(&st);
+      raise(SIGKILL);
+    }
+    uint16_t port = 0;
+    if (read(fds[0], &port, sizeof port) != sizeof port) _exit(5);
+    TransportContext ctx;
+    SlotPool pool(64, 4096);
+    LinkOptions o = opts("fabric");
+    o.msg.fabric_provider = "shm";
+    o.slots = 256;
+    o.slot_bytes = 4096;
+    o.port = port;
+    o.connect_timeout_ms = 5000;
+    Status st;
+    auto tx = make_sender(o, pool, ctx, &st);
+    if (!tx) {
+      std::fprintf(stderr, "sender: %s\n", st.message().c_str());
+      _exit(6);
+    }
+    waitpid(receiver, nullptr, 0);
+    for (int i = 0; i < 100000; ++i) {
+      uint32_t slot = pool.try_acquire();
+      while (slot == kNoSlot) {
+        if (Status p = tx->progress(); !p) {
+          st = p;
+          break;
+        }
+        slot = pool.try_acquire();
+      }
+      if (!st.ok()) break;
+      std::memset(pool.slot(slot), 0, 256);
+      const Descriptor d{slot, 0, 256, 1, 1, 0};
+      st = tx->send(std::span<const Descriptor>(&d, 1));
+      if (!st.ok()) break;
+    }
+    if (st.ok()) _exit(7);  // 100,000 sends into a dead peer, no error
+    const bool named = st.message().find("link a -> b") != std::string::npos &&
+                       st.message().find("the receiver closed its control connection") != std::string::npos;
+    std::fprintf(stderr, "sender: %s\n", st.message().c_str());
+    _exit(named ? 0 : 8);
+  }
+  ASSERT_GT(sender, 0);
+  int status = 0;
+  for (int i = 0; i < 200 && waitpid(sender, &status, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (waitpid(sender, &status, WNOHANG) == 0) {
+    kill(sender, SIGKILL);
+    waitpid(sender, &status, 0);
+    FAIL() << "the sender was still sending into a dead receiver after 20 s";
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "the sender died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2-6: set-up failed; 7: no error after 100,000 sends; 8: an error "
+                                       "that does not name the link and the hang-up";
+}
+
 TEST(UcxSetup, AnUnknownTransportIsAnErrorNotACrash) {
   TransportContext ctx;
   SlotPool pool(8, 65536);

@@ -678,10 +678,15 @@ class MsgTx final : public TxCarrier {
       // does that): wake the peer, drive our progress and retry, pausing
       // briefly once it lasts.
       end_.ring_peer();
-      st = reap(outstanding_ > 0 && ++tries > 64, 1);
+      ++tries;
+      st = reap(outstanding_ > 0 && tries > 64, 1);
       if (!st) return st;
       // A peer that died leaves the send "full" for ever: only the control
-      // connection says why.
+      // connection says why. reap reads it when it slept, which it does
+      // only with sends outstanding; with none (libfabric shm completes a
+      // small send at once, so a dead peer's queue fills with nothing
+      // outstanding) look at the connection itself now and then.
+      if (tries % 64 == 0 && !end_.eof() && end_.peer_hung_up()) end_.set_eof();
       if (end_.eof() && !finished_)
         return end_.fail(Status::Error(fmt::format(
             "{}: the receiver closed its control connection (the receiving process ended)",

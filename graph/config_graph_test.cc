@@ -112,6 +112,13 @@ links:
                 "schema: t\n" + head +
                 "  - {name: node-a, role: node, split: key, split_key: b}\n" + tail);
   EXPECT_HAS(e, "'b' is no numeric field of what it sends");
+  // Its links must not meet again: a sink checks a stream on one path.
+  e = parse_err(head + "  - {name: node-a, role: node, split: key, split_key: key}\n"
+                "  - {name: b, role: node}\n  - {name: c, role: node}\n  - {name: s, role: sink}\n"
+                "links:\n  - {from: loadgen, to: node-a}\n  - {from: node-a, to: b}\n"
+                "  - {from: node-a, to: c}\n  - {from: b, to: s}\n  - {from: c, to: s}\n");
+  EXPECT_HAS(e, "key 'processes.1.split': process 'node-a': split: key sends each key down one of its links, "
+                "and the links to 'b' and 'c' meet again at 's'");
   // Restarted, a key split needs snapshots: its accounts are state.
   e = parse_err("restart: on-failure\nacks: on\n" + head +
                 "  - {name: node-a, role: node, split: key, split_key: key}\n" + tail);

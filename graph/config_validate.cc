@@ -58,6 +58,32 @@ Status validate_split_keys(const Deployment& d, const std::vector<Places>& proce
                                   "with split: key after it", p.name, role_name(p.role),
                                   p.role == Role::kSink ? "has no downstream links"
                                                         : "splits by stream or copy"));
+    // A sink reconciles each stream on one path: parts of one event that
+    // come back together by two links interleave (counted duplicated, and
+    // with acks dropped), and what operators made of them on each path
+    // does not add up there either (a group-by on each: every tuple lost).
+    {
+      const std::vector<size_t> outs = d.outputs_of(i);
+      std::vector<int> reached(d.processes.size(), -1);  // by which of the split's links
+      for (size_t k = 0; k < outs.size(); ++k) {
+        std::vector<size_t> todo{d.links[outs[k]].to};
+        while (!todo.empty()) {
+          const size_t j = todo.back();
+          todo.pop_back();
+          if (reached[j] == static_cast<int>(k)) continue;
+          if (reached[j] >= 0)
+            return at.error(path + ".split", "split",
+                            fmt::format("process '{}': split: key sends each key down one of its links, and "
+                                        "the links to '{}' and '{}' meet again at '{}': a sink reconciles "
+                                        "each stream on one path, and the parts (or what operators made "
+                                        "of them) would not add up there; give each path its own sink",
+                                        p.name, d.processes[d.links[outs[reached[j]]].to].name,
+                                        d.processes[d.links[outs[k]].to].name, d.processes[j].name));
+          reached[j] = static_cast<int>(k);
+          for (size_t l : d.outputs_of(j)) todo.push_back(d.links[l].to);
+        }
+      }
+    }
     if (restarts_on_failure(d, p) && d.checkpoint_interval_ms == 0)
       return at.error(path + ".split", "split",
                       fmt::format("process '{}': split: key with restart: on-failure needs "

@@ -25,6 +25,27 @@ def check(what, cond):
         print(f"FAIL: {what}", flush=True)
 
 
+def wait_listening(ports, timeout_s=10):
+    """Until each port has a listener (/proc/net/tcp*, state 0A), so the
+    source never connects before the relays listen on a loaded machine.
+    Connecting to find out would take a relay's one upstream."""
+    want = {f"{p:04X}" for p in ports}
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        seen = set()
+        for f in ("/proc/net/tcp", "/proc/net/tcp6"):
+            try:
+                for line in open(f).readlines()[1:]:
+                    cols = line.split()
+                    if cols[3] == "0A":
+                        seen.add(cols[1].rsplit(":", 1)[1])
+            except OSError:
+                pass
+        if want <= seen:
+            return
+        time.sleep(0.02)
+
+
 def run(message_bytes, rate, duration, batch):
     p1, p2, p3 = free_ports(3)
     common = ["--message-bytes", str(message_bytes)] + (["--batch"] if batch else [])
@@ -35,7 +56,7 @@ def run(message_bytes, rate, duration, batch):
         subprocess.Popen([relay, "relay", "--listen", str(p1), "--connect", f"127.0.0.1:{p2}"] + common,
                          stderr=subprocess.DEVNULL),
     ]
-    time.sleep(0.1)
+    wait_listening((p1, p2, p3))
     src = subprocess.run([relay, "source", "--connect", f"127.0.0.1:{p1}", "--rate", f"{rate:g}",
                           "--duration", f"{duration:g}"] + common, capture_output=True, text=True, timeout=30)
     out, _ = procs[0].communicate(timeout=30)

@@ -137,8 +137,11 @@ TEST(PipelineMetrics, PrometheusRecordsWhatTheSummarySays) {
     const double cpe_p = p["cpe_p"].as<double>();
     const double gbps = std::max(p["bytes_in"].as<double>(), p["bytes_out"].as<double>()) * 8 /
                         p["wall_s"].as<double>() / 1e9;
-    EXPECT_NEAR(f["cpe_p"].as<double>(), cpe_p, 0.1 * cpe_p) << name;
-    EXPECT_NEAR(f["gbps"].as<double>(), gbps, 0.1 * gbps) << name;
+    // Within 20%: Prometheus's rate over its samples against the whole
+    // run's average; on a loaded machine they were 11% apart. A unit wrong
+    // (bits for bytes, a thousand) is far outside either way.
+    EXPECT_NEAR(f["cpe_p"].as<double>(), cpe_p, 0.2 * cpe_p) << name;
+    EXPECT_NEAR(f["gbps"].as<double>(), gbps, 0.2 * gbps) << name;
   }
   EXPECT_EQ(nodes, 2);
   // Its data stay in the run directory.

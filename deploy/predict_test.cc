@@ -3,6 +3,7 @@
 #include "deploy/predict.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -22,7 +23,9 @@ const char* kCalibration = R"({
 })";
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  std::string path = ::testing::TempDir() + name;
+  // Per process: ctest runs each case in its own process, two at a time,
+  // and two cases writing one file made one read it half written.
+  std::string path = ::testing::TempDir() + std::to_string(::getpid()) + "-" + name;
   std::ofstream(path) << text;
   return path;
 }

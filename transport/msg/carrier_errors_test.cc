@@ -141,6 +141,14 @@ TEST(FabricSetup, ShmSegmentsLeftByAKilledProcessGoAndAreNamedBySluice) {
 // and the run hung.) The sender runs in a child so that a spin fails the
 // test instead of hanging it.
 TEST(FabricSetup, ASenderToAKilledShmReceiverFailsInsteadOfSpinning) {
+  // Both ends: 256 credits of 4 KiB, more than the shm queue holds.
+  auto shm_link = [] {
+    LinkOptions o = opts("fabric");
+    o.msg.fabric_provider = "shm";
+    o.slots = 256;
+    o.slot_bytes = 4096;
+    return o;
+  };
   pid_t sender = fork();
   if (sender == 0) {
     int fds[2];
@@ -149,10 +157,7 @@ TEST(FabricSetup, ASenderToAKilledShmReceiverFailsInsteadOfSpinning) {
     if (receiver == 0) {
       TransportContext ctx;
       SlotPool pool(256, 4096);
-      LinkOptions o = opts("fabric");
-      o.msg.fabric_provider = "shm";
-      o.slots = 256;
-      o.slot_bytes = 4096;
+      const LinkOptions o = shm_link();
       Status st;
       auto l = make_listener(o, pool, 0, ctx, &st);
       if (!l) _exit(3);
@@ -165,10 +170,7 @@ TEST(FabricSetup, ASenderToAKilledShmReceiverFailsInsteadOfSpinning) {
     if (read(fds[0], &port, sizeof port) != sizeof port) _exit(5);
     TransportContext ctx;
     SlotPool pool(64, 4096);
-    LinkOptions o = opts("fabric");
-    o.msg.fabric_provider = "shm";
-    o.slots = 256;
-    o.slot_bytes = 4096;
+    LinkOptions o = shm_link();
     o.port = port;
     o.connect_timeout_ms = 5000;
     Status st;

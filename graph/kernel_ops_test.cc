@@ -465,6 +465,16 @@ TEST(Snapshot, TheFileComesBackWholeOrIsAnErrorNamingIt) {
 // Two files in turn: the newer of this run's comes back; a shorter snapshot
 // leaves no tail of a longer one; a damaged file is an error naming it even
 // beside a whole one; another run's files are not this run's.
+// Snapshot number n of a two-operator chain, run "run", no watermarks.
+std::string numbered_snapshot(const OperatorChain& chain, uint64_t n, SnapshotOut* scratch) {
+  CheckpointState st;
+  st.number = n;
+  st.watermarks = {0, 0};
+  std::string bytes;
+  encode_snapshot("run", chain, st, scratch, &bytes);
+  return bytes;
+}
+
 TEST(Snapshot, TwoFilesInTurnTheNewerComesBack) {
   const Schema s = schema();
   const std::string path = ::testing::TempDir() + "/files-" + std::to_string(::getpid()) + ".snapshot";
@@ -479,10 +489,7 @@ TEST(Snapshot, TwoFilesInTurnTheNewerComesBack) {
   for (uint64_t n = 1; n <= 3; ++n) {
     // Snapshot 3 holds less than 1 (a window closed): file 1 gets shorter.
     feed_part(chain.op(1), t, (n - 1) * 1000, n == 3 ? 3000 : n * 1000 - 10, em, rng, &seq, &ev, &spans);
-    CheckpointState st;
-    st.number = n;
-    st.watermarks = {0, 0};
-    encode_snapshot("run", chain, st, &scratch, &bytes[n]);
+    bytes[n] = numbered_snapshot(chain, n, &scratch);
     ASSERT_TRUE(files.write(n, bytes[n]).ok());
   }
   std::string got, where;
@@ -523,10 +530,7 @@ TEST(Snapshot, SyncedFilesPassOverATornOneBesideAWholeOne) {
   uint64_t seq = 0, ev = 0, spans = 0;
   for (uint64_t n = 1; n <= 2; ++n) {
     feed_part(chain.op(1), t, (n - 1) * 1000, n * 1000, em, rng, &seq, &ev, &spans);
-    CheckpointState st;
-    st.number = n;
-    st.watermarks = {0, 0};
-    encode_snapshot("run", chain, st, &scratch, &bytes[n]);
+    bytes[n] = numbered_snapshot(chain, n, &scratch);
     ASSERT_TRUE(files.write(n, bytes[n]).ok());
   }
   std::string got, where;

@@ -68,8 +68,11 @@ Status predict(const Deployment& d, const Calibration& cal, Prediction* out) {
 
   // One carrier for the whole graph: alpha is calibrated per carrier.
   std::set<std::string> carriers;
-  for (const LinkConfig& l : d.links)
-    carriers.insert(carrier_name(l.preset.empty() ? d.preset : l.preset, l.options, cal));
+  // The link's options as its ends resolve them (ucx_tls: auto by hosts).
+  for (size_t i = 0; i < d.links.size(); ++i) {
+    const LinkConfig& l = d.links[i];
+    carriers.insert(carrier_name(l.preset.empty() ? d.preset : l.preset, d.link_options(i, 0), cal));
+  }
   if (carriers.size() != 1)
     return Status::Error(fmt::format("predict: links use {} carriers ({}); the model calibrates "
                                      "one share of the machine per carrier, so one at a time",

@@ -147,7 +147,12 @@ links:
 
 TEST(Predict, SaysWhatTheCalibrationLacks) {
   Prediction p;
+  // ucx-opt's ucx_tls: auto is shared memory with every process on one host.
   Status st = predict(deployment(kChain, {"preset=ucx-opt"}), calibration(), &p);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("carrier ucx-opt/sm is not in calibration"), std::string::npos)
+      << st.message();
+  st = predict(deployment(kChain, {"preset=ucx-opt", "ucx_tls=tcp"}), calibration(), &p);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("carrier ucx-opt is not in calibration"), std::string::npos)
       << st.message();

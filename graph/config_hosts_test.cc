@@ -103,6 +103,32 @@ processes:
   EXPECT_EQ(d.processes[1].host, "10.0.0.2");
 }
 
+// ucx_tls: auto (the default) is shared memory between two processes of one
+// host and tcp between hosts; both ends of a link resolve it alike, and a
+// link that names its transports keeps them.
+TEST(ConfigHosts, UcxTlsAutoIsSharedMemoryOnOneHostAndTcpBetweenHosts) {
+  const char* kTwoHosts = R"(preset: ucx-opt
+hosts: [{name: h1, address: 10.0.0.1}, {name: h2, address: 10.0.0.2}]
+processes:
+  - {name: loadgen, role: loadgen, host: h1}
+  - {name: node, role: node, host: h1}
+  - {name: sink, role: sink, host: h2}
+)";
+  Deployment d = parse_ok(kTwoHosts);
+  EXPECT_EQ(d.links[0].options.msg.ucx_tls, "auto");
+  EXPECT_EQ(d.link_options(0, 0).msg.ucx_tls, "sm");
+  EXPECT_EQ(d.link_options(1, 0).msg.ucx_tls, "tcp");
+  EXPECT_EQ(parse_ok(kTwoHosts, {"links.0.ucx_tls=tcp"}).link_options(0, 0).msg.ucx_tls, "tcp");
+  EXPECT_EQ(parse_ok(kTwoHosts, {"ucx_tls=posix"}).link_options(1, 0).msg.ucx_tls, "posix");
+  // Without hosts: every process is on 127.0.0.1.
+  Deployment one = parse_ok("preset: ucx-opt\nprocesses:\n  - {name: l, role: loadgen}\n"
+                            "  - {name: s, role: sink}\n");
+  EXPECT_EQ(one.link_options(0, 0).msg.ucx_tls, "sm");
+  // A standalone program does not know its peer's address.
+  one.standalone = true;
+  EXPECT_EQ(one.link_options(0, 0).msg.ucx_tls, "tcp");
+}
+
 TEST(ConfigHosts, OverridesReachHosts) {
   Deployment d = parse_ok(kHosts, {"hosts.2.address=10.77.0.9", "processes.3.host=h1",
                                    "launcher=local", "hosts.0.rate=0"});

@@ -74,7 +74,7 @@ const std::vector<std::string> kSplits = {"stream", "copy", "key"};
 // Providers and UCX transports sluice knows how to drive; whether one is
 // present on this machine is the carrier's to say at start.
 const std::vector<std::string> kFabricProviders = {"tcp", "net", "shm", "verbs", "efa", "psm2", "psm3"};
-const std::vector<std::string> kUcxTls = {"tcp", "sm", "posix", "sysv", "cma", "rc", "ud", "dc",
+const std::vector<std::string> kUcxTls = {"auto", "tcp", "sm", "posix", "sysv", "cma", "rc", "ud", "dc",
                                           "rc_x", "ud_x", "dc_x", "sm,tcp", "rc,sm", "ud,sm", "all"};
 const std::vector<std::string> kSendCompletions = {"async", "sync"};
 const std::vector<std::string> kRmaModes = {"auto", "on", "off"};
@@ -256,7 +256,8 @@ const std::vector<LinkKey>& link_keys() {
       link_enum("ucx_tls", "ucx", &kUcxTls,
                 [](LinkOptions* l, const std::string& v) { l->msg.ucx_tls = v; },
                 [](const LinkOptions& l) { return l.msg.ucx_tls; },
-                "UCX_TLS of the link: the UCX transports it may use"),
+                "UCX_TLS of the link: the UCX transports it may use; auto: sm when both ends "
+                "are on one host (the same address), tcp otherwise"),
       link_enum("send_completion", "fabric|ucx", &kSendCompletions,
                 [](LinkOptions* l, const std::string& v) { l->msg.sync_completion = v == "sync"; },
                 [](const LinkOptions& l) { return std::string(l.msg.sync_completion ? "sync" : "async"); },

@@ -104,6 +104,10 @@ LinkOptions Deployment::link_options(size_t l, uint32_t instance) const {
     o.schema = sch.describe();
   }
   o.wait = wait;
+  // ucx_tls: auto: shared memory between two processes of one host (the same
+  // address), tcp between hosts. A standalone program knows only its own
+  // address, not its peer's: tcp.
+  resolve_ucx_tls(&o.msg, !standalone && processes[links[l].from].host == to.host);
   return o;
 }
 

@@ -10,7 +10,11 @@ namespace sluice {
 
 struct MsgOptions {
   std::string fabric_provider = "tcp";  // fabric: tcp | net | shm | verbs (where present)
-  std::string ucx_tls = "tcp";          // ucx: UCX_TLS of the link (tcp, sm, rc, ...)
+  // ucx: UCX_TLS of the link (tcp, sm, rc, ...), or "auto": sm when both
+  // ends are on one host, else tcp. The deployment resolves it from the two
+  // processes' hosts (Deployment::link_options), so both ends agree; a link
+  // made without one (a test's) cannot tell and takes tcp.
+  std::string ucx_tls = "auto";
   bool sync_completion = false;         // send_completion: sync waits for each send
   // rma: on: the receiver's slots are writable by its sender (ucx: the
   // pool mapped with ucp_mem_map, its key sent at connect); each credit
@@ -27,5 +31,10 @@ struct MsgOptions {
   // spin before arming their wait fd.
   uint32_t spin_us = 50;
 };
+
+// ucx_tls "auto", resolved: `one_host` when both ends share a host.
+inline void resolve_ucx_tls(MsgOptions* m, bool one_host) {
+  if (m->ucx_tls == "auto") m->ucx_tls = one_host ? "sm" : "tcp";
+}
 
 }  // namespace sluice

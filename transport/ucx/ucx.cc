@@ -492,6 +492,7 @@ class UcxFactory final : public msg::Factory {
 // elsewhere. Both ends resolve it from the same options.
 LinkOptions resolve_rma(const LinkOptions& l) {
   LinkOptions o = l;
+  resolve_ucx_tls(&o.msg, false);  // not resolved by a deployment: tcp
   const std::string& t = o.msg.ucx_tls;
   if (!o.msg.rma_set) o.msg.rma = shared_memory(t) && t.find("tcp") == std::string::npos && t != "all";
   return o;

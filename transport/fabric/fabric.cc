@@ -581,8 +581,8 @@ class FabricEndpoint final : public msg::Endpoint {
 
  private:
   static void* ctx_ptr(uint64_t ctx) { return reinterpret_cast<void*>(static_cast<uintptr_t>(ctx + 1)); }
-  // rma: the context of a write (| its record); msg.cc's own contexts use
-  // bits 61 and 62 and slot numbers.
+  // rma: the context of a write (| its record); transport/msg's own
+  // contexts (end.h) use bits 61 and 62 and slot numbers.
   static constexpr uint64_t kWriteCtx = uint64_t{1} << 59;
   struct Wr {
     iovec note;

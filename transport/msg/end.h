@@ -1,0 +1,346 @@
+// transport/msg's own: what the receiving end (msg_rx.cc) and the sending end
+// (msg_tx.cc) share. The control connection's bytes and blobs, the doorbell
+// page, End (one link end: endpoint, control connection, wait set, doorbell),
+// the link counters and the credit buffers. Not for use outside transport/msg.
+#pragma once
+
+#include "transport/msg/msg.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "base/fd.h"
+#include "transport/tcp/connect.h"
+
+namespace sluice::msg::detail {
+
+using Clock = std::chrono::steady_clock;
+inline constexpr uint32_t kMaxBlob = 65536;
+constexpr uint64_t kCreditCtx = uint64_t{1} << 62;  // ctx of a credit message (| its buffer)
+constexpr uint64_t kNoteCtx = uint64_t{1} << 61;    // rma: ctx of a note's receive (| its buffer)
+constexpr size_t kMaxPieces = 256;                  // pieces the sender gathers into a frame
+constexpr long kOwedPollNs = 100'000;               // doorbell endpoints: recheck while owed
+
+inline std::string link_name(const LinkOptions& o, const std::string& carrier, uint16_t port) {
+  return fmt::format("link {} -> {} ({}, {}:{})", o.from.empty() ? "?" : o.from,
+                     o.to.empty() ? "?" : o.to, carrier, o.host, port);
+}
+
+// ------------------------------------------------------------ control
+
+// Bytes on the control connection after the handshake and the addresses.
+constexpr char kReady = 'R';     // receiver -> sender: every slot is posted
+constexpr char kFinish = 'F';    // receiver -> sender: END's slot came back; nothing more
+constexpr char kDoorbell = 'D';  // either way: you said you would sleep; there is work
+
+inline Status send_blob(int fd, const std::string& b, const std::string& who) {
+  uint32_t n = static_cast<uint32_t>(b.size());
+  Status st = tcp::send_all(fd, &n, sizeof n, who);
+  if (st && n) st = tcp::send_all(fd, b.data(), n, who);
+  return st;
+}
+
+inline Status read_blob(int fd, std::string* b, const std::string& who, const char* what) {
+  uint32_t n = 0;
+  Status st = tcp::read_exact(fd, &n, sizeof n, who, what);
+  if (!st) return st;
+  if (n > kMaxBlob)
+    return Status::Error(fmt::format("{}: {} of {} bytes (at most {})", who, what, n, kMaxBlob));
+  b->resize(n);
+  return n ? tcp::read_exact(fd, b->data(), n, who, what) : Status();
+}
+
+// The doorbell page: one flag per side, set while that side sleeps.
+struct WakePage {
+  std::atomic<uint32_t> sleeping[2];  // [0] receiver, [1] sender
+};
+constexpr size_t kPageBytes = 4096;
+
+struct Page {
+  WakePage* p = nullptr;
+  Page() = default;
+  Page(Page&& o) noexcept : p(std::exchange(o.p, nullptr)) {}
+  Page& operator=(Page&&) = delete;
+  ~Page() {
+    if (p) munmap(p, kPageBytes);
+  }
+};
+
+// The receiver makes the page; its name goes to the sender, which maps it;
+// the receiver unlinks it once the sender answered (so a crash leaves at most
+// one 4 KiB file, /dev/shm/sluice-wake-*).
+inline Status create_page(Page* pg, std::string* name) {
+  static std::atomic<uint32_t> seq{0};
+  std::random_device rd;
+  *name = fmt::format("/sluice-wake-{}-{}-{:08x}", getpid(), seq.fetch_add(1), rd());
+  int fd = shm_open(name->c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::Error(fmt::format("shm_open {}: {}", *name, strerror(errno)));
+  Fd f(fd);
+  if (ftruncate(fd, kPageBytes) != 0) {
+    shm_unlink(name->c_str());
+    return Status::Error(fmt::format("ftruncate {}: {}", *name, strerror(errno)));
+  }
+  void* p = mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    shm_unlink(name->c_str());
+    return Status::Error(fmt::format("mmap {}: {}", *name, strerror(errno)));
+  }
+  pg->p = static_cast<WakePage*>(p);
+  return {};
+}
+
+inline Status open_page(Page* pg, const std::string& name) {
+  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0)
+    return Status::Error(fmt::format("the receiver's doorbell page {}: {} (are both ends on one host?)",
+                                     name, strerror(errno)));
+  Fd f(fd);
+  void* p = mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return Status::Error(fmt::format("mmap {}: {}", name, strerror(errno)));
+  pg->p = static_cast<WakePage*>(p);
+  return {};
+}
+
+// ------------------------------------------------------------ one link end
+
+// What both ends share: the endpoint, the control connection, the wait set
+// (an epoll fd over the endpoint's fd and the control connection), the
+// doorbell, and completions reaped at a moment their owner could not take
+// them (a send that found the endpoint full).
+class End {
+ public:
+  End(std::unique_ptr<Endpoint> ep, Fd ctl, Page page, int me, const LinkOptions& opts,
+      std::string link, size_t stash)
+      : ep_(std::move(ep)),
+        ctl_(std::move(ctl)),
+        page_(std::move(page)),
+        me_(me),
+        spin_(std::chrono::microseconds(opts.msg.spin_us)),
+        link_(std::move(link)),
+        stash_(stash) {
+    epfd_ = Fd(epoll_create1(EPOLL_CLOEXEC));
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, ctl_.get(), &ev);
+    if (ep_->fd() >= 0) epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, ep_->fd(), &ev);
+    if (page_.p) {
+      timer_ = Fd(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+      epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, timer_.get(), &ev);
+    }
+    fcntl(ctl_.get(), F_SETFL, fcntl(ctl_.get(), F_GETFL) | O_NONBLOCK);
+  }
+
+  int wait_fd() const { return epfd_.get(); }
+  const std::string& link() const { return link_; }
+  Endpoint& ep() { return *ep_; }
+
+  // Completions: stashed ones first, then the endpoint's.
+  Status reap(Completion* out, size_t max, size_t* n) {
+    size_t k = 0;
+    while (k < max && shead_ != stail_) out[k++] = stash_[shead_++ % stash_.size()];
+    size_t got = 0;
+    if (k < max) {
+      Status st = ep_->poll(out + k, max - k, &got);
+      if (!st) return fail(Status::Error(fmt::format("{}: {}", link_, st.message())));
+      if (ep_->sent_on_its_own()) ring_peer();
+    }
+    *n = k + got;
+    for (size_t i = 0; i < *n; ++i)
+      if (out[i].type == Completion::kError)
+        return fail(Status::Error(fmt::format("{}: completion error {}", link_, out[i].err)));
+    return {};
+  }
+  // Keeps completions a caller reaped but cannot use now.
+  void stash(const Completion* c, size_t n) {
+    for (size_t i = 0; i < n; ++i) stash_[stail_++ % stash_.size()] = c[i];
+  }
+
+  // Nothing to do now: spin (doorbell endpoints), then arm the wait set.
+  // Returns with *n > 0 if something came in meanwhile (and then unarmed).
+  // `peer_owes`: sends of ours are not complete yet; only the peer's
+  // progress completes them (shm), so a sleeping peer is woken first.
+  Status idle(Completion* out, size_t max, size_t* n, bool peer_owes) {
+    *n = 0;
+    if (!page_.p) {
+      // The endpoint refuses to arm while it has work it must do first
+      // (fi_trywait: progress owed): reaping does that work.
+      // ucx over sm whose peer died refuses to arm for ever with nothing
+      // to reap: look at the control connection now and then, so a dead
+      // peer is seen (eof) instead of spinning here.
+      for (uint32_t tries = 1;; ++tries) {
+        if (ep_->arm()) {
+          armed_ = true;
+          return {};
+        }
+        Status st = reap(out, max, n);
+        if (!st || *n) return st;
+        if (tries % 64 == 0 && peer_hung_up()) {
+          eof_ = true;
+          return {};
+        }
+      }
+    }
+    const auto until = Clock::now() + spin_;
+    do {
+      Status st = reap(out, max, n);
+      if (!st || *n) return st;
+    } while (Clock::now() < until);
+    page_.p->sleeping[me_].store(1, std::memory_order_seq_cst);
+    if (peer_owes) {
+      // Our sends complete only as the peer makes progress (and a large
+      // one may need ours again in between): wake it, and look again soon
+      // whatever it does.
+      ring_peer();
+      itimerspec t{};
+      t.it_value.tv_nsec = kOwedPollNs;
+      timerfd_settime(timer_.get(), 0, &t, nullptr);
+      timer_armed_ = true;
+    }
+    Status st = reap(out, max, n);
+    if (!st || *n) {
+      page_.p->sleeping[me_].store(0, std::memory_order_relaxed);
+      return st;
+    }
+    armed_ = true;
+    return {};
+  }
+
+  // After the owner slept (or would have): what came on the control
+  // connection. Only then is it read, so a busy link makes no syscall here.
+  struct Seen {
+    bool ready = false, finish = false, eof = false, bell = false;
+  };
+  void wake(Seen* s) {
+    if (!armed_) return;
+    armed_ = false;
+    if (page_.p) page_.p->sleeping[me_].store(0, std::memory_order_relaxed);
+    if (timer_armed_) {
+      uint64_t v;
+      (void)!::read(timer_.get(), &v, sizeof v);
+      timer_armed_ = false;
+    }
+    read_control(s);
+  }
+  void read_control(Seen* s) {
+    char buf[64];
+    for (;;) {
+      ssize_t r = ::recv(ctl_.get(), buf, sizeof buf, MSG_DONTWAIT);
+      if (r > 0) {
+        for (ssize_t i = 0; i < r; ++i) {
+          if (buf[i] == kReady) s->ready = true;
+          if (buf[i] == kFinish) s->finish = true;
+          if (buf[i] == kDoorbell) s->bell = true;
+        }
+        continue;
+      }
+      if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+        s->eof = true;
+        eof_ = true;
+      }
+      if (r < 0 && errno == EINTR) continue;
+      return;
+    }
+  }
+  bool eof() const { return eof_; }
+  void set_eof() { eof_ = true; }
+  // The peer closed its end of the control connection, whatever bytes are
+  // still unread before the close (those stay for read_control).
+  bool peer_hung_up() const {
+    pollfd p{ctl_.get(), POLLRDHUP, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+  }
+
+  // The peer may have work now: wake it if it said it sleeps.
+  void ring_peer() {
+    if (!page_.p) return;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    std::atomic<uint32_t>& f = page_.p->sleeping[1 - me_];
+    if (f.load(std::memory_order_relaxed) && f.exchange(0, std::memory_order_seq_cst)) {
+      const char d = kDoorbell;
+      (void)!::send(ctl_.get(), &d, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+      doorbells_.add(1);
+    }
+  }
+  void put(char c) { (void)!::send(ctl_.get(), &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL); }
+  // Sleeps on the wait set (at most ms); the caller armed first.
+  void sleep(int ms) {
+    epoll_event ev[3];
+    epoll_wait(epfd_.get(), ev, 3, ms);
+  }
+  void shutdown() { ::shutdown(ctl_.get(), SHUT_RDWR); }
+  // Waits at most ms for bytes (or EOF) on the control connection.
+  void wait_control(int ms) {
+    pollfd p{ctl_.get(), POLLIN, 0};
+    ::poll(&p, 1, ms);
+  }
+
+  Status fail(Status st) {
+    if (error_.ok()) error_ = std::move(st);
+    return error_;
+  }
+  const Status& error() const { return error_; }
+  uint64_t doorbells() const { return doorbells_.get(); }
+
+ private:
+  std::unique_ptr<Endpoint> ep_;
+  Fd ctl_;
+  Page page_;
+  const int me_;
+  const std::chrono::microseconds spin_;
+  std::string link_;
+  Fd epfd_;
+  std::vector<Completion> stash_;
+  size_t shead_ = 0, stail_ = 0;
+  Fd timer_;  // doorbell endpoints: the "look again soon" while the peer owes us
+  bool timer_armed_ = false;
+  bool armed_ = false, eof_ = false;
+  Status error_;
+  Counter doorbells_;
+};
+
+struct Stats {
+  Counter frames, bytes, syscalls;
+  LinkStats snapshot(uint64_t doorbells) const {
+    LinkStats s;
+    s.frames = frames.get();
+    s.bytes = bytes.get();
+    s.syscalls = syscalls.get() + doorbells;
+    return s;
+  }
+};
+
+// Credit buffers: a CreditFrame each, and with rma room for the slots it
+// names (msg.h item 6), at a fixed stride.
+class CreditBufs {
+ public:
+  CreditBufs(size_t n, uint32_t names)
+      : stride_((sizeof(CreditFrame) + size_t{names} * 4 + 7) / 8 * 8), n_(n), mem_(n * stride_ / 8) {}
+  std::byte* at(size_t i) { return reinterpret_cast<std::byte*>(mem_.data()) + i * stride_; }
+  size_t size() const { return n_; }
+  size_t stride() const { return stride_; }
+  void* data() { return mem_.data(); }
+  size_t bytes() const { return n_ * stride_; }
+
+ private:
+  size_t stride_, n_;
+  std::vector<uint64_t> mem_;
+};
+
+}  // namespace sluice::msg::detail

@@ -41,6 +41,7 @@ inline const std::string kExample = std::string(SLUICE_SOURCE_DIR) + "/deploy/ex
 
 struct RunResult {
   int code = -1;
+  std::string dir;  // the run's folder: each process's log is dir/run/<name>.log
   std::string out;
   std::string err;
   YAML::Node json;
@@ -77,6 +78,7 @@ inline RunResult deploy(const std::string& name, int port, const std::vector<std
   for (const auto& s : sets) cmd += " --set " + s;
   cmd += flags + " >" + dir + "/out 2>" + dir + "/err";
   RunResult r;
+  r.dir = dir;
   int rc = std::system(cmd.c_str());
   r.code = WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   r.out = slurp(dir + "/out");
@@ -103,6 +105,15 @@ inline void expect_clean(const RunResult& r, uint64_t tuples) {
     EXPECT_GT(p["cpe_p"].as<double>(), 0) << p["name"].as<std::string>();
     EXPECT_GT(p["rss_max_bytes"].as<uint64_t>(), 0u);
   }
+}
+
+// Every process's log of a deploy() run, one after the other.
+inline std::string run_logs(const RunResult& r) {
+  std::string all;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(r.dir) / "run", ec))
+    if (e.path().extension() == ".log") all += slurp(e.path());
+  return all;
 }
 
 // Processes started by hand: the test needs their pids.

@@ -195,9 +195,28 @@ class UcxEndpoint final : public msg::Endpoint {
     if (worker_) {
       while (ucp_worker_progress(worker_)) {
       }
+      drain_unexpected();
       ucp_worker_destroy(worker_);
     }
     if (ctx_ && !map_) ucp_cleanup(ctx_);
+  }
+
+  // Messages that arrived once the receives were cancelled (a credit the
+  // receiver sent as the link closed) would stay unmatched, and
+  // ucp_worker_destroy warns of each ("unexpected tag-receive descriptor
+  // ... was not matched"): take them, into a scratch buffer.
+  void drain_unexpected() {
+    std::vector<char> scratch;
+    ucp_tag_recv_info_t info;
+    while (ucp_tag_message_h m = ucp_tag_probe_nb(worker_, 0, 0, 1, &info)) {
+      scratch.resize(info.length);
+      ucp_request_param_t p{};
+      void* r = ucp_tag_msg_recv_nbx(worker_, scratch.data(), info.length, m, &p);
+      if (UCS_PTR_IS_PTR(r)) {
+        while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(worker_);
+        ucp_request_free(r);
+      }
+    }
   }
 
   Status open(size_t queue, std::string* addr) {

@@ -144,6 +144,11 @@ def sets_for(preset, tuple_bytes, event_bytes, instances=1, wait="", carrier="",
          "instances": instances}
     if carrier:
         s["fabric_provider" if preset == "fabric-opt" else "ucx_tls"] = carrier
+    elif preset == "ucx-opt":
+        # The study's user-level carrier over a network: UCX over tcp, as
+        # ucx-opt was before ucx_tls: auto made one host shared memory (the
+        # calibration's "ucx-opt"; "ucx-opt/sm" is a carrier of its own).
+        s["ucx_tls"] = "tcp"
     if wait:
         s["wait"] = wait
     if event_bytes + SLOT_OVERHEAD > DEFAULT_SLOT:

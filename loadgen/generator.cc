@@ -10,14 +10,19 @@
 namespace sluice {
 namespace {
 
-// Events made but not yet sent wait in the pool: more than a few MiB of them
-// adds queueing latency and buys no throughput. loadgen_slots is the ceiling.
+// Events made but not yet sent wait in the pool: 1 MiB of them keeps the
+// send stage busy, and more adds queueing latency and costs cycles. The
+// generator writes each event into whichever slot comes free, so the queue
+// is its working set: at 4 MiB (127 events of 32 KiB, as before) its events
+// cost 18-23% more cycles each than at 1 MiB, written to lines that left
+// the cache (experiments/results/2026-11-26-issue18-auto). loadgen_slots is
+// the ceiling.
 // With acks an event's slot stays taken until the receiver acknowledges it,
 // which is once it is safe downstream (every hop to the sinks): the pool
 // must hold the link's whole unacknowledged window beside the queue, or
 // the generator waits on its pool while the pipeline is half empty.
 size_t generator_slots(const Deployment& d) {
-  constexpr size_t kQueueBytes = 4u << 20;
+  constexpr size_t kQueueBytes = 1u << 20;
   size_t ev = event_wire_bytes(d.tuple_bytes, tuples_per_event(d.tuple_bytes, d.event_bytes),
                                d.data_bytes);
   size_t window = 0;

@@ -132,7 +132,7 @@ struct ProcessConfig {
   std::string results;             // a sink: write every tuple it receives to this CSV file
                                    // ({instance} is replaced by the instance's number)
   std::string restart;             // `restart`: never | on-failure; "": the top-level `restart`
-  std::string threads;             // `threads`: dedicated | shared | adaptive; "": the top-level
+  std::string threads;             // `threads`: auto | dedicated | shared | adaptive; "": the top-level
   // Resolved: the schema of the stream into it (a loadgen: none) and out of
   // it (after its operators).
   Schema in_schema, out_schema;
@@ -172,7 +172,7 @@ struct Deployment {
   // The node.
   Wait wait = Wait::kBlock;        // descriptor rings: block | spin | hybrid
   bool handover_copy = false;      // handover: copy (original) | descriptor
-  std::string threads = "adaptive";   // dedicated | shared | adaptive: every process's unless it sets its own
+  std::string threads = "auto";       // auto | dedicated | shared | adaptive: every process's unless it sets its own
   uint32_t ring_slots = 1024;      // descriptors per ring (power of two)
   uint32_t loadgen_slots = 1024;   // generator pool slots, at most (about 4 MiB of events)
 
@@ -244,6 +244,13 @@ struct Deployment {
   // Links into / out of process i, as indices into `links`, in file order.
   std::vector<size_t> inputs_of(size_t i) const;
   std::vector<size_t> outputs_of(size_t i) const;
+  // How process i's stages share threads: its own `threads`, else the
+  // top-level one, with auto resolved: shared where every link of the
+  // process is over shared memory (ucx sm, posix or sysv; fabric shm),
+  // where no frame crosses the kernel and a hand-off between stage
+  // threads (a futex wake) costs more than the stages' work; adaptive
+  // where a link's frames cross the kernel, which dedicated threads overlap.
+  std::string threads_of(size_t i) const;
   // The port link l's receiver listens on for instance k: the link's `port`
   // + k, else the receiver's first port + j * instances + k, where j is the
   // link's place among the receiver's inputs (so a chain keeps today's ports).

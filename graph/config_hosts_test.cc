@@ -129,6 +129,32 @@ processes:
   EXPECT_EQ(one.link_options(0, 0).msg.ucx_tls, "tcp");
 }
 
+// threads: auto (the default) is shared for a process whose every link is
+// over shared memory, adaptive for one with a link that crosses the kernel;
+// a process's own threads, or the top-level one, wins.
+TEST(ConfigHosts, ThreadsAutoIsSharedWhereEveryLinkIsSharedMemory) {
+  const char* kTwoHosts = R"(preset: ucx-opt
+hosts: [{name: h1, address: 10.0.0.1}, {name: h2, address: 10.0.0.2}]
+processes:
+  - {name: loadgen, role: loadgen, host: h1}
+  - {name: node, role: node, host: h1}
+  - {name: sink, role: sink, host: h2}
+)";
+  Deployment d = parse_ok(kTwoHosts);
+  EXPECT_EQ(d.threads, "auto");
+  EXPECT_EQ(d.threads_of(0), "shared");    // loadgen -> node: sm
+  EXPECT_EQ(d.threads_of(1), "adaptive");  // node -> sink: tcp between hosts
+  EXPECT_EQ(d.threads_of(2), "adaptive");
+  EXPECT_EQ(parse_ok(kTwoHosts, {"ucx_tls=posix"}).threads_of(1), "shared");
+  EXPECT_EQ(parse_ok(kTwoHosts, {"threads=dedicated"}).threads_of(0), "dedicated");
+  EXPECT_EQ(parse_ok(kTwoHosts, {"processes.0.threads=adaptive"}).threads_of(0), "adaptive");
+  const char* kOneHost = "processes:\n  - {name: l, role: loadgen}\n  - {name: s, role: sink}\n";
+  EXPECT_EQ(parse_ok(kOneHost).threads_of(0), "adaptive");  // tcp-opt
+  EXPECT_EQ(parse_ok(kOneHost, {"preset=fabric-opt"}).threads_of(1), "adaptive");  // fabric tcp
+  EXPECT_EQ(parse_ok(kOneHost, {"preset=fabric-opt", "fabric_provider=shm"}).threads_of(1), "shared");
+  EXPECT_EQ(parse_ok(kOneHost, {"preset=ucx-opt"}).threads_of(1), "shared");
+}
+
 TEST(ConfigHosts, OverridesReachHosts) {
   Deployment d = parse_ok(kHosts, {"hosts.2.address=10.77.0.9", "processes.3.host=h1",
                                    "launcher=local", "hosts.0.rate=0"});

@@ -68,7 +68,7 @@ const std::vector<std::string> kHandovers = {"descriptor", "copy"};
 const std::vector<std::string> kOnOff = {"on", "off"};
 const std::vector<std::string> kCreditModes = {"fixed", "adaptive"};
 const std::vector<std::string> kRestarts = {"never", "on-failure"};
-const std::vector<std::string> kThreads = {"dedicated", "shared", "adaptive"};
+const std::vector<std::string> kThreads = {"auto", "dedicated", "shared", "adaptive"};
 const std::vector<std::string> kCongestionIn = {"", "default", "reno", "cubic", "bbr"};
 const std::vector<std::string> kSplits = {"stream", "copy", "key"};
 // Providers and UCX transports sluice knows how to drive; whether one is
@@ -343,9 +343,11 @@ const std::vector<Key>& keys() {
       enum_key("threads", &kThreads, [](Deployment* d, const std::string& v) { d->threads = v; },
                [](const Deployment& d) { return d.threads; },
                "how a node's receive, process and send stages share threads: dedicated (one "
-               "thread each, joined by rings), shared (one thread runs them in turn) or adaptive "
+               "thread each, joined by rings), shared (one thread runs them in turn), adaptive "
                "(dedicated threads, but the receiving thread runs process and send itself while "
-               "they are idle); a process may set its own"),
+               "they are idle), or auto: shared for a process whose every link is over shared "
+               "memory (ucx sm, posix, sysv; fabric shm), adaptive otherwise; a process may set "
+               "its own"),
       uint_key("ring_slots", &Deployment::ring_slots,
                "descriptors per ring between a node's stages (a power of two)"),
       uint_key("loadgen_slots", &Deployment::loadgen_slots,
@@ -482,8 +484,8 @@ const std::vector<SectionKey>& process_keys() {
                           "the instance's number)"},
       {"restart", "the top-level restart", "never | on-failure: whether run and up start it "
                                            "again when it dies"},
-      {"threads", "the top-level threads", "dedicated | shared | adaptive: how its stages share "
-                                           "threads"},
+      {"threads", "the top-level threads",
+       "auto | dedicated | shared | adaptive: how its stages share threads"},
   };
   return k;
 }

@@ -58,6 +58,21 @@ std::vector<size_t> Deployment::outputs_of(size_t i) const {
   return v;
 }
 
+std::string Deployment::threads_of(size_t i) const {
+  const std::string& t = processes[i].threads.empty() ? threads : processes[i].threads;
+  if (t != "auto") return t;
+  std::vector<size_t> ls = inputs_of(i);
+  for (size_t l : outputs_of(i)) ls.push_back(l);
+  bool shm = !ls.empty();
+  for (size_t l : ls) {
+    const LinkOptions o = link_options(l, 0);
+    const std::string& u = o.msg.ucx_tls;
+    shm = shm && ((o.transport == "ucx" && (u == "sm" || u == "posix" || u == "sysv")) ||
+                  (o.transport == "fabric" && o.msg.fabric_provider == "shm"));
+  }
+  return shm ? "shared" : "adaptive";
+}
+
 // link_port before it is narrowed: validation refuses a result beyond 65535.
 uint32_t cfg::wide_link_port(const Deployment& d, size_t l, uint32_t instance) {
   if (d.links[l].port) return uint32_t{d.links[l].port} + instance;

@@ -135,7 +135,7 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
       }
     }
     ic.wait = d.wait;
-    parse_threads(pc.threads.empty() ? d.threads : pc.threads, &ic.threads);  // checked by the parser
+    parse_threads(d.threads_of(index), &ic.threads);  // checked by the parser
     ic.ring_slots = d.ring_slots;
     ic.operators = pc.operators;
     b->instances.push_back(std::make_unique<Instance>(ic, std::move(source), std::move(dest),

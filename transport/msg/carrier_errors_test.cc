@@ -18,6 +18,7 @@
 
 #include "transport/link.h"
 #include "transport/transport.h"
+#include "transport/ucx/ucx.h"
 
 namespace sluice {
 namespace {
@@ -242,6 +243,15 @@ TEST(UcxSetup, AnUnknownTransportIsAnErrorNotACrash) {
 
 // rma (msg.h item 6): the receiver sends its slots' key, or an empty one
 // with rma off; a sender that does not agree refuses the link, naming both.
+// A ucx tcp link runs over the one interface that routes to its receiver:
+// to 127.0.0.1 that is lo, whatever other interfaces are up (a lane over a
+// veth that went away mid-run hung a link here).
+TEST(UcxSetup, ATcpLinkUsesTheInterfaceThatRoutesToItsReceiver) {
+  EXPECT_EQ(ucx::net_device_toward("127.0.0.1"), "lo");
+  EXPECT_EQ(ucx::net_device_toward("localhost"), "lo");
+  EXPECT_EQ(ucx::net_device_toward("no-such-host.invalid"), "");
+}
+
 TEST(UcxRma, BothEndsOfALinkMustAgree) {
   for (bool rx_rma : {false, true}) {
     TransportContext ctx;

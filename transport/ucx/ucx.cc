@@ -39,7 +39,12 @@
 
 #include <fmt/format.h>
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -56,8 +61,10 @@ namespace {
 std::string status_text(ucs_status_t s) { return ucs_status_string(s); }
 
 // A UCX context for UCX_TLS=tls, as every link end of this carrier makes
-// one (see UcxEndpoint::open for the settings).
-Status make_context(const std::string& tls, bool rma, bool shared, ucp_context_h* out) {
+// one (see UcxEndpoint::open for the settings); `peer_host`: the receiver's
+// address, whose route picks the one interface a tcp link uses.
+Status make_context(const std::string& tls, bool rma, bool shared, ucp_context_h* out,
+                    const std::string& peer_host = "") {
   ucp_config_t* cfg = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &cfg);
   if (s != UCS_OK) return Status::Error("ucp_config_read: " + status_text(s));
@@ -81,6 +88,16 @@ Status make_context(const std::string& tls, bool rma, bool shared, ucp_context_h
   // stays bounded: credits keep at most `slots` frames in flight.
   if (tls == "tcp")
     ucp_config_modify(cfg, "RNDV_THRESH", "inf");
+  // tcp: one lane, over the interface that routes to the receiver. Left to
+  // itself UCX opens a lane on every interface up at the start; a link to
+  // 127.0.0.1 then also ran over a veth another test had made, and hung
+  // when that interface went away mid-run (UCX's error mode NONE does not
+  // say). UCX_NET_DEVICES in the environment still wins.
+  if (tls.find("tcp") != std::string::npos && tls != "all" && !peer_host.empty() &&
+      !getenv("UCX_NET_DEVICES")) {
+    const std::string dev = net_device_toward(peer_host);
+    if (!dev.empty()) ucp_config_modify(cfg, "NET_DEVICES", dev.c_str());
+  }
   else
     ucp_config_modify(cfg, "MM_SEG_SIZE", "65535");
   ucp_params_t p{};
@@ -94,6 +111,37 @@ Status make_context(const std::string& tls, bool rma, bool shared, ucp_context_h
                                      tls, status_text(s)));
   return {};
 }
+
+}  // namespace
+
+std::string net_device_toward(const std::string& host) {
+  // The route's source address: a UDP socket's connect() picks it and sends
+  // nothing.
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), "9", &hints, &res) != 0 || !res) return "";
+  sockaddr_in src{};
+  socklen_t len = sizeof src;
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const bool ok = fd >= 0 && connect(fd, res->ai_addr, res->ai_addrlen) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&src), &len) == 0;
+  if (fd >= 0) close(fd);
+  freeaddrinfo(res);
+  if (!ok) return "";
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) return "";
+  std::string name;
+  for (ifaddrs* i = ifs; i && name.empty(); i = i->ifa_next)
+    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+        reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr == src.sin_addr.s_addr)
+      name = i->ifa_name;
+  freeifaddrs(ifs);
+  return name;
+}
+
+namespace {
 
 bool shared_memory(const std::string& tls) {
   for (const char* t : {"sm", "posix", "sysv", "shm"})
@@ -224,7 +272,7 @@ class UcxEndpoint final : public msg::Endpoint {
     if (map_) {
       ctx_ = map_->ctx;  // rma receiver: the pool's mapping's context
     } else {
-      Status st = make_context(opts_.msg.ucx_tls, opts_.msg.rma, false, &ctx_);
+      Status st = make_context(opts_.msg.ucx_tls, opts_.msg.rma, false, &ctx_, opts_.host);
       if (!st) return st;
     }
     ucp_worker_params_t wp{};

@@ -103,23 +103,25 @@ processes:
   EXPECT_EQ(d.processes[1].host, "10.0.0.2");
 }
 
-// ucx_tls: auto (the default) is shared memory between two processes of one
-// host and tcp between hosts; both ends of a link resolve it alike, and a
-// link that names its transports keeps them.
-TEST(ConfigHosts, UcxTlsAutoIsSharedMemoryOnOneHostAndTcpBetweenHosts) {
-  const char* kTwoHosts = R"(preset: ucx-opt
+// ucx-opt with two processes on h1 and the sink on h2.
+const char* kUcxTwoHosts = R"(preset: ucx-opt
 hosts: [{name: h1, address: 10.0.0.1}, {name: h2, address: 10.0.0.2}]
 processes:
   - {name: loadgen, role: loadgen, host: h1}
   - {name: node, role: node, host: h1}
   - {name: sink, role: sink, host: h2}
 )";
-  Deployment d = parse_ok(kTwoHosts);
+
+// ucx_tls: auto (the default) is shared memory between two processes of one
+// host and tcp between hosts; both ends of a link resolve it alike, and a
+// link that names its transports keeps them.
+TEST(ConfigHosts, UcxTlsAutoIsSharedMemoryOnOneHostAndTcpBetweenHosts) {
+  Deployment d = parse_ok(kUcxTwoHosts);
   EXPECT_EQ(d.links[0].options.msg.ucx_tls, "auto");
   EXPECT_EQ(d.link_options(0, 0).msg.ucx_tls, "sm");
   EXPECT_EQ(d.link_options(1, 0).msg.ucx_tls, "tcp");
-  EXPECT_EQ(parse_ok(kTwoHosts, {"links.0.ucx_tls=tcp"}).link_options(0, 0).msg.ucx_tls, "tcp");
-  EXPECT_EQ(parse_ok(kTwoHosts, {"ucx_tls=posix"}).link_options(1, 0).msg.ucx_tls, "posix");
+  EXPECT_EQ(parse_ok(kUcxTwoHosts, {"links.0.ucx_tls=tcp"}).link_options(0, 0).msg.ucx_tls, "tcp");
+  EXPECT_EQ(parse_ok(kUcxTwoHosts, {"ucx_tls=posix"}).link_options(1, 0).msg.ucx_tls, "posix");
   // Without hosts: every process is on 127.0.0.1.
   Deployment one = parse_ok("preset: ucx-opt\nprocesses:\n  - {name: l, role: loadgen}\n"
                             "  - {name: s, role: sink}\n");
@@ -133,21 +135,14 @@ processes:
 // over shared memory, adaptive for one with a link that crosses the kernel;
 // a process's own threads, or the top-level one, wins.
 TEST(ConfigHosts, ThreadsAutoIsSharedWhereEveryLinkIsSharedMemory) {
-  const char* kTwoHosts = R"(preset: ucx-opt
-hosts: [{name: h1, address: 10.0.0.1}, {name: h2, address: 10.0.0.2}]
-processes:
-  - {name: loadgen, role: loadgen, host: h1}
-  - {name: node, role: node, host: h1}
-  - {name: sink, role: sink, host: h2}
-)";
-  Deployment d = parse_ok(kTwoHosts);
+  Deployment d = parse_ok(kUcxTwoHosts);
   EXPECT_EQ(d.threads, "auto");
   EXPECT_EQ(d.threads_of(0), "shared");    // loadgen -> node: sm
   EXPECT_EQ(d.threads_of(1), "adaptive");  // node -> sink: tcp between hosts
   EXPECT_EQ(d.threads_of(2), "adaptive");
-  EXPECT_EQ(parse_ok(kTwoHosts, {"ucx_tls=posix"}).threads_of(1), "shared");
-  EXPECT_EQ(parse_ok(kTwoHosts, {"threads=dedicated"}).threads_of(0), "dedicated");
-  EXPECT_EQ(parse_ok(kTwoHosts, {"processes.0.threads=adaptive"}).threads_of(0), "adaptive");
+  EXPECT_EQ(parse_ok(kUcxTwoHosts, {"ucx_tls=posix"}).threads_of(1), "shared");
+  EXPECT_EQ(parse_ok(kUcxTwoHosts, {"threads=dedicated"}).threads_of(0), "dedicated");
+  EXPECT_EQ(parse_ok(kUcxTwoHosts, {"processes.0.threads=adaptive"}).threads_of(0), "adaptive");
   const char* kOneHost = "processes:\n  - {name: l, role: loadgen}\n  - {name: s, role: sink}\n";
   EXPECT_EQ(parse_ok(kOneHost).threads_of(0), "adaptive");  // tcp-opt
   EXPECT_EQ(parse_ok(kOneHost, {"preset=fabric-opt"}).threads_of(1), "adaptive");  // fabric tcp

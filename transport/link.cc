@@ -43,6 +43,16 @@ Receiver::Receiver(const LinkOptions& opts, std::unique_ptr<RxCarrier> carrier, 
 
 Receiver::~Receiver() = default;
 
+Status check_link_fits_pool(const LinkOptions& opts, const SlotPool& pool, uint32_t first_slot) {
+  if (opts.slots == 0 || first_slot + uint64_t{opts.slots} > pool.slots() ||
+      opts.slot_bytes > pool.slot_bytes())
+    return Status::Error(fmt::format(
+        "{}: link of {} slots x {} bytes from slot {} does not fit a pool of {} slots x {} bytes",
+        opts.to.empty() ? "receiver" : opts.to, opts.slots, opts.slot_bytes, first_slot,
+        pool.slots(), pool.slot_bytes()));
+  return {};
+}
+
 Status Receiver::fail(std::string msg) {
   if (error_.ok()) error_ = Status::Error(std::move(msg));
   carrier_->shutdown();

@@ -55,6 +55,11 @@
 
 namespace sluice {
 
+// A listener's check before it binds (step 1): the link's slots, from
+// first_slot, lie inside the pool and each is as large as the link's
+// slot_bytes. The error names the receiver (`opts.to`).
+Status check_link_fits_pool(const LinkOptions& opts, const SlotPool& pool, uint32_t first_slot);
+
 // The receiving end of one link; owned by one thread (the receive stage)
 // except shutdown().
 class Receiver {

@@ -241,11 +241,7 @@ class MsgListener final : public Listener {
 
   Status bind() {
     const std::string me = opts_.to.empty() ? "receiver" : opts_.to;
-    if (opts_.slots == 0 || first_slot_ + uint64_t{opts_.slots} > pool_.slots() ||
-        opts_.slot_bytes > pool_.slot_bytes())
-      return Status::Error(fmt::format(
-          "{}: link of {} slots x {} bytes from slot {} does not fit a pool of {} slots x {} bytes",
-          me, opts_.slots, opts_.slot_bytes, first_slot_, pool_.slots(), pool_.slot_bytes()));
+    if (Status st = check_link_fits_pool(opts_, pool_, first_slot_); !st) return st;
     tcp::SocketOptions so;
     so.handshake_timeout_ms = opts_.connect_timeout_ms;
     Status st;

@@ -800,11 +800,7 @@ class TcpListener final : public Listener {
 
   Status bind() {
     const std::string me = opts_.to.empty() ? "receiver" : opts_.to;
-    if (opts_.slots == 0 || first_slot_ + uint64_t{opts_.slots} > pool_.slots() ||
-        opts_.slot_bytes > pool_.slot_bytes())
-      return Status::Error(fmt::format(
-          "{}: link of {} slots x {} bytes from slot {} does not fit a pool of {} slots x {} bytes",
-          me, opts_.slots, opts_.slot_bytes, first_slot_, pool_.slots(), pool_.slot_bytes()));
+    if (Status st = check_link_fits_pool(opts_, pool_, first_slot_); !st) return st;
     if (opts_.tuple_bytes < kMinTupleBytes || opts_.slot_bytes < kEventHeaderBytes + opts_.tuple_bytes)
       return Status::Error(fmt::format("{}: a {}-byte slot cannot hold an event of {}-byte tuples",
                                        me, opts_.slot_bytes, opts_.tuple_bytes));

@@ -213,6 +213,12 @@ Status NetSource::sleep() {
   for (size_t i = 0; i < links_.size(); ++i) {
     if (rejoin_[i]->down) timeout = 20;  // look at the accept now and then
     if (!watching_[i]) continue;
+    // Credits the last frames made room for, held until they were handed on.
+    if (Status st = links_[i]->send_due(); !st) {
+      st = link_broke(i, st);
+      if (!st) return st;
+      continue;
+    }
     // With acks, nothing owed waits for a batch while this stage sleeps: a
     // sender may be waiting for acknowledgements (its replay log full, or
     // its close).

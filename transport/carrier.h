@@ -46,6 +46,7 @@ struct LinkStats {
                                // their way included (slots, unless adaptive_credits)
   uint64_t window_mean = 0;    // receiver: the window over the run, weighted by frames carried
   uint64_t rtt_us = 0;         // receiver, adaptive_credits: the credit round trip it measured
+  uint64_t credit_msgs = 0;    // receiver: credit messages it sent
 };
 
 // A frame that arrived: its payload is in `slot`, in the event wire form

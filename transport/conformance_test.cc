@@ -109,6 +109,7 @@ struct Load {
   uint32_t abort_after = 0;        // sends this many descriptors, then aborts (no END)
   uint32_t wrong_tuple_bytes = 0;  // writes its events with this tuple size
   bool adaptive_credits = false;
+  int send_gap_us = 0;  // a slow producer: the sender pauses this long after each send
 };
 
 struct Result {
@@ -279,6 +280,7 @@ class Conformance : public ::testing::TestWithParam<CarrierCase> {
         batch.push_back(Descriptor{slot, 0, static_cast<uint32_t>(off), n, n * L.tuples_per_event, 0});
         ++descs;
         if (batch.size() == L.descs_per_send && !flush()) return;
+        if (L.send_gap_us) std::this_thread::sleep_for(std::chrono::microseconds(L.send_gap_us));
       }
       if (!batch.empty() && !flush()) return;
       std::byte end[64];
@@ -442,6 +444,20 @@ TEST_P(Conformance, AdaptiveCreditsDeliverAFastStream) {
   check(L);
   EXPECT_GE(last_.receiver_stats.window, 4u);
   EXPECT_LE(last_.receiver_stats.window, 32u);
+}
+
+// ... and at a low rate, where the sender holds more than half its window,
+// credits go a batch at a time: not one message per frame or two, each
+// before the frame that made room for it was handed on (a system call
+// between every frame's arrival and its processing).
+TEST_P(Conformance, AdaptiveCreditsGoInBatchesAtALowRate) {
+  Load L{128, 1, 1, 1, 0, 200, 4096, 32, 8, 0};
+  L.adaptive_credits = true;
+  L.send_gap_us = 200;
+  check(L);
+  // A window of 8 (the batch) or more: a message per 4 frames at most.
+  EXPECT_LE(last_.receiver_stats.credit_msgs, 200u / 4 + 8);
+  EXPECT_GE(last_.receiver_stats.credit_msgs, 1u);
 }
 
 TEST_P(Conformance, EndUnderLoad) {

@@ -65,6 +65,7 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
   if (!error_.ok()) return error_;
   if (ended_ || out.empty()) return {};
   if (shut_down_.load(std::memory_order_acquire)) return fail(name_ + ": receive shut down");
+  if (Status due = send_due(); !due) return due;
   Arrival arr[64];
   size_t got = 0;
   Status st = carrier_->poll(std::span<Arrival>(arr, std::min<size_t>(out.size(), 64)), &got);
@@ -123,16 +124,27 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
   *n = k;
   if (opts_.adaptive_credits && k > 0) {
     adapt(now_ns());
-    // Frames that arrived made room in the window for credits held back. A
-    // peer gone meanwhile: these frames still go on (their slots come back),
-    // and the next poll() returns the error.
-    if (pending_ > 0 && !ended_) {
-      st = send_pending(false, std::min(batch_, pending_));
-      if (!st)
-        (void)fail(shut_down_.load(std::memory_order_acquire) ? name_ + ": receive shut down"
-                                                             : st.message());
-    }
+    // Frames that arrived made room in the window for credits held back:
+    // they go once these frames were handed on (send_due).
+    credit_due_ = pending_ > 0 && !ended_;
   }
+  return {};
+}
+
+Status Receiver::send_due() {
+  if (!credit_due_) return {};
+  credit_due_ = false;
+  if (!error_.ok() || ended_ || pending_ == 0) return {};
+  // A credit batch, as give_back() sends them; fewer only to a sender down
+  // to half its window or less (the window is twice what one credit round
+  // trip needs, so it never waits). Else, at a low rate, every frame or two
+  // would cost a credit message. A peer gone meanwhile: the frames handed
+  // on still go on (their slots come back), and this is the link's error
+  // from now on.
+  Status st = send_pending(false, sender_credits() * 2 <= window_ ? 1 : batch_);
+  if (!st)
+    return fail(shut_down_.load(std::memory_order_acquire) ? name_ + ": receive shut down"
+                                                          : st.message());
   return {};
 }
 
@@ -227,6 +239,7 @@ Status Receiver::send_pending(bool all, uint32_t least, bool ack) {
     probe_ns_ = now_ns();
   }
   Status st = carrier_->send_credits(n, acked_);
+  credit_msgs_.add(1);
   granted_.add(n);
   pending_ -= n;
   acked_sent_ = acked_;
@@ -257,6 +270,7 @@ LinkStats Receiver::stats() const {
   s.window = window_now_.get();
   s.window_mean = opts_.adaptive_credits ? window_mean_.get() : slots_;
   s.rtt_us = rtt_us_.get();
+  s.credit_msgs = credit_msgs_.get();
   return s;
 }
 

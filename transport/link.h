@@ -87,6 +87,14 @@ class Receiver {
   // the owner calls it before it sleeps, so a sender waiting for
   // acknowledgements is never left waiting on a batch that is not coming.
   Status flush_credits();
+  // Credits that the frames of the last poll() made room for (adaptive
+  // credits). poll() sends them first thing; an owner that may sleep
+  // without polling again (its link read empty) sends them before it does.
+  // They wait for the frames to be handed on: at a low rate a credit
+  // message is a system call (on loopback tcp, the whole receive path)
+  // that would otherwise sit between every frame's arrival and its
+  // processing.
+  Status send_due();
   // Frames ahead of the acknowledged prefix a receiver grants credit for: a
   // frame whose slot is held long (behind a slow downstream link) holds up
   // the acknowledgement of those after it, and this bounds how far. Senders
@@ -125,8 +133,11 @@ class Receiver {
   bool ended_ = false, finished_ = false, end_back_ = false;
   uint32_t end_slot_ = kNoSlot;
   uint64_t received_ = 0, returned_ = 0;
-  Counter granted_, max_held_, held_;  // read by stats() from any thread
+  Counter granted_, max_held_, held_, credit_msgs_;  // read by stats() from any thread
   uint32_t pending_ = 0;
+  // adaptive_credits: frames that arrived made room for credits held back;
+  // they go at the next poll() or send_due(), after the frames were handed on.
+  bool credit_due_ = false;
   // The acknowledgement: frame number per slot of the link, and which frames
   // ahead of the acked prefix came back (a ring indexed by frame number).
   std::vector<uint64_t> frame_of_;

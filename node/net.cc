@@ -107,6 +107,13 @@ Status NetSource::start() {
   for (auto& l : listeners_) l->turn_away(true);
   watching_.assign(links_.size(), true);
   ready_.assign(links_.size(), true);
+  // Not with acks: a slot that comes back there is an acknowledgement, sent
+  // even short of a batch once this stage is awake (sleep()), and a sender
+  // may be waiting for it.
+  helped_ = true;
+  for (size_t i = 0; i < links_.size(); ++i)
+    helped_ = helped_ && links_[i]->any_thread_gives_back() && !opts_[i].acks;
+  if (helped_) pool_->set_freed_hook(this);
   rejoin_.clear();
   for (size_t i = 0; i < links_.size(); ++i) rejoin_.push_back(std::make_unique<Rejoin>());
   for (size_t i = 0; i < links_.size(); ++i) {
@@ -130,6 +137,20 @@ Status NetSource::give_back_freed() {
       if (!st) return st;
     }
   return {};
+}
+
+bool NetSource::on_freed() {
+  if (!asleep_.load(std::memory_order_seq_cst)) return false;
+  std::unique_lock lk(give_mu_, std::try_to_lock);
+  if (!lk.owns_lock() || !asleep_.load(std::memory_order_relaxed)) return false;
+  // A link that fails here keeps its error: this stage, woken, polls it
+  // and handles it as give_back_freed() would have.
+  bool ok = true;
+  uint32_t freed[64];
+  size_t n;
+  while ((n = pool_->try_acquire_n(freed, 64)) > 0)
+    for (size_t i = 0; i < n; ++i) ok = links_[owner_[freed[i]]]->give_back(freed[i]).ok() && ok;
+  return ok;
 }
 
 // A link with acks broke (its upstream died, or the network between): what
@@ -210,8 +231,15 @@ bool NetSource::merge_end(const Descriptor& d) {
 Status NetSource::sleep() {
   int timeout = -1;
   size_t threshold = end_out_ ? 1 : pool_->reserve_first();
+  // The releasing threads give slots back while this stage sleeps (not
+  // with threads: shared, where this thread's idle work releases them, nor
+  // while a link is down or the stream is ending).
+  bool help = helped_ && !idle_ && !end_out_;
   for (size_t i = 0; i < links_.size(); ++i) {
-    if (rejoin_[i]->down) timeout = 20;  // look at the accept now and then
+    if (rejoin_[i]->down) {
+      timeout = 20;  // look at the accept now and then
+      help = false;
+    }
     if (!watching_[i]) continue;
     // Credits the last frames made room for, held until they were handed on.
     if (Status st = links_[i]->send_due(); !st) {
@@ -233,7 +261,12 @@ Status NetSource::sleep() {
     const int p = links_[i]->poll_period_ms();
     if (p >= 0 && (timeout < 0 || p < timeout)) timeout = p;
     const Receiver& l = *links_[i];
-    if (l.sender_credits() < l.credit_batch()) threshold = std::min<size_t>(threshold, l.credit_batch());
+    // A credit batch of freed slots wakes this stage when the sender is
+    // short of one; where the releasing thread returns them (help), it
+    // does so for every batch, as the credits of a sender that is not
+    // short yet (no wake-up of this stage either way).
+    if (help || l.sender_credits() < l.credit_batch())
+      threshold = std::min<size_t>(threshold, l.credit_batch());
     // With acks, a slot that comes back is an acknowledgement an upstream
     // may be waiting for (its log, its pool, its close): wake for a credit
     // batch of them, or for all it has out if fewer, so none is left unsent.
@@ -242,6 +275,10 @@ Status NetSource::sleep() {
   }
   if (threshold != wake_threshold_) pool_->set_wake_threshold(wake_threshold_ = threshold);
   EventCount& freed = pool_->freed();
+  if (help) {
+    std::lock_guard lk(give_mu_);
+    asleep_.store(true, std::memory_order_seq_cst);
+  }
   freed.prepare_fd_wait();
   bool rang = false;
   if (pool_->free_slots() < wake_threshold_ && !pool_->closed()) {
@@ -258,6 +295,10 @@ Status NetSource::sleep() {
     int r = epoll_wait(epfd_, evs, 16, timeout);
     if (r < 0 && errno != EINTR) {
       freed.finish_fd_wait(true);
+      if (help) {
+        std::lock_guard lk(give_mu_);
+        asleep_.store(false, std::memory_order_relaxed);
+      }
       return Status::Error(fmt::format("epoll_wait failed: {}", strerror(errno)));
     }
     for (int i = 0; i < r; ++i) {
@@ -268,6 +309,10 @@ Status NetSource::sleep() {
     }
   }
   freed.finish_fd_wait(rang);
+  if (help) {
+    std::lock_guard lk(give_mu_);  // a give-back under way finishes first
+    asleep_.store(false, std::memory_order_relaxed);
+  }
   return {};
 }
 

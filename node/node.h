@@ -136,7 +136,7 @@ class Destination {
 // stage owns the pool and every link's receiving end: slots released by any
 // stage come back here, and here they are posted again and credited. It
 // sleeps on every link's wait handle and the pool's fd at once.
-class NetSource final : public Source {
+class NetSource final : public Source, private SlotPool::FreedHook {
  public:
   // `reserve`: extra slots for the process stage's operators to emit into
   // (SlotPool's reserve), beside the links' slots.
@@ -155,6 +155,12 @@ class NetSource final : public Source {
   explicit NetSource(const std::vector<LinkOptions>& links);
   Status give_back_freed();
   Status sleep();
+  // The releasing thread's turn (SlotPool::FreedHook): while this stage
+  // sleeps in epoll on links that allow it, the thread whose release
+  // completed a credit batch gives the freed slots back and sends the
+  // credits itself, instead of waking this stage to do it. False: it did
+  // not (this stage is awake, or a link failed): wake it.
+  bool on_freed() override;
   bool merge_end(const Descriptor& d);
   // acks: a link that broke waits for its slots, then for its upstream to
   // connect again (the listener's next accept, on a thread of its own).
@@ -178,6 +184,11 @@ class NetSource final : public Source {
   bool end_out_ = false;
   std::unique_ptr<EndOfStream> merged_;
   mutable std::mutex mu_;  // guards links_ against shutdown() and live_links() from other threads
+  // on_freed(): every link allows it; asleep_ is set, under give_mu_, while
+  // this stage sleeps in epoll, and give_mu_ serializes the give-backs.
+  bool helped_ = false;
+  std::mutex give_mu_;
+  std::atomic<bool> asleep_{false};
   std::atomic<bool> shut_{false};
   // Broken links (acks): down, and the accept that will replace them.
   struct Rejoin {

@@ -83,6 +83,10 @@ class RxCarrier {
   // what it knows; wait_fd() must then be level-triggered (readable while
   // anything is unread). false: poll before sleeping.
   virtual bool drained() const { return false; }
+  // post() and send_credits() may run on another thread than poll()'s, one
+  // at a time (the owner serializes them): a socket's, not a library's
+  // endpoint, which its own thread must drive.
+  virtual bool any_thread_gives_back() const { return false; }
   virtual LinkStats stats() const = 0;
 };
 

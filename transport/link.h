@@ -106,6 +106,9 @@ class Receiver {
   bool finished() const { return finished_ || !error_.ok(); }  // and its slot came back
   int wait_fd() const { return carrier_->wait_fd(); }
   int poll_period_ms() const { return carrier_->poll_period_ms(); }
+  // give_back() may run on another thread while the owner sleeps (one at a
+  // time, the owner serializing them): RxCarrier::any_thread_gives_back.
+  bool any_thread_gives_back() const { return carrier_->any_thread_gives_back(); }
   // The carrier read the connection empty: poll() would find nothing until
   // wait_fd() is readable (RxCarrier::drained).
   bool drained() const { return error_.ok() && carrier_->drained(); }

@@ -172,7 +172,10 @@ Status SlotPool::release(uint32_t slot) {
     // The fence in notify() orders the push before the loads behind it; the
     // owner announces itself, then re-reads the free count, before it sleeps.
     const size_t t = wake_threshold_.load(std::memory_order_relaxed);
-    if (t <= 1 || free_slots() >= t) freed_.notify();
+    if (t <= 1 || free_slots() >= t) {
+      FreedHook* h = hook_.load(std::memory_order_acquire);
+      if (!h || !h->on_freed()) freed_.notify();
+    }
   }
   return {};
 }

@@ -69,6 +69,17 @@ class SlotPool {
   // of waking (and costing a syscall) per slot. It lowers the threshold to 1
   // when it waits for one particular slot.
   EventCount& freed() { return freed_; }
+  // What a release that would wake the owner calls first, where the owner
+  // set one: true if it dealt with the freed slots itself, and the owner
+  // need not wake (node/net.cc: a receive stage asleep on tcp links lets
+  // the releasing thread give the slots back and return the credits, as
+  // one thread's wake-up less in every credit round trip).
+  class FreedHook {
+   public:
+    virtual ~FreedHook() = default;
+    virtual bool on_freed() = 0;
+  };
+  void set_freed_hook(FreedHook* h) { hook_.store(h, std::memory_order_release); }
   void set_wake_threshold(size_t threshold) {
     wake_threshold_.store(threshold ? threshold : 1, std::memory_order_seq_cst);
   }
@@ -111,6 +122,7 @@ class SlotPool {
   std::atomic<size_t> wake_threshold_{1};
   alignas(kCacheLine) std::atomic<bool> closed_{false};
   EventCount freed_;
+  std::atomic<FreedHook*> hook_{nullptr};
   std::vector<std::function<void()>> on_destroy_;
 };
 

@@ -151,6 +151,7 @@ class TcpRx final : public RxCarrier {
   bool drained() const override {
     return drained_ && carry_begin_ == carry_end_ && !opts_.tcp.rx_select;
   }
+  bool any_thread_gives_back() const override { return true; }
   LinkStats stats() const override { return stats_.snapshot(); }
 
  private:

@@ -107,12 +107,8 @@ Status NetSource::start() {
   for (auto& l : listeners_) l->turn_away(true);
   watching_.assign(links_.size(), true);
   ready_.assign(links_.size(), true);
-  // Not with acks: a slot that comes back there is an acknowledgement, sent
-  // even short of a batch once this stage is awake (sleep()), and a sender
-  // may be waiting for it.
   helped_ = true;
-  for (size_t i = 0; i < links_.size(); ++i)
-    helped_ = helped_ && links_[i]->any_thread_gives_back() && !opts_[i].acks;
+  for (size_t i = 0; i < links_.size(); ++i) helped_ = helped_ && links_[i]->any_thread_gives_back();
   if (helped_) pool_->set_freed_hook(this);
   rejoin_.clear();
   for (size_t i = 0; i < links_.size(); ++i) rejoin_.push_back(std::make_unique<Rejoin>());
@@ -150,6 +146,11 @@ bool NetSource::on_freed() {
   size_t n;
   while ((n = pool_->try_acquire_n(freed, 64)) > 0)
     for (size_t i = 0; i < n; ++i) ok = links_[owner_[freed[i]]]->give_back(freed[i]).ok() && ok;
+  // With acks a slot back is an acknowledgement: it goes now, even short of
+  // a batch, as this stage sends it before it sleeps (a sender may be
+  // waiting for it: its replay log or its pool full, or its close).
+  for (size_t i = 0; i < links_.size(); ++i)
+    if (opts_[i].acks) ok = links_[i]->flush_credits().ok() && ok;
   return ok;
 }
 

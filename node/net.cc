@@ -108,7 +108,11 @@ Status NetSource::start() {
   watching_.assign(links_.size(), true);
   ready_.assign(links_.size(), true);
   helped_ = true;
-  for (size_t i = 0; i < links_.size(); ++i) helped_ = helped_ && links_[i]->any_thread_gives_back();
+  // Not with acks: with the releasing thread also sending acknowledgements
+  // (dd864ae), the slurm restart test's node-b waited for slots of its
+  // broken link that never came back, 2 runs in 4; cause not found yet.
+  for (size_t i = 0; i < links_.size(); ++i)
+    helped_ = helped_ && links_[i]->any_thread_gives_back() && !opts_[i].acks;
   if (helped_) pool_->set_freed_hook(this);
   rejoin_.clear();
   for (size_t i = 0; i < links_.size(); ++i) rejoin_.push_back(std::make_unique<Rejoin>());
@@ -146,11 +150,6 @@ bool NetSource::on_freed() {
   size_t n;
   while ((n = pool_->try_acquire_n(freed, 64)) > 0)
     for (size_t i = 0; i < n; ++i) ok = links_[owner_[freed[i]]]->give_back(freed[i]).ok() && ok;
-  // With acks a slot back is an acknowledgement: it goes now, even short of
-  // a batch, as this stage sends it before it sleeps (a sender may be
-  // waiting for it: its replay log or its pool full, or its close).
-  for (size_t i = 0; i < links_.size(); ++i)
-    if (opts_[i].acks) ok = links_[i]->flush_credits().ok() && ok;
   return ok;
 }
 
@@ -276,10 +275,21 @@ Status NetSource::sleep() {
   }
   if (threshold != wake_threshold_) pool_->set_wake_threshold(wake_threshold_ = threshold);
   EventCount& freed = pool_->freed();
-  if (help) {
-    std::lock_guard lk(give_mu_);
-    asleep_.store(true, std::memory_order_seq_cst);
-  }
+  // asleep_ holds for this wait only, whichever way it ends; clearing it
+  // waits for a give-back under way.
+  struct Asleep {
+    NetSource* s;
+    explicit Asleep(NetSource* src) : s(src) {
+      if (!s) return;
+      std::lock_guard lk(s->give_mu_);
+      s->asleep_.store(true, std::memory_order_seq_cst);
+    }
+    ~Asleep() {
+      if (!s) return;
+      std::lock_guard lk(s->give_mu_);
+      s->asleep_.store(false, std::memory_order_relaxed);
+    }
+  } asleep(help ? this : nullptr);
   freed.prepare_fd_wait();
   bool rang = false;
   if (pool_->free_slots() < wake_threshold_ && !pool_->closed()) {
@@ -296,10 +306,6 @@ Status NetSource::sleep() {
     int r = epoll_wait(epfd_, evs, 16, timeout);
     if (r < 0 && errno != EINTR) {
       freed.finish_fd_wait(true);
-      if (help) {
-        std::lock_guard lk(give_mu_);
-        asleep_.store(false, std::memory_order_relaxed);
-      }
       return Status::Error(fmt::format("epoll_wait failed: {}", strerror(errno)));
     }
     for (int i = 0; i < r; ++i) {
@@ -310,10 +316,6 @@ Status NetSource::sleep() {
     }
   }
   freed.finish_fd_wait(rang);
-  if (help) {
-    std::lock_guard lk(give_mu_);  // a give-back under way finishes first
-    asleep_.store(false, std::memory_order_relaxed);
-  }
   return {};
 }
 

@@ -47,7 +47,7 @@
 //
 // The send time is CLOCK_MONOTONIC, read just before the write: all four
 // processes run on one machine. The sink keeps latencies in sluice's own
-// LatencyHistogram (fixed size, 6% buckets, nothing allocated per message),
+// LatencyHistogram (fixed size, 1.6% buckets, nothing allocated per message),
 // so both sides of a comparison compute percentiles the same way.
 #include <arpa/inet.h>
 #include <netdb.h>

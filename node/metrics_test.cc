@@ -10,7 +10,9 @@ TEST(LatencyHistogram, PercentilesWithinABucket) {
   for (uint64_t v = 1; v <= 10000; ++v) h.record(v * 1000);
   EXPECT_EQ(h.count(), 10000u);
   EXPECT_EQ(h.max(), 10'000'000u);
-  auto near = [](uint64_t got, double want) { return got >= want * 0.93 && got <= want * 1.07; };
+  // Within 1/64 (and above the truth: a percentile is its bucket's upper
+  // bound). 16 buckets per power of two put p50 4.9% above.
+  auto near = [](uint64_t got, double want) { return got >= want && got <= want * (1 + 1 / 64.0); };
   EXPECT_TRUE(near(h.percentile(50), 5e6)) << h.percentile(50);
   EXPECT_TRUE(near(h.percentile(99), 9.9e6)) << h.percentile(99);
   EXPECT_EQ(h.percentile(100), 10'000'000u);

@@ -136,6 +136,14 @@ void Instance::run_stage(int i, void (Instance::*loop)()) {
   last_cpu_[i] = last_cpu(tid);
 }
 
+// A stage's thread is through: the last one rings done_fd_ (once).
+void Instance::stage_done(int stages) {
+  if (done_.fetch_add(stages, std::memory_order_acq_rel) + stages == kStages && done_fd_ >= 0) {
+    const uint64_t one = 1;
+    (void)!::write(done_fd_, &one, sizeof one);
+  }
+}
+
 const char* Instance::stage_name(int i) {
   static const char* names[kStages] = {"receive", "process", "send"};
   return i >= 0 && i < kStages ? names[i] : "?";
@@ -240,7 +248,7 @@ void Instance::receive_loop() {
   if (!st.ok()) fail(st);
   to_process_.close();
   cpu_[0] = CpuTimes::thread() - c0;
-  done_.fetch_add(1, std::memory_order_acq_rel);
+  stage_done(1);
 }
 
 // Copies the event run into a fresh handover slot and frees the received
@@ -500,7 +508,7 @@ void Instance::process_loop() {
   }
   to_send_.close();
   cpu_[1] = CpuTimes::thread() - c0;
-  done_.fetch_add(1, std::memory_order_acq_rel);
+  stage_done(1);
 }
 
 // ---- Operator snapshots ("Operator snapshots" in docs/DESIGN.md) ----------
@@ -737,7 +745,7 @@ void Instance::shared_loop() {
   to_process_.close();
   to_send_.close();
   cpu_[0] = CpuTimes::thread() - c0;
-  done_.fetch_add(3, std::memory_order_acq_rel);
+  stage_done(3);
 }
 
 // What the send stage does next: descriptors from its ring, waiting on the
@@ -858,7 +866,7 @@ void Instance::send_loop() {
     if (!st.ok() || !ended) dest_->abort();
   }
   cpu_[2] = CpuTimes::thread() - c0;
-  done_.fetch_add(1, std::memory_order_acq_rel);
+  stage_done(1);
 }
 
 void Instance::live(LiveInstance* out) const {

@@ -312,6 +312,9 @@ class Instance {
   void start();
   void join();
   bool done() const { return done_.load(std::memory_order_acquire) == 3; }
+  // An eventfd written once when done() turns true, so whoever waits for it
+  // sleeps instead of polling (set before start()).
+  void set_done_fd(int fd) { done_fd_ = fd; }
   Status status() const;
   void report(ProcessSummary& s) const;
   // Each operator's tuples and events in and out and time (process stage only; after join()).
@@ -402,6 +405,8 @@ class Instance {
                            std::memory_order_relaxed);
   }
   std::atomic<int> done_{0};
+  int done_fd_ = -1;
+  void stage_done(int stages);
   // threads: adaptive and shared ("Run to completion" in node.cc).
   bool inline_ = false;           // the receiving thread runs process (and send) now
   uint64_t handed_ = 0;           // descriptors pushed to to_process_ (receive thread only)

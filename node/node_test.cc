@@ -94,6 +94,37 @@ TEST(Node, EveryTupleArrivesOnceAndIntact) {
   }
 }
 
+// The process's main thread sleeps on the instance's done eventfd instead of
+// polling: the last stage to finish writes it once, in every mode, and not
+// before done() is true.
+TEST(Node, TheDoneFdRingsOnceWhenTheLastStageIsThrough) {
+  for (Threads t : {Threads::kDedicated, Threads::kAdaptive, Threads::kShared}) {
+    Deployment d = small_deployment(128, 4096, 2000);
+    auto gen = std::make_unique<Generator>(d, 0);
+    auto ver = std::make_unique<Verifier>(gen->pool());
+    OperatorChain chain;
+    ASSERT_TRUE(OperatorChain::make({}, Schema::default_for(d.tuple_bytes), &chain).ok());
+    InstanceConfig ic;
+    ic.ring_slots = d.ring_slots;
+    ic.threads = t;
+    Instance in(ic, std::move(gen), std::move(ver), std::move(chain), [] {});
+    Fd bell(::eventfd(0, EFD_CLOEXEC));
+    ASSERT_TRUE(bell.valid());
+    in.set_done_fd(bell.get());
+    in.start();
+    pollfd ring{bell.get(), POLLIN, 0};
+    ASSERT_EQ(::poll(&ring, 1, 20000), 1) << threads_name(t) << ": the done fd never rang";
+    uint64_t rung = 0;
+    ASSERT_EQ(::read(bell.get(), &rung, sizeof rung), ssize_t(sizeof rung));
+    EXPECT_EQ(rung, 1u) << threads_name(t);
+    EXPECT_TRUE(in.done()) << threads_name(t);
+    in.join();
+    ASSERT_TRUE(in.status().ok()) << in.status().message();
+    pollfd p{bell.get(), POLLIN, 0};
+    EXPECT_EQ(::poll(&p, 1, 0), 0) << threads_name(t) << ": rung again after done";
+  }
+}
+
 // ---- threads: dedicated, shared, adaptive ------------------------------------
 
 // An idle node (events far apart): the receiving thread runs the events

@@ -2,7 +2,9 @@
 #include "runtime/exporter.h"
 
 #include <fmt/format.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -16,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/fd.h"
 #include "loadgen/generator.h"
 #include "node/node.h"
 #include "sink/verifier.h"
@@ -24,7 +27,15 @@ namespace sluice {
 namespace {
 
 std::atomic<bool> g_stop{false};
-void on_signal(int) { g_stop.store(true); }
+// The process's main thread sleeps on this eventfd until an instance is done
+// or a signal asks it to stop (write() is async-signal-safe).
+std::atomic<int> g_wake_fd{-1};
+void on_signal(int) {
+  g_stop.store(true);
+  const int fd = g_wake_fd.load();
+  const uint64_t one = 1;
+  if (fd >= 0) (void)!::write(fd, &one, sizeof one);
+}
 
 struct Built {
   std::vector<std::unique_ptr<Instance>> instances;
@@ -218,6 +229,24 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
     s.metrics_url = exporter->url();
     spdlog::info("metrics at {}", s.metrics_url);
   }
+  // The main thread sleeps until an instance is done, a signal comes or a
+  // progress line is due: no timer of its own while the pipeline idles (a
+  // 20 ms poll here woke every process 50 times a second, and on a small
+  // host each wake-up can delay a tuple on its way through).
+  Fd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake.valid()) {
+    s.ok = false;
+    s.error = fmt::format("eventfd failed: {}", strerror(errno));
+    return Status::Error(s.error);
+  }
+  for (auto& in : b.instances) in->set_done_fd(wake.get());
+  if (stop == &g_stop) g_wake_fd.store(wake.get());
+  struct Unpublish {
+    const std::atomic<bool>* stop;
+    ~Unpublish() {
+      if (stop == &g_stop) g_wake_fd.store(-1);
+    }
+  } unpublish{stop};
   for (auto& in : b.instances) in->start();
 
   const double start = now_s();
@@ -229,11 +258,19 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
     bool all_done = true;
     for (auto& in : b.instances) all_done = all_done && in->done();
     if (all_done) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
     if (stop && stop->load() && !stopping) {
       stopping = true;
       for (auto* g : b.generators) g->stop();
       spdlog::info("stopping: the stream ends after the events already made");
+    }
+    int timeout_ms = -1;
+    if (d.progress_s > 0) timeout_ms = std::max(1, int((last_print + d.progress_s - now_s()) * 1e3) + 1);
+    // A stop flag that no signal handler sets is looked at now and then.
+    if (stop && stop != &g_stop && !stopping && (timeout_ms < 0 || timeout_ms > 20)) timeout_ms = 20;
+    pollfd pfd{wake.get(), POLLIN, 0};
+    if (::poll(&pfd, 1, timeout_ms) > 0) {
+      uint64_t n;
+      (void)!::read(wake.get(), &n, sizeof n);
     }
     double now = now_s();
     if (d.progress_s > 0 && now - last_print >= d.progress_s) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -333,6 +334,22 @@ TEST_F(Launcher, TimeoutStopsEverything) {
   EXPECT_FALSE(r.ok);
   EXPECT_HAS(r.error, "timed out after 1 s; still running: loadgen, node-a, node-b, sink");
   EXPECT_LT(took, 10);  // a bound against hanging, not a timing assertion
+  expect_nothing_left(r);
+}
+
+// While nothing is due the supervisor sleeps: a child's exit (its pidfd), a
+// signal or the next deadline wakes it, not a poll. Counted as the calling
+// thread's voluntary context switches over a 2 s run of processes that hang
+// (a 50 ms poll made 40 and more; now about 4 a second at most).
+TEST_F(Launcher, TheSupervisorSleepsWhileNothingIsDue) {
+  opts_.timeout_s = 2;
+  rusage r0{}, r1{};
+  getrusage(RUSAGE_THREAD, &r0);
+  RunReport r = run_with("loadgen:hang,node-a:hang,node-b:hang,sink:hang");
+  getrusage(RUSAGE_THREAD, &r1);
+  EXPECT_HAS(r.error, "timed out after 2 s");
+  const long wakes = r1.ru_nvcsw - r0.ru_nvcsw;
+  EXPECT_LE(wakes, 25) << "the supervisor woke " << wakes << " times in a 2 s run";
   expect_nothing_left(r);
 }
 

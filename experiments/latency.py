@@ -13,6 +13,9 @@ In one run, for each tuple size (12 B, 128 B) and rate (1,000 / 10,000 /
             one write, relays copy what is there, the sink reads what is
             there (plain sockets batching when messages queue up, as sluice
             does; the one-message relays saturate below 100,000/s here)
+  plain-epoll  (with --plain plain-epoll) the relays and the sink wait for each
+            read in epoll_wait and then read without blocking, as sluice's
+            receive stage waits: what a wake-up through epoll costs
   MODE      deploy/examples/pipeline.yaml (loadgen -> node -> node -> sink)
             with event_bytes=0, for each threading mode given (--set threads=MODE)
 
@@ -71,7 +74,7 @@ FRAME_HEADER = 16   # tcp carrier frame header (transport/event.h FrameHeader)
 EVENT_HEADER = 64   # event header (transport/event.h EventHeader)
 PLAIN = "plain"
 PLAIN_BATCH = "plain-batch"
-PLAINS = {PLAIN: [], PLAIN_BATCH: ["--batch"]}
+PLAINS = {PLAIN: [], PLAIN_BATCH: ["--batch"], "plain-epoll": ["--epoll"]}
 # Columns of the per-process CPU: the plain relays' process and sluice's in the same place.
 HOPS = ["source", "hop1", "hop2", "sink"]
 PLAIN_NAMES = ["source", "relay1", "relay2", "sink"]
@@ -470,7 +473,8 @@ def main():
     ap.add_argument("--tuple-bytes", type=csv_list(int), default=[12, 128])
     ap.add_argument("--plain", type=csv_list(str), default=[PLAIN, PLAIN_BATCH],
                     help=f"plain-relay baselines, comma-separated ({PLAIN}: one message per read and write; "
-                    f"{PLAIN_BATCH}: what is there)")
+                    f"{PLAIN_BATCH}: what is there; plain-epoll: one message per read, each read after an epoll_wait, "
+                    "as sluice's receive stage waits)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--duration", type=float, default=3, help="seconds each run sends")
     ap.add_argument("--idle-rate", type=float, default=10, help="events/s of the idle runs (0: none)")

@@ -53,6 +53,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -209,10 +210,35 @@ bool write_all(int fd, const char* p, size_t n, const char* what) {
   return true;
 }
 
+// --epoll: wait as sluice's receive stage waits, in epoll_wait on the
+// socket, then read without blocking; otherwise block in recv. The
+// difference is what a wake-up through epoll costs (latency.py's
+// plain-epoll baseline).
+bool g_epoll = false;
+
+void wait_readable(int fd) {
+  static thread_local int ep = -1, added = -1;
+  if (ep < 0) ep = epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) throw Fatal(std::string("epoll_create1: ") + errstr(errno));
+  epoll_event ev{};
+  if (added != fd) {  // one socket in the set at a time
+    if (added >= 0) epoll_ctl(ep, EPOLL_CTL_DEL, added, nullptr);
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0 && errno != EEXIST)
+      throw Fatal(std::string("epoll_ctl: ") + errstr(errno));
+    added = fd;
+  }
+  while (epoll_wait(ep, &ev, 1, -1) < 0 && errno == EINTR) {
+  }
+}
+
 // Reads up to n bytes: >0 bytes read, 0 at end of stream.
 size_t read_some(int fd, char* p, size_t n, const char* what) {
   for (;;) {
-    ssize_t r = ::recv(fd, p, n, 0);
+    if (g_epoll) wait_readable(fd);
+    ssize_t r = ::recv(fd, p, n, g_epoll ? MSG_DONTWAIT : 0);
+    if (r < 0 && g_epoll && (errno == EAGAIN || errno == EWOULDBLOCK)) continue;
     if (r >= 0) return static_cast<size_t>(r);
     if (errno == EINTR) continue;
     if (errno == ECONNRESET) return 0;
@@ -490,6 +516,9 @@ int main(int argc, char** argv) {
                   "latency mode: fixed-size messages of this many bytes (>= 16), one read and one write each; "
                   "the same on all four processes")
         ->check(CLI::Range(size_t{16}, size_t{1} << 24));
+    c->add_flag("--epoll", g_epoll,
+                "wait for each read in epoll_wait, then read without blocking (as sluice's receive "
+                "stage does), instead of blocking in recv");
     c->add_flag("--batch", batch,
                 "latency mode: read and write what is there, up to --chunk bytes (the source: every message "
                 "due in one write), instead of one message at a time");

@@ -193,6 +193,8 @@ class NetSource final : public Source, private SlotPool::FreedHook {
   // Broken links (acks): down, and the accept that will replace them.
   struct Rejoin {
     bool down = false;
+    uint64_t down_ns = 0;       // when it went down
+    uint64_t said_ns = 0;       // the last "waiting for slots" line
     std::thread accepting;
     std::atomic<bool> done{false};
     std::unique_ptr<Receiver> next;

@@ -111,7 +111,7 @@ Status NetSource::start() {
   // Not with acks: with the releasing thread also sending acknowledgements
   // (dd864ae), the slurm restart test's node-b waited for slots of its
   // broken link that never came back: 2 runs in 4, then (with the scope
-  // guard in sleep()) 2 in 14, each time 15 slots, less than a credit
+  // guard in sleep()) 2 in 11, each time 15 slots, less than a credit
   // batch, that node-b had sent on to the sink: the sink's last
   // acknowledgements not sent, or not read. Cause not found yet.
   for (size_t i = 0; i < links_.size(); ++i)

@@ -2,7 +2,7 @@
 import json, subprocess, statistics, sys
 from pathlib import Path
 REPO = str(Path(__file__).resolve().parents[3])
-R = int(sys.argv[1]); rate = 2000; dur = 5
+rate = 2000; dur = 5
 RELAY = REPO + "/build/experiments/sluice-plainrelay"; DEP = REPO + "/build/deploy/sluice-deploy"
 def sluice(sets, yaml=REPO + "/deploy/examples/pipeline.yaml"):
     cmd = [DEP, "run", yaml, "--json", "--run-dir", "/tmp/var", "--set", "event_bytes=0", "--set", f"rate={rate}",
@@ -22,11 +22,13 @@ def plain(n_relays=2):
     subprocess.run(["flock", "/tmp/cpu.lock", "bash", "-c", sh], capture_output=True)
     j = json.loads(open("/tmp/plain.json").read().strip().splitlines()[-1])
     return j["latency_us"]["p50"], j["latency_us"]["p99"]
-specs = [a.partition(":") for a in sys.argv[2:]]
-res = {l: [] for l, _, _ in specs}
-for r in range(R):
-    for l, _, s in specs: res[l].append(plain() if s == "plain" else sluice(s))
-base = statistics.median(x[0] for x in res[specs[0][0]])
-for l, v in res.items():
-    m50 = statistics.median(x[0] for x in v); m99 = statistics.median(x[1] for x in v)
-    print(f"{l:12s} p50 {m50:6.1f} ({m50/base:.2f}) p99 {m99:6.1f}  " + " ".join(f"{a:.0f}/{b:.0f}" for a, b in v))
+if __name__ == "__main__":
+    R = int(sys.argv[1])
+    specs = [a.partition(":") for a in sys.argv[2:]]
+    res = {l: [] for l, _, _ in specs}
+    for r in range(R):
+        for l, _, s in specs: res[l].append(plain() if s == "plain" else sluice(s))
+    base = statistics.median(x[0] for x in res[specs[0][0]])
+    for l, v in res.items():
+        m50 = statistics.median(x[0] for x in v); m99 = statistics.median(x[1] for x in v)
+        print(f"{l:12s} p50 {m50:6.1f} ({m50/base:.2f}) p99 {m99:6.1f}  " + " ".join(f"{a:.0f}/{b:.0f}" for a, b in v))

@@ -26,9 +26,13 @@ def check(what, cond):
 
 
 def wait_listening(ports, timeout_s=10):
-    """Until each port has a listener (/proc/net/tcp*, state 0A), so the
-    source never connects before the relays listen on a loaded machine.
-    Connecting to find out would take a relay's one upstream."""
+    """Until each port has a listener or has accepted its one connection
+    (/proc/net/tcp*: a local port in state 0A or 01), so the source never
+    connects before the relays listen on a loaded machine. A sink or relay
+    closes its listener once it has accepted, and a relay connects on before
+    it accepts, so the chain's downstream ports are often past listening by
+    the time this looks; waiting for 0A alone then sat out the whole timeout,
+    10 s a run. Connecting to find out would take a relay's one upstream."""
     want = {f"{p:04X}" for p in ports}
     deadline = time.time() + timeout_s
     while time.time() < deadline:
@@ -37,13 +41,14 @@ def wait_listening(ports, timeout_s=10):
             try:
                 for line in open(f).readlines()[1:]:
                     cols = line.split()
-                    if cols[3] == "0A":
+                    if cols[3] in ("0A", "01"):
                         seen.add(cols[1].rsplit(":", 1)[1])
             except OSError:
                 pass
         if want <= seen:
             return
         time.sleep(0.02)
+    sys.exit(f"ports {sorted(ports)}: no listener after {timeout_s} s")
 
 
 def run(message_bytes, rate, duration, batch, epoll=False):

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds sluice's programs with profile-guided optimization:
 #
-#   scripts/pgo.sh [--build-dir DIR]     (default build-pgo; about 12 minutes on 2 cores)
+#   scripts/pgo.sh [--build-dir DIR]     (default build-pgo; about 11 minutes on 2 cores)
 #
 # 1. Configures DIR with -DSLUICE_PGO=generate and builds sluice-deploy,
 #    -loadgen, -node and -sink instrumented.

@@ -11,6 +11,10 @@ inline constexpr uint32_t kDescEnd = 1;  // bytes hold an EndOfStream payload
 // its index (a key split's parts, graph/partition.h).
 inline constexpr uint32_t kDescRouted = 2;
 inline constexpr uint32_t kDescLinkShift = 8;
+// The events are not in a pool slot (slot: kNoSlot) but in the room the
+// sending link offered in the receiver's slot (Sender::room): the send is
+// their note alone. Consumed next by that link, and by nothing else.
+inline constexpr uint32_t kDescInPlace = 4;
 
 // A descriptor names a run of whole, contiguous events in one pool slot (or,
 // with kDescEnd, an end-of-stream payload). Only descriptors move between

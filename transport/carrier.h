@@ -47,6 +47,8 @@ struct LinkStats {
   uint64_t window_mean = 0;    // receiver: the window over the run, weighted by frames carried
   uint64_t rtt_us = 0;         // receiver, adaptive_credits: the credit round trip it measured
   uint64_t credit_msgs = 0;    // receiver: credit messages it sent
+  uint64_t in_place = 0;       // sender: frames the process wrote straight into the
+                               // receiver's slot (TxCarrier::room), sent without a copy
 };
 
 // A frame that arrived: its payload is in `slot`, in the event wire form
@@ -130,6 +132,18 @@ class TxCarrier {
   // `gate` when it writes the frame; the core then hands it frames without
   // taking credits itself. Others return false and the core takes them.
   virtual bool takes_credits(CreditGate* gate) { return false; }
+  // In place: a slot of the receiver's, named by a credit, mapped into this
+  // process (ucx rma over shared memory: ucp_rkey_ptr), set aside for one
+  // frame, and its *capacity. The caller holds a credit for it (the core
+  // took one). A frame whose one piece is exactly this room is not copied:
+  // its bytes are there already, only its note goes, and the room is used
+  // up. Other frames go into the slots named after it meanwhile. Asked
+  // again before it is used, the same room. nullptr: this carrier writes
+  // no frame in place, or it holds no named slot now.
+  virtual std::byte* room(uint32_t* capacity) { return nullptr; }
+  // The room set aside goes back, unused, to be the next frame's slot (its
+  // credit goes back to the core's gate: the caller's to do).
+  virtual void unroom() {}
 };
 
 }  // namespace sluice

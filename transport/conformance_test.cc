@@ -110,6 +110,11 @@ struct Load {
   uint32_t wrong_tuple_bytes = 0;  // writes its events with this tuple size
   bool adaptive_credits = false;
   int send_gap_us = 0;  // a slow producer: the sender pauses this long after each send
+  // In place (Sender::room): every this-many-th descriptor is written into
+  // the room the link sets aside in the receiver's slot, where it offers
+  // one (else into the pool, as the others); 0: none.
+  uint32_t in_place_every = 0;
+  bool room_unused_at_end = false;  // a room is asked for, and END sent without using it
 };
 
 struct Result {
@@ -246,6 +251,30 @@ class Conformance : public ::testing::TestWithParam<CarrierCase> {
           sender->abort();
           return;
         }
+        // In place: the events go straight into the receiver's slot. One
+        // room at a time: it is asked for, the frames batched before it go
+        // meanwhile (into the slots named after it), then it is written and
+        // sent.
+        if (L.in_place_every && descs % L.in_place_every == 0) {
+          uint32_t cap = 0;
+          if (std::byte* room = sender->room(&cap)) {
+            EXPECT_GE(cap, ev_bytes * L.events_per_desc);
+            if (!batch.empty() && !flush()) return;
+            EXPECT_EQ(sender->room(&cap), room) << "asked again before it was used: the same room";
+            size_t off = 0;
+            uint32_t n = 0;
+            for (; n < L.events_per_desc && evseq < L.events; ++n) {
+              off += write_event(room + off, 0, seq, evseq, L.tuples_per_event, tb, L.data_bytes);
+              seq += L.tuples_per_event;
+              ++evseq;
+            }
+            batch.push_back(Descriptor{kNoSlot, 0, static_cast<uint32_t>(off), n,
+                                       n * L.tuples_per_event, kDescInPlace});
+            ++descs;
+            if (!flush()) return;
+            continue;
+          }
+        }
         // A carrier that completes sends asynchronously holds slots until
         // it reaps them: while it is busy, drive its progress and sleep on
         // its wait fd and the pool's, as a node's stage does.
@@ -283,6 +312,10 @@ class Conformance : public ::testing::TestWithParam<CarrierCase> {
         if (L.send_gap_us) std::this_thread::sleep_for(std::chrono::microseconds(L.send_gap_us));
       }
       if (!batch.empty() && !flush()) return;
+      if (L.room_unused_at_end) {
+        uint32_t cap = 0;
+        (void)sender->room(&cap);
+      }
       std::byte end[64];
       size_t eb = write_end(end, 0, seq, evseq);
       Status cs = sender->end(end, static_cast<uint32_t>(eb));
@@ -405,6 +438,33 @@ TEST_P(Conformance, AnEventThatFillsASlotExactly) {
   ASSERT_EQ(event_wire_bytes(12, 10, 3912), 4096u);
   check({12, 10, 1, 4, 3912, 300, 4096, 8, 0, 0});
   EXPECT_EQ(last_.frames, 301u);  // one event per frame, and END
+}
+
+// In place (rma where the receiver's slots are mapped here: ucx over shared
+// memory): a third of the descriptors are written straight into the room the
+// link set aside, among frames sent from the pool in the same sends, with
+// slots split by the credits of a small window. Every event arrives once,
+// intact and in order; where the carrier offers no room, all go as frames.
+TEST_P(Conformance, FramesWrittenInPlaceArriveInOrderAmongOthers) {
+  Load L{128, 4, 2, 4, 0, 3000, 4096, 8, 2, 20};
+  L.in_place_every = 3;
+  check(L);
+  const bool offers = std::string(GetParam().name) == "ucx_sm_rma";
+  if (offers) {
+    EXPECT_EQ(last_.sender_stats.in_place, (L.events / L.events_per_desc + 2) / 3);
+  } else {
+    EXPECT_EQ(last_.sender_stats.in_place, 0u);
+  }
+}
+
+// A room set aside and never written: END takes its slot and credit, and the
+// link finishes (with a window of one slot, END would otherwise wait for
+// ever for a credit the room holds).
+TEST_P(Conformance, ARoomNotUsedGivesItsSlotToTheEnd) {
+  Load L{128, 4, 1, 1, 0, 50, 4096, 1, 1, 0};
+  L.room_unused_at_end = true;
+  check(L);
+  EXPECT_EQ(last_.sender_stats.in_place, 0u);
 }
 
 TEST_P(Conformance, SlowReceiverFourSlots) {

@@ -377,7 +377,7 @@ Status Sender::keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_
 }
 
 Status Sender::emit(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
-                    uint32_t events) {
+                    uint32_t events, bool credit_taken) {
   if (opts_.acks) {
     // The log keeps the descriptors' holders: the carrier releases nothing.
     Status st = keep(kind, p, n, payload, events);
@@ -386,7 +386,7 @@ Status Sender::emit(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_
     p = scratch_.data();
   }
   Status st;
-  if (!carrier_takes_credits_) {
+  if (!carrier_takes_credits_ && !credit_taken) {
     uint32_t got = 0;
     st = gate_->take(1, &got, [&] { return carrier_->flush(); });
   }
@@ -522,13 +522,29 @@ Status Sender::send(std::span<const Descriptor> descs) {
   for (const Descriptor& d : descs) {
     if (d.flags & kDescEnd)
       return fail(Status::Error(fmt::format("{}: END passed to send(); end() sends it", name_)));
-    if (d.slot >= pool_.slots() || uint64_t{d.offset} + d.bytes > pool_.slot_bytes() ||
-        d.bytes == 0)
+    const bool in_place = d.flags & kDescInPlace;
+    if (d.bytes == 0 ||
+        (!in_place && (d.slot >= pool_.slots() || uint64_t{d.offset} + d.bytes > pool_.slot_bytes())))
       return fail(Status::Error(fmt::format(
           "{}: descriptor (slot {}, offset {}, {} bytes) outside the pool", name_, d.slot,
           d.offset, d.bytes)));
-    const std::byte* base = pool_.slot(d.slot) + d.offset;
     Status st;
+    if (in_place) {
+      // A frame of its own, in its room (whose credit room() took): the
+      // carrier sends its note alone.
+      if (!room_ || d.bytes > room_cap_ || d.events > max_events_)
+        return fail(Status::Error(fmt::format(
+            "{}: an event run of {} bytes, {} events, said to be written in place, where {}",
+            name_, d.bytes, d.events,
+            room_ ? fmt::format("its room holds {} bytes", room_cap_) : "no room was set aside")));
+      st = close_frame();  // what was planned before it
+      const TxCarrier::Piece p{room_, d.bytes, kNoSlot};
+      room_ = nullptr;
+      if (st) st = emit(FrameKind::kEvents, &p, 1, d.bytes, d.events, true);
+      if (!st) return fail(st);
+      continue;
+    }
+    const std::byte* base = pool_.slot(d.slot) + d.offset;
     if (d.bytes <= peer_slot_bytes_ && d.events <= max_events_) {
       st = add_piece(base, d.bytes, d.events, d.slot);
       if (!st) return fail(st);
@@ -570,6 +586,30 @@ Status Sender::send(std::span<const Descriptor> descs) {
   return {};
 }
 
+std::byte* Sender::room(uint32_t* capacity) {
+  if (room_) {
+    *capacity = room_cap_;
+    return room_;
+  }
+  if (!opts_.msg.in_place || opts_.acks || carrier_takes_credits_ || !error_.ok() || ended_ ||
+      closed_)
+    return nullptr;
+  bool got = false;
+  if (Status st = gate_->try_take(&got); !st) {
+    (void)fail(st);
+    return nullptr;
+  }
+  if (!got) return nullptr;
+  uint32_t cap = 0;
+  room_ = carrier_->room(&cap);
+  if (!room_) {
+    gate_->put_back();
+    return nullptr;
+  }
+  room_cap_ = *capacity = std::min(cap, peer_slot_bytes_);
+  return room_;
+}
+
 Status Sender::flush() {
   Status st = carrier_->flush();
   if (!st) st = recover(st);
@@ -586,6 +626,11 @@ Status Sender::end(const std::byte* eos, uint32_t bytes) {
         peer_slot_bytes_)));
   std::memcpy(end_buf_.get(), eos, bytes);
   ended_ = true;
+  if (room_) {  // set aside and never written: its slot and credit are END's
+    carrier_->unroom();
+    gate_->put_back();
+    room_ = nullptr;
+  }
   if (!carrier_takes_credits_) gate_->new_batch();
   TxCarrier::Piece p{end_buf_.get(), bytes, kNoSlot};
   Status st = close_frame();

@@ -207,6 +207,25 @@ class CreditGate {
     available_.set(credits_);
     return {};
   }
+  // One credit, without waiting (in hand, or in a credit message that has
+  // arrived): an in-place room's. *got false: none now.
+  Status try_take(bool* got) {
+    *got = false;
+    if (credits_ == 0) {
+      Status st = refill(false);
+      if (!st) return st;
+    }
+    if (credits_ == 0) return {};
+    --credits_;
+    available_.set(credits_);
+    *got = true;
+    return {};
+  }
+  // A credit taken and not spent (a room given back).
+  void put_back() {
+    ++credits_;
+    available_.set(credits_);
+  }
   // Waits for a credit message (any), keeping what it brings; for a sender
   // whose replay log is full.
   Status wait_message() { return refill(true); }
@@ -280,6 +299,15 @@ class Sender {
   // acknowledgements free the pool's slots, so the owner reads them even
   // while nothing new is to be sent.
   bool busy() const { return carrier_->busy() || (opts_.acks && log_head_ < log_tail_); }
+  // In place (TxCarrier::room, `in_place: on`): a slot of the receiver's
+  // set aside, with a credit, for one frame that is written straight into
+  // it, and its *capacity; asked again before that frame is sent, the same
+  // room. nullptr where this link cannot now (a carrier that does not map
+  // the receiver's slots; acks, where the replay copy must stay in this
+  // process; no credit in hand). A descriptor with kDescInPlace passed to
+  // send() is what was written there; frames sent meanwhile go into other
+  // slots. One thread: the one that sends.
+  std::byte* room(uint32_t* capacity);
   Status progress();
   int wait_fd() const { return carrier_->wait_fd(); }
   const std::string& name() const { return name_; }
@@ -288,7 +316,7 @@ class Sender {
  private:
   Status fail(Status st);
   Status emit(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
-              uint32_t events);
+              uint32_t events, bool credit_taken = false);
   // Upstream backup: keeps a frame until acknowledged; drops what was.
   Status keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
               uint32_t events);
@@ -333,6 +361,8 @@ class Sender {
   size_t np_ = 0;
   uint32_t payload_ = 0, events_ = 0;
   std::unique_ptr<std::byte[]> end_buf_;
+  std::byte* room_ = nullptr;  // the room set aside (its credit taken), until its frame goes
+  uint32_t room_cap_ = 0;
 };
 
 }  // namespace sluice

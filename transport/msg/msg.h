@@ -37,6 +37,11 @@
 //      the frame's immediate, ordered after the write. The receiver hands
 //      the slot on when the note arrives: no copy on its side. The sender
 //      keeps the copy for replay in its own slot, as without rma.
+//   7. In place (rma where the peer's slots are mapped here, Endpoint::
+//      mapped): the sender offers the slot at the head of its named ones as
+//      the next frame's room (TxCarrier::room); a node's last operator
+//      writes its output there, and the frame is only its note. Not with
+//      acks: the replay copy is the sender's own slot.
 #pragma once
 
 #include <sys/uio.h>
@@ -132,6 +137,14 @@ class Endpoint {
   virtual bool sent_on_its_own() { return false; }
   // Most pieces one write() takes (more are copied into one first).
   virtual size_t max_write_iov() const { return max_iov(); }
+  // The sender, attached: what the peer exposed, mapped into this process
+  // (ucx: ucp_rkey_ptr over shared memory), where write() is a memcpy;
+  // nullptr where writes go through the library (a put).
+  virtual std::byte* mapped() const { return nullptr; }
+  // The receiver, rma: the notes of written frames complete in the order
+  // they were sent (ucx: eager tagged messages of one endpoint), so frames
+  // are handed out in that order, not in the order their slots were named.
+  virtual bool notes_in_order() const { return false; }
 };
 
 // Makes a carrier's endpoints; one per link end.

@@ -19,6 +19,7 @@ class MsgRx final : public RxCarrier {
         landed_(opts.slots),
         is_landed_(opts.slots, 0),
         order_(opts.slots),
+        arrived_(opts.slots),
         rma_(opts.msg.rma),
         named_(opts.slots, 0),
         notes_(rma_ ? opts.slots : 0),
@@ -83,6 +84,7 @@ class MsgRx final : public RxCarrier {
         stats_.bytes.add(len);
         landed_[idx] = Arrival{first_slot_ + idx, static_cast<FrameKind>(kind), len, imm_value(x.imm)};
         is_landed_[idx] = 1;
+        if (in_arrival_order()) arrived_[atail_++ % arrived_.size()] = idx;
       }
       if (got) end_.ring_peer();  // the sender's sends complete as we take them (shm)
       k = deliver(out);
@@ -122,8 +124,25 @@ class MsgRx final : public RxCarrier {
   }
 
   // Frames that landed, from the oldest posted slot on, while they did.
+  // rma over an endpoint whose notes complete in the order sent (ucx): in
+  // the order they came, which is the order the frames were sent, whatever
+  // slots they were written into (a sender writes one in place into a slot
+  // it set aside while later frames go into the slots named after it,
+  // TxCarrier::room). The order_ ring then only counts: the slots from
+  // ohead_ to nhead_ are named, and named_ says which.
+  bool in_arrival_order() { return rma_ && end_.ep().notes_in_order(); }
+
   size_t deliver(std::span<Arrival> out) {
     size_t k = 0;
+    if (in_arrival_order()) {
+      while (k < out.size() && ahead_ != atail_) {
+        const uint32_t idx = arrived_[ahead_++ % arrived_.size()];
+        is_landed_[idx] = 0;
+        out[k++] = landed_[idx];
+        ++ohead_;
+      }
+      return k;
+    }
     while (k < out.size() && ohead_ != otail_) {
       const uint32_t idx = order_[ohead_ % order_.size()] - first_slot_;
       if (!is_landed_[idx]) break;
@@ -219,6 +238,8 @@ class MsgRx final : public RxCarrier {
   std::vector<uint8_t> is_landed_;
   std::vector<uint32_t> order_;     // posted slots, oldest first
   size_t ohead_ = 0, otail_ = 0;
+  std::vector<uint32_t> arrived_;   // in_arrival_order(): landed slots, first landed first
+  size_t ahead_ = 0, atail_ = 0;
   const bool rma_;
   size_t nhead_ = 0;               // rma: order_ from here on is not named yet
   std::vector<uint8_t> named_;     // rma: by slot - first_slot_: named, not written yet

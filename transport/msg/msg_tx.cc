@@ -80,7 +80,24 @@ class MsgTx final : public TxCarrier {
     rec.release.clear();
     iovec iov[kMaxPieces];
     size_t k = 0;
-    if (rma_stride_ && kind == FrameKind::kEvents && n <= end_.ep().max_write_iov()) {
+    // In place (room()): the payload is in the room's slot already; only
+    // the note goes. No other piece may point into the receiver's slots.
+    std::byte* const mapped = rma_stride_ ? end_.ep().mapped() : nullptr;
+    bool in_place = false;
+    if (mapped) {
+      for (size_t i = 0; i < n; ++i) {
+        if (pieces[i].p < mapped || pieces[i].p >= mapped + uint64_t{peer_slots_} * rma_stride_) continue;
+        if (n != 1 || kind != FrameKind::kEvents || room_slot_ == kNoSlot ||
+            pieces[i].p != mapped + uint64_t{room_slot_} * rma_stride_ || payload_bytes > peer_slot_bytes_)
+          return end_.fail(Status::Error(fmt::format(
+              "{}: a frame of {} bytes at byte {} of the receiver's slots that is not the room "
+              "set aside for it", end_.link(), payload_bytes, pieces[i].p - mapped)));
+        in_place = true;
+      }
+    }
+    if (in_place) {
+      // (k = 0: the note alone)
+    } else if (rma_stride_ && kind == FrameKind::kEvents && n <= end_.ep().max_write_iov()) {
       for (size_t i = 0; i < n; ++i) iov[k++] = iovec{const_cast<std::byte*>(pieces[i].p), pieces[i].len};
     } else if (n <= end_.ep().max_iov() && kind == FrameKind::kEvents) {
       for (size_t i = 0; i < n; ++i) iov[k++] = iovec{const_cast<std::byte*>(pieces[i].p), pieces[i].len};
@@ -103,9 +120,14 @@ class MsgTx final : public TxCarrier {
     if (rma_stride_) {
       // The frame goes into the slot the receiver named first, with a note
       // that says so.
-      if (nhead_ == ntail_)
-        return end_.fail(Status::Error(fmt::format("{}: a credit with no slot named for it", end_.link())));
-      slot = names_[nhead_++ % names_.size()];
+      if (in_place) {
+        slot = room_slot_;
+        room_slot_ = kNoSlot;
+      } else {
+        if (nhead_ == ntail_)
+          return end_.fail(Status::Error(fmt::format("{}: a credit with no slot named for it", end_.link())));
+        slot = names_[nhead_++ % names_.size()];
+      }
       named_[slot] = 0;
       notes_[r] = RmaNote{slot, payload_bytes};
     }
@@ -140,6 +162,7 @@ class MsgTx final : public TxCarrier {
       if (tries > 64 && outstanding_ == 0) usleep(50);
     }
     ++outstanding_;
+    if (in_place) in_place_.add(1);
     stats_.frames.add(1);
     stats_.bytes.add(payload_bytes);
     end_.ring_peer();
@@ -218,7 +241,29 @@ class MsgTx final : public TxCarrier {
     }
     return st;
   }
-  LinkStats stats() const override { return stats_.snapshot(end_.doorbells()); }
+  LinkStats stats() const override {
+    LinkStats s = stats_.snapshot(end_.doorbells());
+    s.in_place = in_place_.get();
+    return s;
+  }
+
+  std::byte* room(uint32_t* capacity) override {
+    std::byte* const mapped = rma_stride_ ? end_.ep().mapped() : nullptr;
+    if (!mapped || !end_.error().ok()) return nullptr;
+    if (room_slot_ == kNoSlot) {
+      if (nhead_ == ntail_) return nullptr;
+      room_slot_ = names_[nhead_++ % names_.size()];
+    }
+    *capacity = peer_slot_bytes_;
+    return mapped + uint64_t{room_slot_} * rma_stride_;
+  }
+
+  // Back to the head of the named slots, the next frame's.
+  void unroom() override {
+    if (room_slot_ == kNoSlot) return;
+    names_[--nhead_ % names_.size()] = room_slot_;
+    room_slot_ = kNoSlot;
+  }
 
  private:
   struct Record {
@@ -316,6 +361,8 @@ class MsgTx final : public TxCarrier {
   const uint32_t peer_slots_;
   std::vector<uint32_t> names_;  // rma: slots named and not written, oldest first
   size_t nhead_ = 0, ntail_ = 0;
+  Counter in_place_;  // frames sent from their room (no copy)
+  uint32_t room_slot_ = kNoSlot;  // the receiver's slot set aside by room()
   std::vector<uint8_t> named_;   // rma: by slot
   // Buffers the endpoint reads or writes: they outlive it (declared first).
   std::vector<RmaNote> notes_;   // rma: each send record's note

@@ -26,6 +26,11 @@ struct MsgOptions {
   // decides from the link alone, so both ends agree (ucx: on over shared
   // memory, where it was measured to win; fabric: off).
   bool rma_set = false;
+  // in_place: with rma where the receiver's slots are mapped here (ucx over
+  // shared memory), a node's last operator may write its output straight
+  // into the slot the receiver named next (TxCarrier::room); off: into its
+  // own pool, and the send copies it. Never with acks.
+  bool in_place = true;
   // A link whose provider cannot sleep on an fd (fabric shm) polls this long
   // before it rings its peer's doorbell and sleeps; others use it as a short
   // spin before arming their wait fd.

@@ -402,6 +402,10 @@ class UcxEndpoint final : public msg::Endpoint {
   }
 
   size_t max_write_iov() const override { return SIZE_MAX; }
+  std::byte* mapped() const override { return in_place_; }
+  // Eager (UCX_RNDV_THRESH=inf) tagged messages of one endpoint are
+  // matched and completed in the order sent.
+  bool notes_in_order() const override { return true; }
 
   Status write(const iovec* iov, size_t n, uint64_t offset, const iovec& note, uint64_t imm,
                uint64_t ctx, bool* again) override {

@@ -277,6 +277,14 @@ const std::vector<LinkKey>& link_keys() {
                 "sender and none by the receiver; off: each frame is a message into a "
                 "pre-posted receive; auto: on for ucx over shared memory (sm, posix, sysv), "
                 "where it won in every run measured, off elsewhere"),
+      link_enum("in_place", "ucx", &kOnOff,
+                [](LinkOptions* l, const std::string& v) { l->msg.in_place = v == "on"; },
+                [](const LinkOptions& l) { return std::string(l.msg.in_place ? "on" : "off"); },
+                "with rma where the receiver's slots are mapped into the sender (ucx over shared "
+                "memory) and threads: shared: on: the sending node's last operator writes what "
+                "it emits straight into the receiver's slot, and the send is an 8-byte note; "
+                "off: into its own pool, and the send copies it. Never with acks (the replay "
+                "copy stays with the sender)"),
       link_uint("spin_us", "fabric|ucx", +[](LinkOptions& l) -> uint32_t& { return l.msg.spin_us; },
                 "how long a link that found nothing polls before it sleeps on its wait fd (or, "
                 "fabric shm, rings its peer's doorbell), in microseconds"),

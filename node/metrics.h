@@ -183,6 +183,9 @@ struct LinkSummary {
   // (weighted by frames; its slots, unless `credits: adaptive`), and the
   // round trip it measured last.
   uint64_t credit_window = 0, credit_rtt_us = 0;
+  // Outgoing links: frames the last operator wrote straight into the
+  // receiver's slot (`in_place`), sent without a copy.
+  uint64_t in_place_frames = 0;
 };
 
 // Bursts at the sink (loadgen burst_events every burst_ms): each burst's

@@ -631,6 +631,10 @@ void NetDestination::report(ProcessSummary& s) const {
   }
 }
 
+std::byte* NetDestination::room(uint32_t* capacity) {
+  return links_.size() == 1 ? links_[0]->room(capacity) : nullptr;
+}
+
 bool NetDestination::settled() const {
   std::lock_guard lk(mu_);
   for (const auto& l : links_)

@@ -275,6 +275,19 @@ class Instance::ChainEmitter final : public Emitter {
   ChainEmitter(Instance* in, size_t op) : in_(in), op_(op) {}
   std::byte* acquire(uint32_t* capacity) override {
     SlotPool& pool = *in_->work_pool_;
+    // The last operator, with one thread: straight into the downstream
+    // receiver's slot where the link offers it (Destination::room), its
+    // descriptor sent on this thread in the order committed.
+    in_place_ = false;
+    if (in_->cfg_.threads == Threads::kShared && op_ + 1 == in_->chain_.size()) {
+      uint32_t cap = 0;
+      if (std::byte* r = in_->dest_->room(&cap)) {
+        in_place_ = true;
+        slot_ = kNoSlot;
+        *capacity = in_->cfg_.emit_capacity ? std::min(in_->cfg_.emit_capacity, cap) : cap;
+        return r;
+      }
+    }
     slot_ = in_->emit_slot();
     if (slot_ == kNoSlot) return nullptr;
     *capacity = in_->cfg_.emit_capacity ? std::min<uint32_t>(in_->cfg_.emit_capacity, pool.slot_bytes())
@@ -290,9 +303,12 @@ class Instance::ChainEmitter final : public Emitter {
 
  private:
   void commit_with(uint32_t bytes, uint32_t events, uint32_t tuples, uint32_t flags) {
-    Descriptor d{slot_, 0, bytes, events, tuples, flags};
+    Descriptor d{slot_, 0, bytes, events, tuples, flags | (in_place_ ? kDescInPlace : 0u)};
     slot_ = kNoSlot;
-    if (events == 0) {
+    if (in_place_) {
+      in_place_ = false;
+      if (events == 0) return;  // the room stays set aside for the next
+    } else if (events == 0) {
       (void)in_->work_pool_->release(d.slot);
       return;
     }
@@ -308,6 +324,7 @@ class Instance::ChainEmitter final : public Emitter {
   Instance* in_;
   size_t op_;
   uint32_t slot_ = kNoSlot;
+  bool in_place_ = false;  // the slot acquired last is the downstream room
 };
 
 // A slot for an emitting operator. shared: while none is free and the send
@@ -901,7 +918,7 @@ void Instance::report(ProcessSummary& s) const {
   for (const auto& l : li.links)
     s.links.push_back({l.name, l.out, l.stats.frames, l.stats.bytes, l.stats.syscalls,
                        l.stats.credit_waits, l.stats.credit_wait_ns / 1e9, l.stats.window_mean,
-                       l.stats.rtt_us});
+                       l.stats.rtt_us, l.stats.in_place});
   source_->report(s);
   dest_->report(s);
   s.threads = threads_name(cfg_.threads);

@@ -116,6 +116,12 @@ class Destination {
   // receivers (acks: on), so no crash of this process can lose it. A
   // checkpoint waits for this before it writes a snapshot.
   virtual bool settled() const { return true; }
+  // In place: room for the next events of a node's last operator straight
+  // in the downstream receiver's slot (Sender::room: one link whose carrier
+  // maps the receiver's slots here), and its *capacity; the descriptor of
+  // what was written there carries kDescInPlace. nullptr: write into a slot
+  // of this process's pool. On the thread that consumes.
+  virtual std::byte* room(uint32_t* capacity) { return nullptr; }
   // Checkpoints, as an operator's (graph/operator.h (f)): whether it keeps
   // state worth a snapshot (a sink's verifier), written and read by the
   // process thread while the send stage is idle (everything consumed).
@@ -225,6 +231,7 @@ class NetDestination final : public Destination {
   Status progress() override;
   void wait_fds(std::vector<int>* fds) const override;
   bool settled() const override;
+  std::byte* room(uint32_t* capacity) override;
   void report(ProcessSummary& s) const override;
   void live_links(std::vector<LiveLink>* out) const override;
 

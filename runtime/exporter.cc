@@ -176,6 +176,10 @@ class Collector final : public prometheus::Collectable {
                 kCounter, l.stats.credit_wait_ns / 1e9, lab);
           f.add("sluice_link_credits", "Credits a sending link holds now", kGauge,
                 static_cast<double>(l.stats.credits), lab);
+          f.add("sluice_link_in_place_frames_total",
+                "Frames the last operator wrote straight into the receiver's slot (in_place), "
+                "sent without a copy",
+                kCounter, static_cast<double>(l.stats.in_place), lab);
         } else {
           f.add("sluice_link_slots_free",
                 "A receiving link's slots posted and empty now (credits its sender holds or "

@@ -125,8 +125,13 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
   if (opts_.adaptive_credits && k > 0) {
     adapt(now_ns());
     // Frames that arrived made room in the window for credits held back:
-    // they go once these frames were handed on (send_due).
+    // they go once these frames were handed on (send_due), so that at a low
+    // rate no credit message sits between a frame's arrival and its
+    // processing. A sender down to a quarter of its window gets them now:
+    // under load, handing these frames on (a thread that also sends
+    // downstream, threads: shared) takes long enough to leave it waiting.
     credit_due_ = pending_ > 0 && !ended_;
+    if (credit_due_ && sender_credits() * 4 <= window_) (void)send_due();  // an error is kept for the next poll
   }
   return {};
 }

@@ -21,6 +21,7 @@ class MsgRx final : public RxCarrier {
         order_(opts.slots),
         arrived_(opts.slots),
         rma_(opts.msg.rma),
+        in_arrival_order_(rma_ && ep->notes_in_order()),
         named_(opts.slots, 0),
         notes_(rma_ ? opts.slots : 0),
         credit_bufs_(opts.slots + 2, rma_ ? opts.slots : 0),
@@ -84,7 +85,7 @@ class MsgRx final : public RxCarrier {
         stats_.bytes.add(len);
         landed_[idx] = Arrival{first_slot_ + idx, static_cast<FrameKind>(kind), len, imm_value(x.imm)};
         is_landed_[idx] = 1;
-        if (in_arrival_order()) arrived_[atail_++ % arrived_.size()] = idx;
+        if (in_arrival_order_) arrived_[atail_++ % arrived_.size()] = idx;
       }
       if (got) end_.ring_peer();  // the sender's sends complete as we take them (shm)
       k = deliver(out);
@@ -130,11 +131,9 @@ class MsgRx final : public RxCarrier {
   // it set aside while later frames go into the slots named after it,
   // TxCarrier::room). The order_ ring then only counts: the slots from
   // ohead_ to nhead_ are named, and named_ says which.
-  bool in_arrival_order() { return rma_ && end_.ep().notes_in_order(); }
-
   size_t deliver(std::span<Arrival> out) {
     size_t k = 0;
-    if (in_arrival_order()) {
+    if (in_arrival_order_) {
       while (k < out.size() && ahead_ != atail_) {
         const uint32_t idx = arrived_[ahead_++ % arrived_.size()];
         is_landed_[idx] = 0;
@@ -238,9 +237,10 @@ class MsgRx final : public RxCarrier {
   std::vector<uint8_t> is_landed_;
   std::vector<uint32_t> order_;     // posted slots, oldest first
   size_t ohead_ = 0, otail_ = 0;
-  std::vector<uint32_t> arrived_;   // in_arrival_order(): landed slots, first landed first
+  std::vector<uint32_t> arrived_;   // in_arrival_order_: landed slots, first landed first
   size_t ahead_ = 0, atail_ = 0;
   const bool rma_;
+  const bool in_arrival_order_;    // rma over an endpoint whose notes complete in order (deliver)
   size_t nhead_ = 0;               // rma: order_ from here on is not named yet
   std::vector<uint8_t> named_;     // rma: by slot - first_slot_: named, not written yet
   // Buffers the endpoint reads or writes: they outlive it (declared first).

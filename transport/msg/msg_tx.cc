@@ -80,21 +80,10 @@ class MsgTx final : public TxCarrier {
     rec.release.clear();
     iovec iov[kMaxPieces];
     size_t k = 0;
-    // In place (room()): the payload is in the room's slot already; only
-    // the note goes. No other piece may point into the receiver's slots.
-    std::byte* const mapped = rma_stride_ ? end_.ep().mapped() : nullptr;
-    bool in_place = false;
-    if (mapped) {
-      for (size_t i = 0; i < n; ++i) {
-        if (pieces[i].p < mapped || pieces[i].p >= mapped + uint64_t{peer_slots_} * rma_stride_) continue;
-        if (n != 1 || kind != FrameKind::kEvents || room_slot_ == kNoSlot ||
-            pieces[i].p != mapped + uint64_t{room_slot_} * rma_stride_ || payload_bytes > peer_slot_bytes_)
-          return end_.fail(Status::Error(fmt::format(
-              "{}: a frame of {} bytes at byte {} of the receiver's slots that is not the room "
-              "set aside for it", end_.link(), payload_bytes, pieces[i].p - mapped)));
-        in_place = true;
-      }
-    }
+    // In place (room()): the frame's one piece is the room set aside, its
+    // payload there already; only the note goes.
+    const bool in_place = room_slot_ != kNoSlot && n == 1 && kind == FrameKind::kEvents &&
+                          pieces[0].p == end_.ep().mapped() + uint64_t{room_slot_} * rma_stride_;
     if (in_place) {
       // (k = 0: the note alone)
     } else if (rma_stride_ && kind == FrameKind::kEvents && n <= end_.ep().max_write_iov()) {

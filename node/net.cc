@@ -287,6 +287,20 @@ Status NetSource::sleep() {
     if (opts_[i].acks && l.outstanding() > 0)
       threshold = std::min<size_t>(threshold, std::min<uint64_t>(l.credit_batch(), l.outstanding()));
   }
+  // One upstream, none of its slots out of this stage's hands, no timer:
+  // nothing but a frame (or its EOF, or shutdown()) can give this stage
+  // work, so the link's read is the wait, as a plain relay's blocking read
+  // is: one system call per wake-up where epoll_wait and the read are two,
+  // and the kernel wakes this thread from the socket itself. Where the
+  // carrier offers it (tcp); not with acks, whose credits carry
+  // acknowledgements that slots coming back make due.
+  if (links_.size() == 1 && timeout < 0 && !end_out_ && watching_[0] && !opts_[0].acks &&
+      links_[0]->outstanding() == 0 && (!idle_ || !idle_->busy()) &&
+      links_[0]->wait_in_next_poll()) {
+    waited_ = true;
+    ready_[0] = true;
+    return {};
+  }
   if (threshold != wake_threshold_) pool_->set_wake_threshold(wake_threshold_ = threshold);
   EventCount& freed = pool_->freed();
   // asleep_ holds for this wait only, whichever way it ends; clearing it

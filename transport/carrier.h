@@ -85,6 +85,12 @@ class RxCarrier {
   // what it knows; wait_fd() must then be level-triggered (readable while
   // anything is unread). false: poll before sleeping.
   virtual bool drained() const { return false; }
+  // Asks that the next poll() wait in its read until something arrives (or
+  // shutdown()), instead of the owner waiting on wait_fd() and then
+  // polling: one system call per wake-up where that is two. The owner asks
+  // only when nothing but this connection can give it work. false: not
+  // offered (poll() never blocks).
+  virtual bool wait_in_next_poll() { return false; }
   // post() and send_credits() may run on another thread than poll()'s, one
   // at a time (the owner serializes them): a socket's, not a library's
   // endpoint, which its own thread must drive.

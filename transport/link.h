@@ -71,7 +71,8 @@ class Receiver {
   ~Receiver();
 
   // Frames that arrived, one descriptor each, at most out.size(); never
-  // blocks (*n = 0: nothing now, sleep on wait_fd()). After END, *n = 0.
+  // blocks (*n = 0: nothing now, sleep on wait_fd()), unless the owner
+  // asked it to (wait_in_next_poll). After END, *n = 0.
   // After an error the link is closed and poll() only returns that error.
   Status poll(std::span<Descriptor> out, size_t* n);
   // The owner: `slot` (one of this link's) is free again.
@@ -112,6 +113,9 @@ class Receiver {
   // The carrier read the connection empty: poll() would find nothing until
   // wait_fd() is readable (RxCarrier::drained).
   bool drained() const { return error_.ok() && carrier_->drained(); }
+  // The next poll() may block in the carrier's read until a frame (or EOF,
+  // or shutdown()) comes (RxCarrier::wait_in_next_poll). false: not offered.
+  bool wait_in_next_poll() { return error_.ok() && !ended_ && carrier_->wait_in_next_poll(); }
   // From any thread: poll() fails from now on, and a sleeping owner wakes.
   void shutdown();
   const std::string& name() const { return name_; }

@@ -119,10 +119,20 @@ class TcpRx final : public RxCarrier {
 
   Status poll(std::span<Arrival> out, size_t* n) override {
     *n = 0;
+    wait_now_ = std::exchange(wait_next_, false);
     if (!error_.ok()) return error_;
     if (ended_ || out.empty()) return {};
     drained_ = false;
     return opts_.tcp.encoding == Encoding::kSg ? poll_sg(out, n) : poll_buffered(out, n);
+  }
+
+  // A blocking read is the wait: the socket is blocking (MSG_DONTWAIT makes
+  // every other read return at once), and shutdown() ends the read with
+  // EOF. Not with rx_select, whose loop looks before it reads.
+  bool wait_in_next_poll() override {
+    if (opts_.tcp.rx_select) return false;
+    wait_next_ = true;
+    return true;
   }
 
   Status send_credits(uint32_t credits, uint64_t acked) override {
@@ -255,7 +265,7 @@ class TcpRx final : public RxCarrier {
         msghdr m{};
         m.msg_iov = iov;
         m.msg_iovlen = cnt;
-        ssize_t r = ::recvmsg(fd_.get(), &m, MSG_DONTWAIT);
+        ssize_t r = ::recvmsg(fd_.get(), &m, read_flags(k));
         stats_.syscalls.add(1);
         if (r < 0) {
           if (errno == EINTR) continue;
@@ -390,7 +400,7 @@ class TcpRx final : public RxCarrier {
       bool go;
       st = look(&go);
       if (!st || !go) break;
-      ssize_t r = ::recv(fd_.get(), buf + end_, ask, MSG_DONTWAIT);
+      ssize_t r = ::recv(fd_.get(), buf + end_, ask, read_flags(k));
       stats_.syscalls.add(1);
       if (r < 0) {
         if (errno == EINTR) continue;
@@ -432,6 +442,16 @@ class TcpRx final : public RxCarrier {
   Status error_;
   bool ended_ = false;
   bool drained_ = false;  // the last read found the socket empty
+  bool wait_next_ = false;  // wait_in_next_poll() asked: the next poll's...
+  bool wait_now_ = false;   // ...first read waits, if nothing arrived before it
+
+  // MSG_DONTWAIT, but for the first read of a poll the owner asked to wait
+  // in, when nothing came before it (with frames in hand it returns them).
+  int read_flags(size_t arrived) {
+    const int f = wait_now_ && arrived == 0 ? 0 : MSG_DONTWAIT;
+    wait_now_ = false;
+    return f;
+  }
   std::atomic<bool> shut_down_{false};
   uint64_t frames_ = 0;
   uint64_t frame_offset_ = 0;  // stream byte offset of the frame being read

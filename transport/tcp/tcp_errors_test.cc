@@ -283,6 +283,87 @@ TEST_P(RawUpstream, ASmallFrameOnAnIdleLinkIsOneRead) {
   }
 }
 
+// An owner with nothing else to wait for asks the next poll() to wait in
+// its read (the node's receive stage with one upstream, as a plain relay's
+// blocking read): the frame comes back from that one read, and the poll
+// after it never blocks again unless asked.
+TEST_P(RawUpstream, AnAskedPollWaitsInItsReadForTheNextFrame) {
+  std::vector<Descriptor> out(8);
+  for (uint64_t e = 0; e < 3; ++e) {
+    ASSERT_TRUE(receiver_->wait_in_next_poll());
+    const std::vector<std::byte> f = good_frame(e);
+    std::thread late([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      raw_.write(f.data(), f.size());
+    });
+    const uint64_t before = receiver_->stats().syscalls;
+    const auto t0 = std::chrono::steady_clock::now();
+    size_t n = 0;
+    Status st = receiver_->poll(out, &n);
+    const auto waited = std::chrono::steady_clock::now() - t0;
+    late.join();
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(n, 1u) << "event " << e;
+    EXPECT_GE(waited, std::chrono::milliseconds(80)) << "event " << e;
+    if (GetParam() == Encoding::kSg) {
+      EXPECT_EQ(receiver_->stats().syscalls - before, 1u) << "event " << e;
+    }
+    ASSERT_TRUE(receiver_->give_back(out[0].slot).ok());
+    // Not asked: nothing there, and it says so at once.
+    const auto t1 = std::chrono::steady_clock::now();
+    ASSERT_TRUE(receiver_->poll(out, &n).ok());
+    EXPECT_EQ(n, 0u);
+    EXPECT_LT(std::chrono::steady_clock::now() - t1, std::chrono::milliseconds(50));
+  }
+}
+
+// A poll asked to wait returns at once a frame that is already there (in
+// hand, read behind the one before it, or in the socket).
+TEST_P(RawUpstream, AnAskedPollWithAFrameAlreadyThereDoesNotWait) {
+  std::vector<std::byte> two = good_frame(0);
+  const std::vector<std::byte> second = good_frame(1);
+  two.insert(two.end(), second.begin(), second.end());
+  raw_.write(two.data(), two.size());
+  pollfd p{receiver_->wait_fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 5000), 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // both frames are in
+  std::vector<Descriptor> out(1);
+  size_t n = 0;
+  ASSERT_TRUE(receiver_->poll(out, &n).ok());
+  ASSERT_EQ(n, 1u);
+  ASSERT_TRUE(receiver_->give_back(out[0].slot).ok());
+  // A third frame late, so that a poll that did wait would still return.
+  std::thread rescue([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    const std::vector<std::byte> f = good_frame(2);
+    raw_.write(f.data(), f.size());
+  });
+  ASSERT_TRUE(receiver_->wait_in_next_poll());
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = receiver_->poll(out, &n);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  rescue.join();
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(n, 1u);
+  EXPECT_LT(took, std::chrono::milliseconds(1000));
+}
+
+// shutdown() from another thread ends a poll waiting in its read.
+TEST_P(RawUpstream, ShutdownEndsAPollWaitingInItsRead) {
+  ASSERT_TRUE(receiver_->wait_in_next_poll());
+  std::thread stop([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    receiver_->shutdown();
+  });
+  std::vector<Descriptor> out(8);
+  size_t n = 0;
+  Status st = receiver_->poll(out, &n);
+  stop.join();
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(n, 0u);
+  EXPECT_HAS(st.message(), "shut down");
+}
+
 TEST_P(RawUpstream, GoodFrameThenBadFrameMagic) {
   auto f = good_frame(0);
   raw_.write(f.data(), f.size());

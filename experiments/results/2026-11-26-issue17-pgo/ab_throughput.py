@@ -5,7 +5,7 @@ res = {b: [] for b in builds}
 for r in range(R):
     for b in builds:
         cmd = [b + "/deploy/sluice-deploy", "run", str(Path(__file__).resolve().parents[3] / "deploy/examples/pipeline.yaml"), "--json", "--run-dir", "/tmp/abt",
-               "--set", "duration_s=4", "--set", "progress_s=0", "--set", "base_port=36500"]
+               "--set", "duration_s=4", "--set", "progress_s=0", "--set", "base_port=26500"]
         for s in sets: cmd += ["--set", s]
         p = subprocess.run(["flock", "/tmp/cpu.lock"] + cmd, capture_output=True, text=True)
         j = json.loads(p.stdout); assert j["ok"], j.get("error")

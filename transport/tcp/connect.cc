@@ -16,6 +16,7 @@
 #include <system_error>
 #include <cerrno>
 #include <chrono>
+#include <fstream>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -204,6 +205,22 @@ struct Acceptor::Impl {
   }
 };
 
+namespace {
+// A port in use that lies in this host's ephemeral range may be held by an
+// outgoing connection, or by one's TIME-WAIT for a minute after it closed
+// (its socket had no SO_REUSEADDR): the listener then fails now and then,
+// for no reason the user can see. Says so, and what avoids it.
+std::string ephemeral_hint(uint16_t port) {
+  std::ifstream f("/proc/sys/net/ipv4/ip_local_port_range");
+  uint32_t lo = 0, hi = 0;
+  if (!(f >> lo >> hi) || port < lo || port > hi) return "";
+  return fmt::format(" (port {} is in this host's ephemeral range {}-{}, from which outgoing "
+                     "connections take their ports: one may hold it, or its TIME-WAIT for a "
+                     "minute; a base_port below {} avoids that)",
+                     port, lo, hi, lo);
+}
+}  // namespace
+
 Acceptor::Acceptor(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Acceptor::~Acceptor() {
@@ -239,7 +256,8 @@ std::unique_ptr<Acceptor> Acceptor::bind(const std::string& address, uint16_t po
   if (!ec) a.bind(ep, ec);
   if (!ec) a.listen(16, ec);
   if (ec) {
-    *st = Status::Error(fmt::format("{}: cannot listen on {}:{}: {}", who, address, port, ec.message()));
+    *st = Status::Error(fmt::format("{}: cannot listen on {}:{}: {}{}", who, address, port, ec.message(),
+                                    ec == asio::error::address_in_use ? ephemeral_hint(port) : ""));
     return nullptr;
   }
   impl->port = a.local_endpoint(ec).port();

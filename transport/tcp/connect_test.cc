@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <thread>
 
 namespace sluice::tcp {
@@ -122,6 +123,29 @@ TEST(Acceptor, APortInUseFailsAtBind) {
   EXPECT_FALSE(b);
   EXPECT_HAS(st.message(), "node-b: cannot listen on 127.0.0.1:" + std::to_string(a->port()));
   EXPECT_HAS(st.message(), "in use");
+}
+
+// Port 0 is given from the ephemeral range: a port there in use may be an
+// outgoing connection's, and the error says so. Below the range it does not.
+TEST(Acceptor, APortInUseInTheEphemeralRangeSaysWhatAvoidsIt) {
+  std::ifstream f("/proc/sys/net/ipv4/ip_local_port_range");
+  uint32_t lo = 0, hi = 0;
+  if (!(f >> lo >> hi)) GTEST_SKIP() << "no ip_local_port_range here";
+  Status st;
+  auto a = Acceptor::bind("127.0.0.1", 0, {}, "node-a", &st);
+  ASSERT_TRUE(a);
+  ASSERT_GE(a->port(), lo);
+  EXPECT_FALSE(Acceptor::bind("127.0.0.1", a->port(), {}, "node-b", &st));
+  EXPECT_HAS(st.message(), "in this host's ephemeral range " + std::to_string(lo) + "-" + std::to_string(hi));
+  EXPECT_HAS(st.message(), "a base_port below " + std::to_string(lo));
+  if (lo <= 1024) GTEST_SKIP() << "no unprivileged port below the range";
+  std::unique_ptr<Acceptor> below;
+  for (uint32_t p = lo - 1; !below && p > 1024 && p + 500 > lo; --p)
+    below = Acceptor::bind("127.0.0.1", static_cast<uint16_t>(p), {}, "node-a", &st);
+  ASSERT_TRUE(below) << "no free port below " << lo;
+  EXPECT_FALSE(Acceptor::bind("127.0.0.1", below->port(), {}, "node-b", &st));
+  EXPECT_HAS(st.message(), "in use");
+  EXPECT_EQ(st.message().find("ephemeral"), std::string::npos) << st.message();
 }
 
 TEST(Acceptor, StrangersAreRefusedAndTheRealPeerGetsInWhileASilentOneWaits) {

@@ -37,15 +37,19 @@ def run(acks):
         sys.exit(f"run with acks={acks} failed: {j['error']}")
     nodes = [q for q in j["processes"] if q["role"] == "node"]
     cpe = statistics.mean(q["cpe_p"] for q in nodes)
-    return j["tuples_per_s"], cpe, j["lost"]
+    # Snapshots, where they were taken: how many, and the time they cost.
+    ck = [q for q in j["processes"] if q.get("checkpoints")]
+    ck_note = "".join(f", {q['name']} {q['checkpoints']} snapshots (write {q['checkpoint_write_s']:.3f} s, "
+                      f"wait {q['checkpoint_wait_s']:.3f} s)" for q in ck)
+    return j["tuples_per_s"], cpe, j["lost"], ck_note
 
 res = {"off": [], "on": []}
 for i in range(a.repeats):
     for acks in ("off", "on"):
-        tps, cpe, lost = run(acks)
+        tps, cpe, lost, ck_note = run(acks)
         res[acks].append((tps, cpe))
-        print(f"run {i + 1}/{a.repeats} acks={acks}: {tps:,.0f} tuples/s, node CPE_p {cpe:,.0f}, lost {lost}",
-              flush=True)
+        print(f"run {i + 1}/{a.repeats} acks={acks}: {tps:,.0f} tuples/s, node CPE_p {cpe:,.0f}, lost {lost}"
+              f"{ck_note}", flush=True)
 med = {k: (statistics.median(t for t, _ in v), statistics.median(c for _, c in v)) for k, v in res.items()}
 print(f"median tuples/s: off {med['off'][0]:,.0f}, on {med['on'][0]:,.0f}, on/off {med['on'][0] / med['off'][0]:.3f}")
 print(f"median node CPE_p: off {med['off'][1]:,.0f}, on {med['on'][1]:,.0f}, on/off {med['on'][1] / med['off'][1]:.3f}")

@@ -111,6 +111,8 @@ void Instance::start() {
     cfg_.threads = Threads::kDedicated;
     held_.reserve(work_pool_->slots());
     ck_.watermarks.assign(chain_.size(), 0);
+    ck_async_ = chain_.empty();  // a sink: its state is its destination's alone
+    if (ck_async_) ck_pending_held_.reserve(work_pool_->slots());
   }
   if (cfg_.threads == Threads::kShared) {
     threads_[0] = std::thread([this] { run_stage(0, &Instance::shared_loop); });
@@ -493,6 +495,32 @@ void Instance::process_loop() {
   }
   while (ok) {
     size_t n = to_process_.try_pop_n(batch, kProcessBatch);
+    if (n == 0 && ck_async_ && (ck_pending_ || !held_.empty()) && !saw_end_) {
+      // Idle with input held, or a snapshot on its way: as below, but the
+      // snapshot's state comes from the send stage, which may be busy with
+      // what came before; look again in 50 us.
+      ok = ck_complete();
+      if (!ok) continue;
+      if (!ck_pending_ && !held_.empty()) {
+        const uint64_t gap = std::min<uint64_t>(kIdleCheckpointGapNs, uint64_t{cfg_.checkpoint_ms} * 1000000);
+        if (mono_ns() >= last_ck_ns_ + gap) {
+          ok = ck_ask() && ck_complete();
+          continue;
+        }
+        const uint64_t t = mono_ns();
+        wait_input_until(last_ck_ns_ + gap);
+        add_blocked(1, kRingEmpty, t);
+        continue;
+      }
+      if (ck_pending_) {
+        if (!status().ok()) break;  // the send stage may never get there
+        const uint64_t t = mono_ns();
+        if (to_process_.closed()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        else wait_input_until(t + 50000);
+        add_blocked(1, kRingEmpty, t);
+      }
+      continue;
+    }
     if (n == 0 && checkpointing_ && !held_.empty() && !saw_end_) {
       // Idle with input held: a snapshot now (at most one a millisecond),
       // not when the interval is up: the upstream waits for its
@@ -516,8 +544,15 @@ void Instance::process_loop() {
     if (n == 0) break;
     ok = process_batch(batch, n);
     if (ok && checkpointing_) {
-      if (saw_end_) ok = checkpoint(true);
-      else if (held_.size() >= cfg_.checkpoint_hold || checkpoint_due()) ok = checkpoint(false);
+      if (saw_end_) {
+        ok = checkpoint(true);
+      } else if (ck_async_) {
+        ok = ck_complete();
+        if (ok && !ck_pending_ && (held_.size() >= cfg_.checkpoint_hold || checkpoint_due()))
+          ok = ck_ask() && ck_complete();
+      } else if (held_.size() >= cfg_.checkpoint_hold || checkpoint_due()) {
+        ok = checkpoint(false);
+      }
     }
     // Done with them (all forwarded): the receiving thread may run the next
     // batch itself.
@@ -678,6 +713,15 @@ bool Instance::checkpoint(bool final) {
   }
   last_ck_ns_ = mono_ns();
   ck_write_s_ += (last_ck_ns_ - t1) / 1e9;
+  if (ck_async_ && final) {  // a snapshot asked for and not written: END's drain covers it
+    {
+      std::lock_guard lk(send_mu_);
+      ck_target_ = 0;
+    }
+    ck_pending_ = false;
+    held_.insert(held_.end(), ck_pending_held_.begin(), ck_pending_held_.end());
+    ck_pending_held_.clear();
+  }
   for (uint32_t slot : held_) {
     if (Status st = work_pool_->release(slot); !st) {
       fail(st);
@@ -685,6 +729,61 @@ bool Instance::checkpoint(bool final) {
     }
   }
   held_.clear();
+  return true;
+}
+
+// A sink's snapshot, asked for: of everything forwarded to the send stage
+// so far (ck_queued_), whose slots are all in held_. The send stage copies
+// its destination's state out when it has consumed exactly that much
+// (send_loop); if it already has, it is idle, and this thread copies it.
+bool Instance::ck_ask() {
+  ck_pending_ = true;
+  ck_pending_held_.swap(held_);  // ck_complete() emptied the other: held_ starts again empty
+  ck_pending_state_.number = ck_.number + 1;  // ck_.number: once it is written
+  ck_pending_state_.max_ts = max_ts_;
+  std::memcpy(ck_pending_state_.next_seq, ck_.next_seq, sizeof ck_.next_seq);
+  ck_pending_target_ = ck_queued_.load(std::memory_order_relaxed);
+  std::lock_guard lk(send_mu_);
+  ck_target_ = ck_pending_target_;
+  ck_target_tuples_ = restored_tuples_ + ck_in_tuples_;
+  if (ck_sent_.load(std::memory_order_acquire) == ck_target_) ck_capture();
+  return true;
+}
+
+// Under send_mu_, everything up to ck_target_ consumed and nothing after
+// it: the destination's state as of then, into ck_dest_.
+void Instance::ck_capture() {
+  ck_dest_.clear();
+  ck_dest_.put<uint64_t>(ck_target_tuples_);
+  dest_->save(ck_dest_);
+  ck_captured_.store(ck_target_, std::memory_order_release);
+  ck_target_ = 0;
+}
+
+// If the snapshot asked for was captured: writes it, and releases the input
+// slots it holds (their acknowledgements go upstream). False: the instance
+// failed.
+bool Instance::ck_complete() {
+  if (!ck_pending_ || ck_captured_.load(std::memory_order_acquire) != ck_pending_target_) return true;
+  const uint64_t t0 = mono_ns();
+  ck_pending_state_.process.assign(ck_dest_.data());  // ck_dest_ is this thread's until the next ask
+  encode_snapshot(cfg_.checkpoint_token, chain_, ck_pending_state_, &ck_scratch_, &ck_bytes_);
+  if (Status st = ck_files_->write(ck_pending_state_.number, ck_bytes_); !st) {
+    fail(Status::Error(fmt::format("instance {}: {}", cfg_.index, st.message())));
+    return false;
+  }
+  ck_.number = ck_pending_state_.number;
+  ck_bytes_last_ = ck_bytes_.size();
+  last_ck_ns_ = mono_ns();
+  ck_write_s_ += (last_ck_ns_ - t0) / 1e9;
+  for (uint32_t slot : ck_pending_held_) {
+    if (Status st = work_pool_->release(slot); !st) {
+      fail(st);
+      return false;
+    }
+  }
+  ck_pending_held_.clear();
+  ck_pending_ = false;
   return true;
 }
 
@@ -867,13 +966,23 @@ void Instance::send_loop() {
     const auto [ev, tu, by] = count(batch, n);
     const bool adaptive = cfg_.threads == Threads::kAdaptive;
     std::unique_lock lk(send_mu_, std::defer_lock);
-    if (adaptive) lk.lock();
-    st = dest_->consume(std::span<const Descriptor>(batch, n));
+    if (adaptive || ck_async_) lk.lock();
+    // A sink's snapshot asked for: its state is copied out between the
+    // descriptor it covers last and the next (ck_ask).
+    for (size_t done = 0; st.ok() && done < n;) {
+      size_t k = n - done;
+      const uint64_t at = ck_sent_.load(std::memory_order_relaxed);
+      if (ck_target_ > at && ck_target_ - at < k) k = static_cast<size_t>(ck_target_ - at);
+      st = dest_->consume(std::span<const Descriptor>(batch + done, k));
+      if (!st.ok()) break;
+      done += k;
+      if (checkpointing_) ck_sent_.fetch_add(k, std::memory_order_release);
+      if (ck_target_ && ck_target_ == at + k) ck_capture();
+    }
     if (!st.ok()) break;
     out_.add(ev, tu, by);
     count_stage(2, ev);
     if (adaptive) sent_.fetch_add(n, std::memory_order_release);
-    if (checkpointing_) ck_sent_.fetch_add(n, std::memory_order_release);
   }
   {
     std::unique_lock lk(send_mu_, std::defer_lock);

@@ -123,8 +123,9 @@ class Destination {
   // of this process's pool. On the thread that consumes.
   virtual std::byte* room(uint32_t* capacity) { return nullptr; }
   // Checkpoints, as an operator's (graph/operator.h (f)): whether it keeps
-  // state worth a snapshot (a sink's verifier), written and read by the
-  // process thread while the send stage is idle (everything consumed).
+  // state worth a snapshot (a sink's verifier). save() runs between two
+  // consume() calls, on the send thread or, while the send stage is idle,
+  // on the process thread; load() on the process thread before the first.
   virtual bool saves_state() const { return false; }
   virtual void save(SnapshotOut&) const {}
   virtual Status load(SnapshotIn&) { return {}; }
@@ -450,6 +451,23 @@ class Instance {
   SnapshotOut ck_dest_;
   double ck_wait_s_ = 0, ck_write_s_ = 0;
   std::atomic<uint64_t> ck_queued_{0}, ck_sent_{0};  // descriptors to the send stage, and consumed there
+  // A sink without operators snapshots without stopping its send stage
+  // ("Operator snapshots" in docs/DESIGN.md): the process stage asks for
+  // the destination's state as of the descriptors it forwarded so far; the
+  // send stage copies it out when it has consumed exactly those (or the
+  // asking thread does, if it already has); the process stage writes it and
+  // releases the slots it covers while the send stage goes on.
+  bool ck_async_ = false;
+  bool ck_pending_ = false;             // process thread: a snapshot asked for, not yet written
+  std::vector<uint32_t> ck_pending_held_;  // process thread: the input slots it covers
+  CheckpointState ck_pending_state_;    // process thread: its streams' positions, number
+  uint64_t ck_pending_target_ = 0;      // process thread: ck_queued_ when it was asked for
+  uint64_t ck_target_ = 0;              // under send_mu_: copy the state once ck_sent_ is this (0: none)
+  uint64_t ck_target_tuples_ = 0;       // under send_mu_: the tuples taken in as of then
+  std::atomic<uint64_t> ck_captured_{0};  // the last target whose state is in ck_dest_
+  void ck_capture();                    // under send_mu_, with ck_sent_ == ck_target_
+  bool ck_ask();                        // process thread: a snapshot of everything held so far
+  bool ck_complete();                   // process thread: writes a captured snapshot
   mutable std::mutex mu_;
   Status error_;
   std::thread threads_[3];

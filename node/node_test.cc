@@ -691,6 +691,86 @@ TEST(Snapshots, ANodeDropsReplayedEventsItAlreadyHoldsAndReleasesItsHeldSlots) {
   EXPECT_FALSE(std::filesystem::exists(path + ".1")) << "a snapshot outlived END";
 }
 
+// A sink (a verifier) whose send stage falls behind now and then, and which
+// checks what it is asked to save against what it consumed.
+class LaggingSink final : public Destination {
+ public:
+  explicit LaggingSink(SlotPool& pool) : v_(pool) {}
+  Status consume(std::span<const Descriptor> descs) override {
+    consumer_ = std::this_thread::get_id();
+    if (++calls_ % 3 == 0) std::this_thread::sleep_for(std::chrono::microseconds(300));
+    for (const Descriptor& d : descs) tuples_ += d.tuples;
+    return v_.consume(descs);
+  }
+  Status finish() override { return v_.finish(); }
+  bool saves_state() const override { return true; }
+  // What the instance put first: the tuples it took in, as of the snapshot.
+  void save(SnapshotOut& out) const override {
+    uint64_t covered = 0;
+    std::memcpy(&covered, out.data().data(), sizeof covered);
+    saves_.push_back({covered, tuples_, std::this_thread::get_id() == consumer_});
+    v_.save(out);
+  }
+  struct Save {
+    uint64_t covered, consumed;
+    bool on_send_thread;
+  };
+  mutable std::vector<Save> saves_;
+  Verifier v_;
+
+ private:
+  std::thread::id consumer_;
+  uint64_t calls_ = 0, tuples_ = 0;
+};
+
+// A sink's snapshot holds exactly the input whose slots it releases: its
+// state is copied out between the last descriptor the snapshot covers and
+// the next, by the send stage when it is behind (and goes on at once), by
+// the process stage when it is not. Every copy's count of consumed tuples is
+// what the instance says the snapshot covers, replays dropped.
+TEST(Snapshots, ASinkCopiesItsStateOutAtTheCutEvenWhileItsSendStageIsBehind) {
+  Deployment d = small_deployment(16, 256, 20000);
+  d.streams = 2;
+  OperatorChain chain;
+  ASSERT_TRUE(OperatorChain::make({}, Schema::default_for(d.tuple_bytes), &chain).ok());
+  auto src = std::make_unique<ReplayingSource>(d, 2);
+  ReplayingSource* rs = src.get();
+  auto sink = std::make_unique<LaggingSink>(src->pool());
+  LaggingSink* k = sink.get();
+  const std::string path = ::testing::TempDir() + "/lagging-" + std::to_string(getpid()) + ".snapshot";
+  InstanceConfig ic;
+  ic.ring_slots = 4;
+  ic.checkpoint_path = path;
+  ic.checkpoint_token = "test";
+  ic.checkpoint_ms = 5;
+  ic.checkpoint_hold = 4;  // of the source's 16 slots: a snapshot every 4 descriptors
+  Instance in(ic, std::move(src), std::move(sink), std::move(chain), [] {});
+  in.start();
+  in.join();
+  ASSERT_TRUE(in.status().ok()) << in.status().message();
+  const VerifyCounts c = k->v_.counts();
+  EXPECT_TRUE(c.end_seen);
+  EXPECT_EQ(c.tuples, 20000u);
+  EXPECT_EQ(c.lost, 0u);
+  EXPECT_EQ(c.duplicated, 0u);
+  ProcessSummary s;
+  in.report(s);
+  EXPECT_GT(rs->sent_twice(), 100u);
+  EXPECT_EQ(s.deduplicated, rs->sent_twice());
+  ASSERT_GT(k->saves_.size(), 10u);
+  // Each copy was written, but for one that END's drain may have overtaken.
+  EXPECT_GE(k->saves_.size(), s.checkpoints);
+  EXPECT_LE(k->saves_.size(), s.checkpoints + 1);
+  size_t behind = 0;
+  for (size_t i = 0; i < k->saves_.size(); ++i) {
+    EXPECT_EQ(k->saves_[i].covered, k->saves_[i].consumed) << "snapshot " << i + 1;
+    behind += k->saves_[i].on_send_thread;
+  }
+  EXPECT_GT(behind, 0u) << "no snapshot was asked for while the send stage was behind";
+  EXPECT_FALSE(std::filesystem::exists(path + ".0")) << "a snapshot outlived END";
+  EXPECT_FALSE(std::filesystem::exists(path + ".1")) << "a snapshot outlived END";
+}
+
 // An operator that waits (a sleep, standing for a blocked call or a
 // preemption) and then spins a little per descriptor.
 struct WaitingOperator final : Operator {

@@ -142,6 +142,41 @@ void LatencyHistogram::merge(const LatencyHistogram& o) {
   max_ = std::max(max_, o.max_);
 }
 
+void LatencyHistogram::save(SnapshotOut& out) const {
+  out.put<uint64_t>(count_);
+  out.put<uint64_t>(max_);
+  // The buckets from the first used one to max_'s: one copy. (Finding each
+  // used bucket of 4,096 costs more than copying all of them.)
+  int lo = 0, n = 0;
+  if (count_) {
+    while (!buckets_[lo]) ++lo;
+    n = bucket_of(max_) - lo + 1;
+  }
+  out.put<uint16_t>(static_cast<uint16_t>(lo));
+  out.put<uint16_t>(static_cast<uint16_t>(n));
+  out.bytes(buckets_.data() + lo, size_t(n) * sizeof(uint64_t));
+}
+
+Status LatencyHistogram::load(SnapshotIn& in) {
+  LatencyHistogram h;
+  h.count_ = in.get<uint64_t>();
+  h.max_ = in.get<uint64_t>();
+  const int lo = in.get<uint16_t>();
+  const int n = in.get<uint16_t>();
+  if (in.ok() && (lo + n > kBuckets || (n == 0) != (h.count_ == 0) ||
+                  (n && bucket_of(h.max_) != lo + n - 1)))
+    in.fail(fmt::format("latency buckets {} to {} of {} do not fit its maximum {} ns and its {} samples", lo,
+                        lo + n - 1, kBuckets, h.max_, h.count_));
+  if (in.ok()) in.bytes(h.buckets_.data() + lo, size_t(n) * sizeof(uint64_t));
+  uint64_t sum = 0;
+  for (int b = lo; in.ok() && b < lo + n; ++b) sum += h.buckets_[b];
+  if (in.ok() && (sum != h.count_ || (n && (!h.buckets_[lo] || !h.buckets_[lo + n - 1]))))
+    in.fail(fmt::format("latency buckets hold {} samples, its total says {}", sum, h.count_));
+  if (!in.ok()) return Status::Error(in.what());
+  *this = h;
+  return {};
+}
+
 uint64_t LatencyHistogram::percentile(double p) const {
   if (count_ == 0) return 0;
   uint64_t rank = static_cast<uint64_t>(std::ceil(p / 100.0 * count_));

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/snapshot.h"
 #include "base/status.h"
 
 namespace sluice {
@@ -151,6 +152,12 @@ class LatencyHistogram {
     for (int b = 0; b < kBuckets; ++b)
       if (buckets_[b]) f(std::min(bucket_high(b), max_), buckets_[b]);
   }
+  // For a sink's snapshot: the buckets from the first used one to the
+  // maximum's (a run's latencies span a few hundred of the 4,096). load()
+  // refuses a range that does not fit the maximum, or counts that do not add
+  // up to the total.
+  void save(SnapshotOut& out) const;
+  Status load(SnapshotIn& in);
 
  private:
   static constexpr int kSubBits = 6;

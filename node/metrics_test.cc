@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
 namespace sluice {
 namespace {
 
@@ -19,6 +24,49 @@ TEST(LatencyHistogram, PercentilesWithinABucket) {
   LatencyHistogram small;
   small.record(3);
   EXPECT_EQ(small.percentile(50), 3u);
+}
+
+// A sink's snapshot keeps its histogram's non-empty buckets only: it comes
+// back with every bucket, and a damaged one (a count off, buckets out of
+// order or range) is refused, leaving the histogram as it was.
+TEST(LatencyHistogram, ASnapshotHoldsTheUsedBucketsAndComesBackWhole) {
+  LatencyHistogram h;
+  for (uint64_t v = 1; v <= 5000; ++v) h.record(20000 + v * v / 12);  // 20 us to 2.1 ms
+  SnapshotOut out;
+  h.save(out);
+  EXPECT_LT(out.data().size(), 8192u) << "all 4,096 buckets written (32 KiB), not the used range";
+  LatencyHistogram back;
+  SnapshotIn in(out.data().data(), out.data().size());
+  ASSERT_TRUE(back.load(in).ok());
+  EXPECT_EQ(in.left(), 0u);
+  EXPECT_EQ(back.count(), h.count());
+  EXPECT_EQ(back.max(), h.max());
+  std::vector<std::pair<uint64_t, uint64_t>> a, b;
+  h.for_each_bucket([&](uint64_t hi, uint64_t n) { a.emplace_back(hi, n); });
+  back.for_each_bucket([&](uint64_t hi, uint64_t n) { b.emplace_back(hi, n); });
+  EXPECT_EQ(a, b);
+  // What the layout is: count, max, the first bucket kept, how many, then
+  // their counts.
+  auto damaged = [&](size_t at, const void* p, size_t n) {
+    std::string bytes = out.data();
+    std::memcpy(bytes.data() + at, p, n);
+    LatencyHistogram x;
+    x.record(5);
+    SnapshotIn din(bytes.data(), bytes.size());
+    const Status st = x.load(din);
+    EXPECT_EQ(x.count(), 1u) << "a refused snapshot changed the histogram";
+    return st.ok() ? std::string() : st.message();
+  };
+  const uint64_t more = h.count() + 1;
+  EXPECT_NE(damaged(0, &more, 8).find("its total says 5001"), std::string::npos) << damaged(0, &more, 8);
+  const uint64_t higher = h.max() * 4;
+  EXPECT_NE(damaged(8, &higher, 8).find("do not fit its maximum"), std::string::npos);
+  const uint16_t beyond = 4090;
+  EXPECT_NE(damaged(16, &beyond, 2).find("do not fit"), std::string::npos);
+  const uint16_t fewer = 3;
+  EXPECT_NE(damaged(18, &fewer, 2).find("do not fit"), std::string::npos);
+  const uint64_t moved = 0;  // the first bucket's count gone: the total no longer holds
+  EXPECT_NE(damaged(20, &moved, 8).find("its total says"), std::string::npos);
 }
 
 // The once-a-second line says each side's rate apart: a relay that takes in

@@ -229,7 +229,7 @@ Status Verifier::open_results() {
 
 void Verifier::save(SnapshotOut& out) const {
   out.put(c_);
-  out.put(latency_);
+  latency_.save(out);
   out.put(next_seq_);
   out.put(last_event_);
   out.put(seen_);
@@ -246,7 +246,8 @@ void Verifier::save(SnapshotOut& out) const {
 
 Status Verifier::load(SnapshotIn& in) {
   const auto c = in.get<VerifyCounts>();
-  const auto lat = in.get<LatencyHistogram>();
+  LatencyHistogram lat;
+  if (Status st = lat.load(in); !st && in.ok()) in.fail(st.message());
   const auto next = in.get<decltype(next_seq_)>();
   const auto last = in.get<decltype(last_event_)>();
   const auto seen = in.get<decltype(seen_)>();

@@ -714,10 +714,6 @@ bool Instance::checkpoint(bool final) {
   last_ck_ns_ = mono_ns();
   ck_write_s_ += (last_ck_ns_ - t1) / 1e9;
   if (ck_async_ && final) {  // a snapshot asked for and not written: END's drain covers it
-    {
-      std::lock_guard lk(send_mu_);
-      ck_target_ = 0;
-    }
     ck_pending_ = false;
     held_.insert(held_.end(), ck_pending_held_.begin(), ck_pending_held_.end());
     ck_pending_held_.clear();
@@ -735,7 +731,10 @@ bool Instance::checkpoint(bool final) {
 // A sink's snapshot, asked for: of everything forwarded to the send stage
 // so far (ck_queued_), whose slots are all in held_. The send stage copies
 // its destination's state out when it has consumed exactly that much
-// (send_loop); if it already has, it is idle, and this thread copies it.
+// (send_loop): it pops nothing forwarded after this without reading the
+// target first. If it reached the cut before the target was set, it copies
+// the state before its next batch, or, if it is idle there, this thread
+// does (ck_try_capture).
 bool Instance::ck_ask() {
   ck_pending_ = true;
   ck_pending_held_.swap(held_);  // ck_complete() emptied the other: held_ starts again empty
@@ -743,28 +742,40 @@ bool Instance::ck_ask() {
   ck_pending_state_.max_ts = max_ts_;
   std::memcpy(ck_pending_state_.next_seq, ck_.next_seq, sizeof ck_.next_seq);
   ck_pending_target_ = ck_queued_.load(std::memory_order_relaxed);
-  std::lock_guard lk(send_mu_);
-  ck_target_ = ck_pending_target_;
   ck_target_tuples_ = restored_tuples_ + ck_in_tuples_;
-  if (ck_sent_.load(std::memory_order_acquire) == ck_target_) ck_capture();
+  ck_target_.store(ck_pending_target_, std::memory_order_release);
+  ck_try_capture();
   return true;
 }
 
-// Under send_mu_, everything up to ck_target_ consumed and nothing after
-// it: the destination's state as of then, into ck_dest_.
-void Instance::ck_capture() {
+// Under send_mu_, everything up to target consumed and nothing after it:
+// the destination's state as of then, into ck_dest_.
+void Instance::ck_capture(uint64_t target) {
   ck_dest_.clear();
   ck_dest_.put<uint64_t>(ck_target_tuples_);
   dest_->save(ck_dest_);
-  ck_captured_.store(ck_target_, std::memory_order_release);
-  ck_target_ = 0;
+  ck_captured_.store(target, std::memory_order_release);
+}
+
+// The process thread's copy, when the send stage stopped exactly at the cut
+// before it saw the target. Only tried: a send stage that holds the lock is
+// consuming, so it will reach the cut and copy the state itself.
+void Instance::ck_try_capture() {
+  std::unique_lock lk(send_mu_, std::try_to_lock);
+  if (!lk.owns_lock()) return;
+  const uint64_t target = ck_pending_target_;
+  if (ck_captured_.load(std::memory_order_relaxed) != target &&
+      ck_sent_.load(std::memory_order_acquire) == target)
+    ck_capture(target);
 }
 
 // If the snapshot asked for was captured: writes it, and releases the input
 // slots it holds (their acknowledgements go upstream). False: the instance
 // failed.
 bool Instance::ck_complete() {
-  if (!ck_pending_ || ck_captured_.load(std::memory_order_acquire) != ck_pending_target_) return true;
+  if (!ck_pending_) return true;
+  if (ck_captured_.load(std::memory_order_acquire) != ck_pending_target_) ck_try_capture();
+  if (ck_captured_.load(std::memory_order_acquire) != ck_pending_target_) return true;
   const uint64_t t0 = mono_ns();
   ck_pending_state_.process.assign(ck_dest_.data());  // ck_dest_ is this thread's until the next ask
   encode_snapshot(cfg_.checkpoint_token, chain_, ck_pending_state_, &ck_scratch_, &ck_bytes_);
@@ -972,12 +983,16 @@ void Instance::send_loop() {
     for (size_t done = 0; st.ok() && done < n;) {
       size_t k = n - done;
       const uint64_t at = ck_sent_.load(std::memory_order_relaxed);
-      if (ck_target_ > at && ck_target_ - at < k) k = static_cast<size_t>(ck_target_ - at);
+      const uint64_t target = ck_async_ ? ck_target_.load(std::memory_order_acquire) : 0;
+      // At the cut already (the last batch ended there before the target
+      // was set): the copy comes before anything after it is consumed.
+      if (target && target == at && ck_captured_.load(std::memory_order_relaxed) != target) ck_capture(target);
+      if (target > at && target - at < k) k = static_cast<size_t>(target - at);
       st = dest_->consume(std::span<const Descriptor>(batch + done, k));
       if (!st.ok()) break;
       done += k;
       if (checkpointing_) ck_sent_.fetch_add(k, std::memory_order_release);
-      if (ck_target_ && ck_target_ == at + k) ck_capture();
+      if (target && target == at + k) ck_capture(target);
     }
     if (!st.ok()) break;
     out_.add(ev, tu, by);

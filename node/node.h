@@ -455,17 +455,19 @@ class Instance {
   // ("Operator snapshots" in docs/DESIGN.md): the process stage asks for
   // the destination's state as of the descriptors it forwarded so far; the
   // send stage copies it out when it has consumed exactly those (or the
-  // asking thread does, if it already has); the process stage writes it and
+  // process stage does, if the send stage is idle there: it only tries the
+  // lock, never waits for a batch); the process stage writes it and
   // releases the slots it covers while the send stage goes on.
   bool ck_async_ = false;
   bool ck_pending_ = false;             // process thread: a snapshot asked for, not yet written
   std::vector<uint32_t> ck_pending_held_;  // process thread: the input slots it covers
   CheckpointState ck_pending_state_;    // process thread: its streams' positions, number
   uint64_t ck_pending_target_ = 0;      // process thread: ck_queued_ when it was asked for
-  uint64_t ck_target_ = 0;              // under send_mu_: copy the state once ck_sent_ is this (0: none)
-  uint64_t ck_target_tuples_ = 0;       // under send_mu_: the tuples taken in as of then
+  std::atomic<uint64_t> ck_target_{0};  // copy the state once ck_sent_ is this (0: none yet)
+  uint64_t ck_target_tuples_ = 0;       // the tuples taken in as of then (set before ck_target_)
   std::atomic<uint64_t> ck_captured_{0};  // the last target whose state is in ck_dest_
-  void ck_capture();                    // under send_mu_, with ck_sent_ == ck_target_
+  void ck_capture(uint64_t target);     // under send_mu_, with ck_sent_ == target
+  void ck_try_capture();                // process thread: captures if the send stage is idle at the cut
   bool ck_ask();                        // process thread: a snapshot of everything held so far
   bool ck_complete();                   // process thread: writes a captured snapshot
   mutable std::mutex mu_;

@@ -702,12 +702,7 @@ bool Instance::checkpoint(bool final) {
       dest_->save(ck_dest_);
       ck_.process = ck_dest_.data();
     }
-    encode_snapshot(cfg_.checkpoint_token, chain_, ck_, &ck_scratch_, &ck_bytes_);
-    if (Status st = ck_files_->write(ck_.number, ck_bytes_); !st) {
-      fail(Status::Error(fmt::format("instance {}: {}", cfg_.index, st.message())));
-      return false;
-    }
-    ck_bytes_last_ = ck_bytes_.size();
+    if (!write_snapshot(ck_)) return false;
   } else {
     ck_files_->remove();
   }
@@ -715,16 +710,32 @@ bool Instance::checkpoint(bool final) {
   ck_write_s_ += (last_ck_ns_ - t1) / 1e9;
   if (ck_async_ && final) {  // a snapshot asked for and not written: END's drain covers it
     ck_pending_ = false;
-    held_.insert(held_.end(), ck_pending_held_.begin(), ck_pending_held_.end());
-    ck_pending_held_.clear();
+    if (!release_held(ck_pending_held_)) return false;
   }
-  for (uint32_t slot : held_) {
+  return release_held(held_);
+}
+
+// The snapshot st into the older of the two files. False: the instance failed.
+bool Instance::write_snapshot(const CheckpointState& st) {
+  encode_snapshot(cfg_.checkpoint_token, chain_, st, &ck_scratch_, &ck_bytes_);
+  if (Status s = ck_files_->write(st.number, ck_bytes_); !s) {
+    fail(Status::Error(fmt::format("instance {}: {}", cfg_.index, s.message())));
+    return false;
+  }
+  ck_bytes_last_ = ck_bytes_.size();
+  return true;
+}
+
+// Input slots a snapshot now holds: back to the pool, and their
+// acknowledgements upstream. False: the instance failed.
+bool Instance::release_held(std::vector<uint32_t>& slots) {
+  for (uint32_t slot : slots) {
     if (Status st = work_pool_->release(slot); !st) {
       fail(st);
       return false;
     }
   }
-  held_.clear();
+  slots.clear();
   return true;
 }
 
@@ -778,24 +789,12 @@ bool Instance::ck_complete() {
   if (ck_captured_.load(std::memory_order_acquire) != ck_pending_target_) return true;
   const uint64_t t0 = mono_ns();
   ck_pending_state_.process.assign(ck_dest_.data());  // ck_dest_ is this thread's until the next ask
-  encode_snapshot(cfg_.checkpoint_token, chain_, ck_pending_state_, &ck_scratch_, &ck_bytes_);
-  if (Status st = ck_files_->write(ck_pending_state_.number, ck_bytes_); !st) {
-    fail(Status::Error(fmt::format("instance {}: {}", cfg_.index, st.message())));
-    return false;
-  }
+  if (!write_snapshot(ck_pending_state_)) return false;
   ck_.number = ck_pending_state_.number;
-  ck_bytes_last_ = ck_bytes_.size();
   last_ck_ns_ = mono_ns();
   ck_write_s_ += (last_ck_ns_ - t0) / 1e9;
-  for (uint32_t slot : ck_pending_held_) {
-    if (Status st = work_pool_->release(slot); !st) {
-      fail(st);
-      return false;
-    }
-  }
-  ck_pending_held_.clear();
   ck_pending_ = false;
-  return true;
+  return release_held(ck_pending_held_);
 }
 
 // Run to completion's send half: the calling thread consumes d itself when

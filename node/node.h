@@ -438,6 +438,8 @@ class Instance {
   bool trim_replayed(Descriptor& d);   // false: all of d was in the snapshot
   bool checkpoint_due() const;
   bool checkpoint(bool final);         // false: the instance stopped meanwhile
+  bool write_snapshot(const CheckpointState& st);
+  bool release_held(std::vector<uint32_t>& slots);
   bool wait_input_until(uint64_t deadline_ns);
   std::vector<uint32_t> held_;         // input slots whose effect no snapshot holds yet
   CheckpointState ck_;

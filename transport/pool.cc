@@ -49,7 +49,15 @@ SlotPool::SlotPool(size_t slots, size_t slot_bytes, size_t reserved)
 
 SlotPool::~SlotPool() {
   for (auto& f : on_destroy_) f();
-  if (base_) munmap(base_, map_bytes_);
+  if (unmap_)
+    unmap_();
+  else if (base_)
+    munmap(base_, map_bytes_);
+}
+
+void SlotPool::hand_over(std::function<void()> unmap) {
+  if (unmap_) throw std::logic_error("a pool's pages can be handed over once");
+  unmap_ = std::move(unmap);
 }
 
 // A bounded multi-producer queue (Vyukov's): a producer claims a position with

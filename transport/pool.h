@@ -86,10 +86,17 @@ class SlotPool {
   size_t free_slots() const;
   void close();
 
-  // Runs `f` when the pool goes, before its memory is unmapped: a carrier
-  // that remapped the pool's pages (ucx rma: shared memory its peer writes
-  // into) gives them back to its library while the range is still the pool's.
+  // Runs `f` when the pool goes, before its memory is unmapped (a carrier
+  // that registered the pool's pages deregisters them there).
   void on_destroy(std::function<void()> f) { on_destroy_.push_back(std::move(f)); }
+  // For a carrier that replaced the pool's pages with its library's own
+  // (ucx rma over shared memory: memory a peer can attach): from now on the
+  // range is unmapped by `unmap`, run when the pool goes, and never by the
+  // pool. Whoever replaced the pages keeps them until then, so the range is
+  // never free while the pool lives: giving it back to anonymous memory
+  // would leave a moment in which another thread could map into it, and
+  // lose that mapping to the pool's. Once only.
+  void hand_over(std::function<void()> unmap);
   bool closed() const { return closed_.load(std::memory_order_acquire); }
 
  private:
@@ -124,6 +131,7 @@ class SlotPool {
   EventCount freed_;
   std::atomic<FreedHook*> hook_{nullptr};
   std::vector<std::function<void()>> on_destroy_;
+  std::function<void()> unmap_;  // set by hand_over
 };
 
 }  // namespace sluice

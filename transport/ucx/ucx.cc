@@ -23,7 +23,8 @@
 //   - rma: on (msg.h item 6): the receiving process maps its whole pool
 //     with ucp_mem_map once, when its first rma link is made (PoolMap); over
 //     shared memory UCX allocates it (UCP_MEM_MAP_ALLOCATE | FIXED, at the
-//     pool's own address: posix/sysv memory a peer can attach), elsewhere it
+//     pool's own address: posix/sysv memory a peer can attach, which the
+//     pool keeps until it goes, and then unmaps through UCX), elsewhere it
 //     registers it. Its rma links' workers come from that mapping's context,
 //     so the packed rkey names their memory domains. The sender unpacks the
 //     rkey; where ucp_rkey_ptr maps the slots (shared memory), a frame is one
@@ -197,25 +198,30 @@ struct PoolMap final : TransportContext::State {
       }
       std::memset(m->base, 0, m->len);  // fault the new pages in now, not on the data path
     }
-    std::weak_ptr<PoolMap> w = m;
-    pool.on_destroy([w] {
-      if (auto p = w.lock()) p->unmap();
-    });
+    if (m->allocated) {
+      // The range is UCX's memory now, until the pool goes: the pool holds
+      // the mapping (and its context) and unmaps the range through UCX.
+      pool.hand_over([m] { m->unmap(); });
+    } else {
+      std::weak_ptr<PoolMap> w = m;
+      pool.on_destroy([w] {
+        if (auto p = w.lock()) p->unmap();
+      });
+    }
     return m;
   }
-  // Gives the pages back to UCX; where it had allocated them, the range is
-  // the pool's again (anonymous memory) until the pool unmaps it.
+  // Deregisters the pool's pages, or gives the ones UCX allocated back to
+  // it (which unmaps the range: only when the pool goes).
   void unmap() {
     std::lock_guard lk(mu);
     if (!memh) return;
     ucp_mem_unmap(ctx, memh);
     memh = nullptr;
-    if (allocated)
-      mmap(base, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   }
   ~PoolMap() override {
     unmap();
-    // Its workers are gone: every endpoint that used it held it.
+    // Its workers are gone: every endpoint that used it held it, and the
+    // pool holds a mapping UCX allocated until the pool goes.
     if (ctx) ucp_cleanup(ctx);
   }
 };

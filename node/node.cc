@@ -112,7 +112,7 @@ void Instance::start() {
     held_.reserve(work_pool_->slots());
     ck_.watermarks.assign(chain_.size(), 0);
     ck_async_ = chain_.empty();  // a sink: its state is its destination's alone
-    if (ck_async_) ck_pending_held_.reserve(work_pool_->slots());
+    if (ck_async_) cuts_ = std::make_unique<Cut[]>(kCuts);
   }
   if (cfg_.threads == Threads::kShared) {
     threads_[0] = std::thread([this] { run_stage(0, &Instance::shared_loop); });
@@ -422,7 +422,7 @@ bool Instance::process_batch(Descriptor* batch, size_t n) {
   // stage, which frees them. Waiting with copies held back would deadlock.
   const size_t step = handover_ ? 1 : n;
   for (size_t i = 0; ok && i < n; i += step) {
-    size_t kept = i;
+    size_t kept = i, from = i;  // batch[from, kept): kept, not yet forwarded
     for (size_t j = i; j < i + step; ++j) {
       Descriptor d = batch[j];
       if (handover_ && !(ok = hand_over(d))) break;
@@ -456,6 +456,14 @@ bool Instance::process_batch(Descriptor* batch, size_t n) {
         ck_in_tuples_ += d.tuples;
         if (chain_.empty()) {  // a sink: its verifier is what keeps state
           batch[kept++] = d;
+          // A cut every checkpoint_hold descriptors, not only after the
+          // batch: a held slot waits for the first cut after it.
+          if (ck_async_ && ck_uncut() >= cfg_.checkpoint_hold &&
+              cuts_posted_.load(std::memory_order_relaxed) - cuts_first_ < kCuts) {
+            ok = forward(batch + from, kept - from) && ck_complete() && ck_post();
+            from = kept;
+            if (!ok) break;
+          }
           continue;
         }
       }
@@ -477,7 +485,7 @@ bool Instance::process_batch(Descriptor* batch, size_t n) {
         }
       }
     }
-    ok = ok && forward(batch + i, kept - i);
+    ok = ok && forward(batch + from, kept - from);
   }
   return ok;
 }
@@ -495,30 +503,27 @@ void Instance::process_loop() {
   }
   while (ok) {
     size_t n = to_process_.try_pop_n(batch, kProcessBatch);
-    if (n == 0 && ck_async_ && (ck_pending_ || !held_.empty()) && !saw_end_) {
-      // Idle with input held, or a snapshot on its way: as below, but the
-      // snapshot's state comes from the send stage, which may be busy with
-      // what came before; look again in 50 us.
+    if (n == 0 && ck_async_ && !held_.empty() && !saw_end_) {
+      // Idle with input held: as below, but the snapshot's state comes from
+      // the send stage, which may be busy with what came before. A cut at
+      // everything held (at most one snapshot a millisecond), then a look
+      // every 50 us until it is written.
       ok = ck_complete();
-      if (!ok) continue;
-      if (!ck_pending_ && !held_.empty()) {
-        const uint64_t gap = std::min<uint64_t>(kIdleCheckpointGapNs, uint64_t{cfg_.checkpoint_ms} * 1000000);
-        if (mono_ns() >= last_ck_ns_ + gap) {
-          ok = ck_ask() && ck_complete();
-          continue;
-        }
-        const uint64_t t = mono_ns();
-        wait_input_until(last_ck_ns_ + gap);
-        add_blocked(1, kRingEmpty, t);
+      if (!ok || held_.empty()) continue;
+      const uint64_t gap = std::min<uint64_t>(kIdleCheckpointGapNs, uint64_t{cfg_.checkpoint_ms} * 1000000);
+      const uint64_t t = mono_ns();
+      if (ck_uncut() > 0 && t >= last_ck_ns_ + gap) {
+        ok = ck_post() && ck_complete();
         continue;
       }
-      if (ck_pending_) {
+      if (cuts_posted_.load(std::memory_order_relaxed) > cuts_first_) {
         if (!status().ok()) break;  // the send stage may never get there
-        const uint64_t t = mono_ns();
         if (to_process_.closed()) std::this_thread::sleep_for(std::chrono::microseconds(50));
         else wait_input_until(t + 50000);
-        add_blocked(1, kRingEmpty, t);
+      } else {
+        wait_input_until(last_ck_ns_ + gap);
       }
+      add_blocked(1, kRingEmpty, t);
       continue;
     }
     if (n == 0 && checkpointing_ && !held_.empty() && !saw_end_) {
@@ -548,8 +553,8 @@ void Instance::process_loop() {
         ok = checkpoint(true);
       } else if (ck_async_) {
         ok = ck_complete();
-        if (ok && !ck_pending_ && (held_.size() >= cfg_.checkpoint_hold || checkpoint_due()))
-          ok = ck_ask() && ck_complete();
+        if (ok && (ck_uncut() >= cfg_.checkpoint_hold || (ck_uncut() > 0 && checkpoint_due())))
+          ok = ck_post() && ck_complete();
       } else if (held_.size() >= cfg_.checkpoint_hold || checkpoint_due()) {
         ok = checkpoint(false);
       }
@@ -708,9 +713,9 @@ bool Instance::checkpoint(bool final) {
   }
   last_ck_ns_ = mono_ns();
   ck_write_s_ += (last_ck_ns_ - t1) / 1e9;
-  if (ck_async_ && final) {  // a snapshot asked for and not written: END's drain covers it
-    ck_pending_ = false;
-    if (!release_held(ck_pending_held_)) return false;
+  if (ck_async_ && final) {  // cuts on their way, not written: END's drain covers them
+    cuts_first_ = cuts_posted_.load(std::memory_order_relaxed);
+    ck_captured_.store(0, std::memory_order_relaxed);
   }
   return release_held(held_);
 }
@@ -729,72 +734,100 @@ bool Instance::write_snapshot(const CheckpointState& st) {
 // Input slots a snapshot now holds: back to the pool, and their
 // acknowledgements upstream. False: the instance failed.
 bool Instance::release_held(std::vector<uint32_t>& slots) {
-  for (uint32_t slot : slots) {
-    if (Status st = work_pool_->release(slot); !st) {
+  return release_held_to(held_base_ + slots.size());
+}
+
+// The oldest held slots, up to the count `held` of all ever held: a cut
+// covers a prefix of them (they are held in the order they are forwarded).
+bool Instance::release_held_to(uint64_t held) {
+  const size_t m = static_cast<size_t>(held - held_base_);
+  for (size_t i = 0; i < m; ++i) {
+    if (Status st = work_pool_->release(held_[i]); !st) {
       fail(st);
       return false;
     }
   }
-  slots.clear();
+  held_.erase(held_.begin(), held_.begin() + static_cast<ptrdiff_t>(m));  // at most the pool's slots, once a snapshot
+  held_base_ = held;
   return true;
 }
 
-// A sink's snapshot, asked for: of everything forwarded to the send stage
-// so far (ck_queued_), whose slots are all in held_. The send stage copies
-// its destination's state out when it has consumed exactly that much
-// (send_loop): it pops nothing forwarded after this without reading the
-// target first. If it reached the cut before the target was set, it copies
-// the state before its next batch, or, if it is idle there, this thread
-// does (ck_try_capture).
-bool Instance::ck_ask() {
-  ck_pending_ = true;
-  ck_pending_held_.swap(held_);  // ck_complete() emptied the other: held_ starts again empty
-  ck_pending_state_.number = ck_.number + 1;  // ck_.number: once it is written
-  ck_pending_state_.max_ts = max_ts_;
-  std::memcpy(ck_pending_state_.next_seq, ck_.next_seq, sizeof ck_.next_seq);
-  ck_pending_target_ = ck_queued_.load(std::memory_order_relaxed);
-  ck_target_tuples_ = restored_tuples_ + ck_in_tuples_;
-  ck_target_.store(ck_pending_target_, std::memory_order_release);
+uint64_t Instance::ck_uncut() const {
+  const uint64_t posted = cuts_posted_.load(std::memory_order_relaxed);
+  const uint64_t covered = posted > cuts_first_ ? cuts_[(posted - 1) % kCuts].held : held_base_;
+  return held_base_ + held_.size() - covered;
+}
+
+// A sink's cut: everything forwarded to the send stage so far (ck_queued_),
+// whose slots are the ones held up to now, with the streams' positions as of
+// then. The send stage copies its destination's state out at the latest cut
+// it reaches while the copy is free (send_loop), splitting a batch there;
+// if it is idle exactly at this one, this thread does (ck_try_capture). Not
+// posted while kCuts are on their way: one of those is copied first.
+bool Instance::ck_post() {
+  const uint64_t i = cuts_posted_.load(std::memory_order_relaxed);
+  if (i - cuts_first_ == kCuts) return true;
+  const uint64_t target = ck_queued_.load(std::memory_order_relaxed);
+  if (i > cuts_first_ && cuts_[(i - 1) % kCuts].target == target) return true;
+  Cut& c = cuts_[i % kCuts];  // cut i - kCuts was written or passed: nobody reads this one
+  c.target = target;
+  c.tuples = restored_tuples_ + ck_in_tuples_;
+  c.held = held_base_ + held_.size();
+  c.max_ts = max_ts_;
+  std::memcpy(c.next_seq, ck_.next_seq, sizeof c.next_seq);
+  cuts_posted_.store(i + 1, std::memory_order_release);
   ck_try_capture();
   return true;
 }
 
-// Under send_mu_, everything up to target consumed and nothing after it:
-// the destination's state as of then, into ck_dest_.
-void Instance::ck_capture(uint64_t target) {
+// Under send_mu_, everything up to the cut's target consumed and nothing
+// after it, the copy free: the destination's state as of then, into ck_dest_.
+void Instance::ck_capture(uint64_t cut) {
   ck_dest_.clear();
-  ck_dest_.put<uint64_t>(ck_target_tuples_);
+  ck_dest_.put<uint64_t>(cuts_[cut % kCuts].tuples);
   dest_->save(ck_dest_);
-  ck_captured_.store(target, std::memory_order_release);
+  cut_next_ = cut + 1;
+  ck_captured_.store(cut + 1, std::memory_order_release);
+  to_process_.not_empty().notify();  // a process stage waiting for it writes it now
 }
 
-// The process thread's copy, when the send stage stopped exactly at the cut
-// before it saw the target. Only tried: a send stage that holds the lock is
-// consuming, so it will reach the cut and copy the state itself.
+// The process thread's copy, when the send stage stopped exactly at the
+// latest cut before it saw it. Only tried: a send stage that holds the lock
+// is consuming, so it will get past the cut and copy the state itself.
 void Instance::ck_try_capture() {
   std::unique_lock lk(send_mu_, std::try_to_lock);
   if (!lk.owns_lock()) return;
-  const uint64_t target = ck_pending_target_;
-  if (ck_captured_.load(std::memory_order_relaxed) != target &&
-      ck_sent_.load(std::memory_order_acquire) == target)
-    ck_capture(target);
+  const uint64_t posted = cuts_posted_.load(std::memory_order_relaxed);
+  if (posted == cuts_first_ || ck_captured_.load(std::memory_order_acquire) != 0) return;
+  const uint64_t last = posted - 1;
+  if (last >= cut_next_ && ck_sent_.load(std::memory_order_acquire) == cuts_[last % kCuts].target)
+    ck_capture(last);
 }
 
-// If the snapshot asked for was captured: writes it, and releases the input
-// slots it holds (their acknowledgements go upstream). False: the instance
-// failed.
+// If the state at a cut was copied out: writes the snapshot, and releases
+// the input slots the cut covers (their acknowledgements go upstream).
+// False: the instance failed.
 bool Instance::ck_complete() {
-  if (!ck_pending_) return true;
-  if (ck_captured_.load(std::memory_order_acquire) != ck_pending_target_) ck_try_capture();
-  if (ck_captured_.load(std::memory_order_acquire) != ck_pending_target_) return true;
+  if (cuts_posted_.load(std::memory_order_relaxed) == cuts_first_) return true;
+  uint64_t captured = ck_captured_.load(std::memory_order_acquire);
+  if (captured == 0) {
+    ck_try_capture();
+    captured = ck_captured_.load(std::memory_order_acquire);
+    if (captured == 0) return true;
+  }
   const uint64_t t0 = mono_ns();
-  ck_pending_state_.process.assign(ck_dest_.data());  // ck_dest_ is this thread's until the next ask
+  const Cut& c = cuts_[(captured - 1) % kCuts];
+  ck_pending_state_.process.assign(ck_dest_.data());
+  ck_captured_.store(0, std::memory_order_release);  // the send stage may copy the next one
+  ck_pending_state_.number = ck_.number + 1;
+  ck_pending_state_.max_ts = c.max_ts;
+  std::memcpy(ck_pending_state_.next_seq, c.next_seq, sizeof c.next_seq);
   if (!write_snapshot(ck_pending_state_)) return false;
   ck_.number = ck_pending_state_.number;
+  cuts_first_ = captured;  // the cuts before it were passed without a copy
   last_ck_ns_ = mono_ns();
   ck_write_s_ += (last_ck_ns_ - t0) / 1e9;
-  ck_pending_ = false;
-  return release_held(ck_pending_held_);
+  return release_held_to(c.held);
 }
 
 // Run to completion's send half: the calling thread consumes d itself when
@@ -977,21 +1010,31 @@ void Instance::send_loop() {
     const bool adaptive = cfg_.threads == Threads::kAdaptive;
     std::unique_lock lk(send_mu_, std::defer_lock);
     if (adaptive || ck_async_) lk.lock();
-    // A sink's snapshot asked for: its state is copied out between the
-    // descriptor it covers last and the next (ck_ask).
+    // A sink's cuts: its state is copied out between the descriptor a cut
+    // covers last and the next (ck_post).
     for (size_t done = 0; st.ok() && done < n;) {
       size_t k = n - done;
       const uint64_t at = ck_sent_.load(std::memory_order_relaxed);
-      const uint64_t target = ck_async_ ? ck_target_.load(std::memory_order_acquire) : 0;
-      // At the cut already (the last batch ended there before the target
-      // was set): the copy comes before anything after it is consumed.
-      if (target && target == at && ck_captured_.load(std::memory_order_relaxed) != target) ck_capture(target);
-      if (target > at && target - at < k) k = static_cast<size_t>(target - at);
+      uint64_t cut = kNoCut;
+      if (ck_async_) {
+        const uint64_t posted = cuts_posted_.load(std::memory_order_acquire);
+        while (cut_next_ < posted && cuts_[cut_next_ % kCuts].target < at) ++cut_next_;  // passed, no copy
+        if (cut_next_ < posted && ck_captured_.load(std::memory_order_acquire) == 0) {
+          for (uint64_t j = cut_next_; j < posted && cuts_[j % kCuts].target <= at + k; ++j) cut = j;
+          // At the cut already (the last batch ended there before it was
+          // posted): the copy comes before anything after it is consumed.
+          if (cut != kNoCut && cuts_[cut % kCuts].target == at) {
+            ck_capture(cut);
+            continue;
+          }
+          if (cut != kNoCut) k = static_cast<size_t>(cuts_[cut % kCuts].target - at);
+        }
+      }
       st = dest_->consume(std::span<const Descriptor>(batch + done, k));
       if (!st.ok()) break;
       done += k;
       if (checkpointing_) ck_sent_.fetch_add(k, std::memory_order_release);
-      if (target && target == at + k) ck_capture(target);
+      if (cut != kNoCut) ck_capture(cut);
     }
     if (!st.ok()) break;
     out_.add(ev, tu, by);

@@ -454,24 +454,39 @@ class Instance {
   double ck_wait_s_ = 0, ck_write_s_ = 0;
   std::atomic<uint64_t> ck_queued_{0}, ck_sent_{0};  // descriptors to the send stage, and consumed there
   // A sink without operators snapshots without stopping its send stage
-  // ("Operator snapshots" in docs/DESIGN.md): the process stage asks for
-  // the destination's state as of the descriptors it forwarded so far; the
-  // send stage copies it out when it has consumed exactly those (or the
-  // process stage does, if the send stage is idle there: it only tries the
-  // lock, never waits for a batch); the process stage writes it and
-  // releases the slots it covers while the send stage goes on.
+  // ("Operator snapshots" in docs/DESIGN.md). The process stage posts cuts:
+  // the descriptors it forwarded so far, with its streams' positions then.
+  // The send stage copies the destination's state out when it has consumed
+  // exactly up to a cut (the latest one it reaches while the copy is free),
+  // or the process stage does, if the send stage is idle there (it only
+  // tries the lock, never waits out a batch). The process stage writes the
+  // copy and releases the input slots the cut covers, while the send stage
+  // goes on. Cuts are posted while earlier ones are still on their way: a
+  // held slot waits for the send stage to reach it and for one write, not
+  // for everything queued before it to drain first and then its own turn.
   bool ck_async_ = false;
-  bool ck_pending_ = false;             // process thread: a snapshot asked for, not yet written
-  std::vector<uint32_t> ck_pending_held_;  // process thread: the input slots it covers
-  CheckpointState ck_pending_state_;    // process thread: its streams' positions, number
-  uint64_t ck_pending_target_ = 0;      // process thread: ck_queued_ when it was asked for
-  std::atomic<uint64_t> ck_target_{0};  // copy the state once ck_sent_ is this (0: none yet)
-  uint64_t ck_target_tuples_ = 0;       // the tuples taken in as of then (set before ck_target_)
-  std::atomic<uint64_t> ck_captured_{0};  // the last target whose state is in ck_dest_
-  void ck_capture(uint64_t target);     // under send_mu_, with ck_sent_ == target
-  void ck_try_capture();                // process thread: captures if the send stage is idle at the cut
-  bool ck_ask();                        // process thread: a snapshot of everything held so far
+  struct Cut {
+    uint64_t target = 0;  // ck_queued_ when it was posted
+    uint64_t tuples = 0;  // the tuples taken in as of then
+    uint64_t held = 0;    // input slots held as of then (held_base_ + held_.size())
+    uint64_t max_ts = 0;
+    uint64_t next_seq[kMaxStreams] = {};
+  };
+  static constexpr uint64_t kCuts = 8;
+  static constexpr uint64_t kNoCut = UINT64_MAX;
+  std::unique_ptr<Cut[]> cuts_;         // a ring of kCuts, written by the process thread only
+  uint64_t cuts_first_ = 0;             // process thread: the oldest cut neither written nor passed
+  std::atomic<uint64_t> cuts_posted_{0};  // cuts posted; cut i is cuts_[i % kCuts]
+  uint64_t cut_next_ = 0;               // under send_mu_: the first cut the send stage has not passed
+  std::atomic<uint64_t> ck_captured_{0};  // cut + 1 whose state is in ck_dest_, not yet taken (0: free)
+  uint64_t held_base_ = 0;              // process thread: input slots held and released, ever
+  CheckpointState ck_pending_state_;    // process thread: the snapshot being written
+  void ck_capture(uint64_t cut);        // under send_mu_, with ck_sent_ at the cut's target
+  void ck_try_capture();                // process thread: captures if the send stage is idle at a cut
+  bool ck_post();                       // process thread: a cut at what it forwarded so far
   bool ck_complete();                   // process thread: writes a captured snapshot
+  uint64_t ck_uncut() const;            // process thread: input slots held beyond the last cut
+  bool release_held_to(uint64_t held);  // process thread: the held slots before `held`
   mutable std::mutex mu_;
   Status error_;
   std::thread threads_[3];

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -209,7 +211,20 @@ Status Verifier::write_results(const std::string& path, const Schema& schema) {
 
 Status Verifier::open_results() {
   if (results_keep_ >= 0) {
+    // Cut back to what the snapshot saw written; a file shorter than that
+    // was cut or replaced since, and extending it would add zeros.
     results_ = std::fopen(results_path_.c_str(), "r+");
+    struct stat sb {};
+    if (results_ && ::fstat(fileno(results_), &sb) == 0 && sb.st_size < results_keep_) {
+      std::fclose(results_);
+      results_ = nullptr;
+      const std::string path = std::move(results_path_);
+      results_path_.clear();
+      return Status::Error(fmt::format(
+          "results file {}: {} bytes, fewer than the {} the restored snapshot saw written (was it "
+          "cut or replaced?)",
+          path, sb.st_size, results_keep_));
+    }
     if (results_ && (::ftruncate(fileno(results_), results_keep_) != 0 ||
                      std::fseek(results_, results_keep_, SEEK_SET) != 0)) {
       std::fclose(results_);
@@ -245,23 +260,32 @@ void Verifier::save(SnapshotOut& out) const {
 }
 
 Status Verifier::load(SnapshotIn& in) {
-  const auto c = in.get<VerifyCounts>();
+  // The flags come in as bytes, checked before they are bools: a byte that
+  // is neither 0 nor 1 is a damaged snapshot (as a bool it would be
+  // undefined behaviour).
+  std::array<unsigned char, sizeof(VerifyCounts)> counts{};
+  in.bytes(counts.data(), counts.size());
   LatencyHistogram lat;
   if (Status st = lat.load(in); !st && in.ok()) in.fail(st.message());
   const auto next = in.get<decltype(next_seq_)>();
   const auto last = in.get<decltype(last_event_)>();
-  const auto seen = in.get<decltype(seen_)>();
+  const auto seen = in.get<std::array<unsigned char, kMaxStreams>>();
   const auto cu = in.get<decltype(corrupt_unseen_)>();
   const auto miss = in.get<decltype(missing_)>();
   const auto pm = in.get<decltype(part_missing_)>();
   const auto keep = in.get<int64_t>();
-  if (in.ok() && c.end_seen) in.fail("is of a sink that had seen END");
+  const unsigned char end_seen = counts[offsetof(VerifyCounts, end_seen)];
+  if (in.ok() && end_seen > 1) in.fail(fmt::format("holds {} for whether END was seen", end_seen));
+  if (in.ok() && end_seen) in.fail("is of a sink that had seen END");
+  for (size_t i = 0; in.ok() && i < seen.size(); ++i)
+    if (seen[i] > 1) in.fail(fmt::format("holds {} for whether stream {} was seen", seen[i], i));
+  if (in.ok() && keep < -1) in.fail(fmt::format("holds a results file length of {}", keep));
   if (!in.ok()) return Status::Error(fmt::format("the sink's verifier: {}", in.what()));
-  c_ = c;
+  std::memcpy(&c_, counts.data(), sizeof c_);
   latency_ = lat;
   next_seq_ = next;
   last_event_ = last;
-  seen_ = seen;
+  for (size_t i = 0; i < seen.size(); ++i) seen_[i] = seen[i] != 0;
   corrupt_unseen_ = cu;
   missing_ = miss;
   part_missing_ = pm;

@@ -439,7 +439,7 @@ class Instance {
   bool checkpoint_due() const;
   bool checkpoint(bool final);         // false: the instance stopped meanwhile
   bool write_snapshot(const CheckpointState& st);
-  bool release_held(std::vector<uint32_t>& slots);
+  bool release_held();                 // all of held_
   bool wait_input_until(uint64_t deadline_ns);
   std::vector<uint32_t> held_;         // input slots whose effect no snapshot holds yet
   CheckpointState ck_;
@@ -486,6 +486,9 @@ class Instance {
   bool ck_post();                       // process thread: a cut at what it forwarded so far
   bool ck_complete();                   // process thread: writes a captured snapshot
   uint64_t ck_uncut() const;            // process thread: input slots held beyond the last cut
+  uint64_t ck_on_way() const {          // process thread: cuts posted, neither written nor passed
+    return cuts_posted_.load(std::memory_order_relaxed) - cuts_first_;
+  }
   bool release_held_to(uint64_t held);  // process thread: the held slots before `held`
   mutable std::mutex mu_;
   Status error_;

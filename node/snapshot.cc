@@ -1,0 +1,244 @@
+// The instance's operator snapshots ("Operator snapshots" in
+// docs/DESIGN.md): restore and replay on start, the synchronous snapshot of
+// a node with operators, and a sink's cuts, copied by its send stage
+// (send_loop, in node.cc) and written by its process stage.
+#include "node/node.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+namespace sluice {
+
+// On the process thread before its first descriptor: the snapshot this
+// instance wrote before it died, if any, into its operators.
+Status Instance::restore() {
+  ck_files_ = std::make_unique<SnapshotFiles>(cfg_.checkpoint_path, cfg_.checkpoint_sync);
+  std::string bytes, where;
+  bool found = false;
+  if (Status st = ck_files_->read_newest(cfg_.checkpoint_token, &bytes, &where, &found); !st || !found)
+    return st;
+  if (!ck_files_->passed_over().empty())
+    spdlog::warn("instance {}: {}", cfg_.index, ck_files_->passed_over());
+  bool stale = false;
+  CheckpointState got;
+  if (Status st = decode_snapshot(bytes.data(), bytes.size(), where, cfg_.checkpoint_token, chain_, &got, &stale);
+      !st)
+    return st;
+  if (stale) return {};  // another run's (read_newest passes over those): start fresh
+  if (dest_->saves_state()) {
+    SnapshotIn in(got.process.data(), got.process.size());
+    const uint64_t before = in.get<uint64_t>();
+    if (Status st = dest_->load(in); !st || !in.ok() || in.left() != 0)
+      return Status::Error(fmt::format("snapshot {}: {}", where,
+                                       !st ? st.message() : !in.ok() ? in.what() : "bytes left after the sink's state"));
+    restored_tuples_ = before;
+  } else if (!got.process.empty()) {
+    return Status::Error(fmt::format("snapshot {}: holds a sink's state, and this is not a sink", where));
+  }
+  ck_ = std::move(got);
+  ck_.watermarks.resize(chain_.size());
+  max_ts_ = ck_.max_ts;
+  for (size_t i = 0; i < chain_.size(); ++i) watermark_[i] = ck_.watermarks[i];
+  ck_restored_ = ck_.number;
+  spdlog::info("instance {}: restored checkpoint {} from {} ({} bytes)", cfg_.index, ck_.number, where,
+               bytes.size());
+  return {};
+}
+
+// Drops the events of d that the operators already saw: those an upstream
+// sends again after a break (replay) whose effect a snapshot, or this run,
+// already holds. Per stream, events come in event_seq order on one path, so
+// they are a prefix of d. False: all of d was seen (its slot is released).
+bool Instance::trim_replayed(Descriptor& d) {
+  const std::byte* base = work_pool_->slot(d.slot) + d.offset;
+  uint32_t off = 0, seen = 0, seen_tuples = 0, skip = 0;
+  bool fresh = false;
+  for (uint32_t e = 0; e < d.events; ++e) {
+    EventHeader h;
+    std::memcpy(&h, base + off, sizeof h);
+    uint64_t& next = ck_.next_seq[h.stream < kMaxStreams ? h.stream : kMaxStreams - 1];
+    if (h.event_seq < next) {
+      if (fresh) {  // an old event after a new one: not a replay
+        fail(Status::Error(fmt::format(
+            "instance {}: event {} of stream {} came after event {} of the same stream: a node "
+            "that checkpoints needs each stream in order on one path",
+            cfg_.index, h.event_seq, h.stream, next - 1)));
+        return false;
+      }
+      ++seen;
+      seen_tuples += h.tuple_count;
+      off += h.wire_bytes();
+      continue;
+    }
+    if (!fresh) skip = off;  // the seen events are a prefix: the new ones start here
+    fresh = true;
+    next = h.event_seq + 1;
+    off += h.wire_bytes();
+  }
+  if (seen == 0) return true;
+  ck_dropped_ += seen_tuples;
+  if (seen == d.events) {
+    if (Status st = work_pool_->release(d.slot); !st) fail(st);
+    return false;
+  }
+  d.offset += skip;
+  d.bytes -= skip;
+  d.events -= seen;
+  d.tuples -= seen_tuples;
+  return true;
+}
+
+bool Instance::checkpoint_due() const {
+  return !held_.empty() && mono_ns() >= last_ck_ns_ + uint64_t{cfg_.checkpoint_ms} * 1000000;
+}
+
+// Between two descriptors: waits until everything the operators emitted or
+// kept so far was acknowledged downstream (so the snapshot never counts an
+// output a crash could still lose), writes the snapshot (not at END: then
+// the node is done and the file is removed), and releases the input slots
+// it holds, whose acknowledgements then go upstream.
+bool Instance::checkpoint(bool final) {
+  const uint64_t t0 = mono_ns();
+  while (ck_sent_.load(std::memory_order_acquire) != ck_queued_.load(std::memory_order_acquire) ||
+         !dest_->settled()) {
+    if (!status().ok() || to_send_.closed()) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  const uint64_t t1 = mono_ns();
+  ck_wait_s_ += (t1 - t0) / 1e9;
+  if (!final) {
+    ++ck_.number;
+    ck_.max_ts = max_ts_;
+    for (size_t i = 0; i < chain_.size(); ++i) ck_.watermarks[i] = watermark_[i];
+    if (dest_->saves_state()) {  // the send stage consumed everything: it is idle
+      ck_dest_.clear();
+      ck_dest_.put<uint64_t>(restored_tuples_ + ck_in_tuples_);
+      dest_->save(ck_dest_);
+      ck_.process = ck_dest_.data();
+    }
+    if (!write_snapshot(ck_)) return false;
+  } else {
+    ck_files_->remove();
+  }
+  last_ck_ns_ = mono_ns();
+  ck_write_s_ += (last_ck_ns_ - t1) / 1e9;
+  if (ck_async_ && final) {  // cuts on their way, not written: END's drain covers them
+    cuts_first_ = cuts_posted_.load(std::memory_order_relaxed);
+    ck_captured_.store(0, std::memory_order_relaxed);
+  }
+  return release_held();
+}
+
+// The snapshot st into the older of the two files. False: the instance failed.
+bool Instance::write_snapshot(const CheckpointState& st) {
+  encode_snapshot(cfg_.checkpoint_token, chain_, st, &ck_scratch_, &ck_bytes_);
+  if (Status s = ck_files_->write(st.number, ck_bytes_); !s) {
+    fail(Status::Error(fmt::format("instance {}: {}", cfg_.index, s.message())));
+    return false;
+  }
+  ck_bytes_last_ = ck_bytes_.size();
+  return true;
+}
+
+// Input slots a snapshot now holds: back to the pool, and their
+// acknowledgements upstream. False: the instance failed.
+bool Instance::release_held() { return release_held_to(held_base_ + held_.size()); }
+
+// The oldest held slots, up to the count `held` of all ever held: a cut
+// covers a prefix of them (they are held in the order they are forwarded).
+bool Instance::release_held_to(uint64_t held) {
+  const size_t m = static_cast<size_t>(held - held_base_);
+  for (size_t i = 0; i < m; ++i) {
+    if (Status st = work_pool_->release(held_[i]); !st) {
+      fail(st);
+      return false;
+    }
+  }
+  held_.erase(held_.begin(), held_.begin() + static_cast<ptrdiff_t>(m));  // at most the pool's slots, once a snapshot
+  held_base_ = held;
+  return true;
+}
+
+uint64_t Instance::ck_uncut() const {
+  const uint64_t posted = cuts_posted_.load(std::memory_order_relaxed);
+  const uint64_t covered = posted > cuts_first_ ? cuts_[(posted - 1) % kCuts].held : held_base_;
+  return held_base_ + held_.size() - covered;
+}
+
+// A sink's cut: everything forwarded to the send stage so far (ck_queued_),
+// whose slots are the ones held up to now, with the streams' positions as of
+// then. The send stage copies its destination's state out at the latest cut
+// it reaches while the copy is free (send_loop), splitting a batch there;
+// if it is idle exactly at this one, this thread does (ck_try_capture). Not
+// posted while kCuts are on their way: one of those is copied first.
+bool Instance::ck_post() {
+  const uint64_t i = cuts_posted_.load(std::memory_order_relaxed);
+  if (i - cuts_first_ == kCuts) return true;
+  const uint64_t target = ck_queued_.load(std::memory_order_relaxed);
+  if (i > cuts_first_ && cuts_[(i - 1) % kCuts].target == target) return true;
+  Cut& c = cuts_[i % kCuts];  // cut i - kCuts was written or passed: nobody reads this one
+  c.target = target;
+  c.tuples = restored_tuples_ + ck_in_tuples_;
+  c.held = held_base_ + held_.size();
+  c.max_ts = max_ts_;
+  std::memcpy(c.next_seq, ck_.next_seq, sizeof c.next_seq);
+  cuts_posted_.store(i + 1, std::memory_order_release);
+  ck_try_capture();
+  return true;
+}
+
+// Under send_mu_, everything up to the cut's target consumed and nothing
+// after it, the copy free: the destination's state as of then, into ck_dest_.
+void Instance::ck_capture(uint64_t cut) {
+  ck_dest_.clear();
+  ck_dest_.put<uint64_t>(cuts_[cut % kCuts].tuples);
+  dest_->save(ck_dest_);
+  cut_next_ = cut + 1;
+  ck_captured_.store(cut + 1, std::memory_order_release);
+  to_process_.not_empty().notify();  // a process stage waiting for it writes it now
+}
+
+// The process thread's copy, when the send stage stopped exactly at the
+// latest cut before it saw it. Only tried: a send stage that holds the lock
+// is consuming, so it will get past the cut and copy the state itself.
+void Instance::ck_try_capture() {
+  std::unique_lock lk(send_mu_, std::try_to_lock);
+  if (!lk.owns_lock()) return;
+  const uint64_t posted = cuts_posted_.load(std::memory_order_relaxed);
+  if (posted == cuts_first_ || ck_captured_.load(std::memory_order_acquire) != 0) return;
+  const uint64_t last = posted - 1;
+  if (last >= cut_next_ && ck_sent_.load(std::memory_order_acquire) == cuts_[last % kCuts].target)
+    ck_capture(last);
+}
+
+// If the state at a cut was copied out: writes the snapshot, and releases
+// the input slots the cut covers (their acknowledgements go upstream).
+// False: the instance failed.
+bool Instance::ck_complete() {
+  if (ck_on_way() == 0) return true;
+  uint64_t captured = ck_captured_.load(std::memory_order_acquire);
+  if (captured == 0) {
+    ck_try_capture();
+    captured = ck_captured_.load(std::memory_order_acquire);
+    if (captured == 0) return true;
+  }
+  const uint64_t t0 = mono_ns();
+  const Cut& c = cuts_[(captured - 1) % kCuts];
+  ck_pending_state_.process.assign(ck_dest_.data());
+  ck_captured_.store(0, std::memory_order_release);  // the send stage may copy the next one
+  ck_pending_state_.number = ck_.number + 1;
+  ck_pending_state_.max_ts = c.max_ts;
+  std::memcpy(ck_pending_state_.next_seq, c.next_seq, sizeof c.next_seq);
+  if (!write_snapshot(ck_pending_state_)) return false;
+  ck_.number = ck_pending_state_.number;
+  cuts_first_ = captured;  // the cuts before it were passed without a copy
+  last_ck_ns_ = mono_ns();
+  ck_write_s_ += (last_ck_ns_ - t0) / 1e9;
+  return release_held_to(c.held);
+}
+
+}  // namespace sluice

@@ -157,24 +157,76 @@ TEST(PipelineMetrics, TheRecordingRulesAreValid) {
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
 }
 
+// ---- the console: a run with its Prometheus --------------------------------
+
+namespace console_test {
+
+// `sluice-deploy run --prometheus` in the background (stdout and stderr in
+// DIR/out and DIR/err) for at most 60 s: the tests end it with Ctrl-C once
+// they have checked the page, so they wait for the page, not for a fixed run.
+// Whichever way a test leaves, the run and its Prometheus end with it.
+class ConsoleRun {
+ public:
+  ConsoleRun(const std::string& dir, int base_port, const std::string& extra_set = "") : dir_(dir) {
+    const std::string port = "base_port=" + std::to_string(base_port);
+    pid_ = fork();
+    if (pid_ == 0) {
+      FILE* o = std::freopen((dir + "/out").c_str(), "w", stdout);
+      FILE* e = std::freopen((dir + "/err").c_str(), "w", stderr);
+      (void)o;
+      (void)e;
+      std::vector<const char*> argv = {kDeploy.c_str(), "run", kExample.c_str(), "--prometheus", "--json",
+                                       "--run-dir", nullptr, "--set", port.c_str(), "--set", "progress_s=0",
+                                       "--set", "duration_s=60"};
+      const std::string run_dir = dir + "/run";
+      argv[6] = run_dir.c_str();
+      if (!extra_set.empty()) argv.insert(argv.end(), {"--set", extra_set.c_str()});
+      argv.push_back(nullptr);
+      execv(kDeploy.c_str(), const_cast<char* const*>(argv.data()));
+      _exit(127);
+    }
+  }
+  ~ConsoleRun() {
+    if (pid_ > 0 && kill(pid_, SIGINT) == 0) wait_exit(pid_, 30);
+  }
+  bool started() const { return pid_ > 0; }
+
+  // The run's Prometheus, from the launcher's line on stderr ("" if it never said).
+  std::string url() const {
+    for (int i = 0; i < 200; ++i) {
+      const std::string err = slurp(dir_ + "/err");
+      const size_t at = err.find("prometheus at http://");
+      if (at != std::string::npos) return err.substr(at + 14, err.find(' ', at + 14) - (at + 14));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return "";
+  }
+
+  // Ctrl-C: the run drains and reports; its exit code (-1 if it did not end in 30 s).
+  int interrupt() {
+    if (pid_ <= 0) return -1;  // never kill(-1, ...): that is every process
+    kill(pid_, SIGINT);
+    const int code = wait_exit(pid_, 30);
+    pid_ = -1;
+    return code;
+  }
+
+ private:
+  std::string dir_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace console_test
+
 // The console page, as a browser gets it from the run's Prometheus: a row
 // per process, with figures, while the run goes on.
 TEST(PipelineMetrics, TheConsoleShowsEveryProcessDuringTheRun) {
   if (std::system("command -v prometheus >/dev/null 2>&1") != 0 && !fs::exists("/usr/bin/prometheus"))
     GTEST_SKIP() << "no prometheus (Debian's package; scripts/setup.sh installs it)";
   const std::string dir = scratch("console");
-  const std::string cmd = kDeploy + " run " + kExample + " --prometheus --json --run-dir " + dir +
-                          "/run --set base_port=31200 --set progress_s=0 --set duration_s=12 >" +
-                          dir + "/out 2>" + dir + "/err &";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
-  // Its URL, from the launcher's line on stderr.
-  std::string url;
-  for (int i = 0; i < 200 && url.empty(); ++i) {
-    const std::string err = slurp(dir + "/err");
-    const size_t at = err.find("prometheus at http://");
-    if (at != std::string::npos) url = err.substr(at + 14, err.find(' ', at + 14) - (at + 14));
-    else std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  console_test::ConsoleRun run(dir, 31200);
+  ASSERT_TRUE(run.started());
+  const std::string url = run.url();
   ASSERT_FALSE(url.empty()) << slurp(dir + "/err");
   // Rows appear once the rules have 5 s of samples.
   std::string page;
@@ -195,9 +247,8 @@ TEST(PipelineMetrics, TheConsoleShowsEveryProcessDuringTheRun) {
     EXPECT_NE(page.find(p), std::string::npos) << p;
   // Every row has figures: no empty cell after a process's name.
   EXPECT_EQ(page.find("<td></td>"), std::string::npos) << page;
-  // The run ends on its own.
-  for (int i = 0; i < 300 && slurp(dir + "/out").empty(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The run still ends whole.
+  EXPECT_EQ(run.interrupt(), 0) << slurp(dir + "/err");
   EXPECT_NE(slurp(dir + "/out").find("\"ok\":true"), std::string::npos) << slurp(dir + "/err");
 }
 
@@ -243,34 +294,9 @@ TEST(PipelineMetrics, TheConsoleRendersWithDataInABrowser) {
   if (std::system("command -v prometheus >/dev/null 2>&1") != 0 && !fs::exists("/usr/bin/prometheus"))
     GTEST_SKIP() << "no prometheus (Debian's package; scripts/setup.sh installs it)";
   const std::string dir = scratch("browser");
-  // The run lasts until the page has been checked, then ends as Ctrl-C ends
-  // it (at most 60 s): the test waits for the browser, not for a fixed run.
-  const pid_t d = fork();
-  ASSERT_GE(d, 0);
-  if (d == 0) {
-    FILE* o = std::freopen((dir + "/out").c_str(), "w", stdout);
-    FILE* e = std::freopen((dir + "/err").c_str(), "w", stderr);
-    (void)o;
-    (void)e;
-    execl(kDeploy.c_str(), kDeploy.c_str(), "run", kExample.c_str(), "--prometheus", "--json", "--run-dir",
-          (dir + "/run").c_str(), "--set", "base_port=32600", "--set", "progress_s=0", "--set",
-          "duration_s=60", "--set", "event_bytes=4096", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  // Whichever way the test leaves, the run and its Prometheus end with it.
-  struct Interrupt {
-    pid_t pid;
-    ~Interrupt() {
-      if (pid > 0 && kill(pid, SIGINT) == 0) wait_exit(pid, 30);
-    }
-  } interrupt{d};
-  std::string url;
-  for (int i = 0; i < 200 && url.empty(); ++i) {
-    const std::string err = slurp(dir + "/err");
-    const size_t at = err.find("prometheus at http://");
-    if (at != std::string::npos) url = err.substr(at + 14, err.find(' ', at + 14) - (at + 14));
-    else std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  console_test::ConsoleRun run(dir, 32600, "event_bytes=4096");
+  ASSERT_TRUE(run.started());
+  const std::string url = run.url();
   ASSERT_FALSE(url.empty()) << slurp(dir + "/err");
   const std::string page_url = url + "/consoles/sluice.html";
   // The browser, once the rules have a few seconds of samples: it runs the
@@ -316,9 +342,6 @@ TEST(PipelineMetrics, TheConsoleRendersWithDataInABrowser) {
                           shot + " '" + page_url + "' >>" + dir + "/chromium.log 2>&1";
     EXPECT_EQ(std::system(s.c_str()), 0) << slurp(dir + "/chromium.log");
   }
-  kill(d, SIGINT);
-  const int code = wait_exit(d, 30);
-  interrupt.pid = -1;
-  EXPECT_EQ(code, 0) << slurp(dir + "/err");
+  EXPECT_EQ(run.interrupt(), 0) << slurp(dir + "/err");
   EXPECT_NE(slurp(dir + "/out").find("\"ok\":true"), std::string::npos) << slurp(dir + "/err");
 }

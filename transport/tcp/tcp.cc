@@ -96,9 +96,7 @@ class TcpRx final : public RxCarrier {
  public:
   TcpRx(Fd fd, const LinkOptions& opts, SlotPool& pool, std::string link)
       : fd_(std::move(fd)), opts_(opts), pool_(pool), lim_(frame_limits(opts)), link_(std::move(link)) {
-    size_t cap = 2;
-    while (cap < opts.slots + 1) cap <<= 1;
-    fifo_.resize(cap);
+    ready_.resize(opts.slots);
     if (opts_.tcp.encoding != Encoding::kSg) {
       // Room for one whole frame plus one read behind it; sized once here.
       size_t max_payload = opts_.tcp.encoding == Encoding::kCapnp ? lim_.capnp_bytes : lim_.slot_bytes;
@@ -110,9 +108,9 @@ class TcpRx final : public RxCarrier {
   }
 
   Status post(uint32_t slot) override {
-    if (fifo_tail_ - fifo_head_ == fifo_.size())
+    if (ready_top_ == ready_.size())
       return Status::Error(fmt::format("{}: more slots posted than the link has", link_));
-    fifo_[fifo_tail_++ & (fifo_.size() - 1)] = slot;
+    ready_[ready_top_++] = slot;
     ++posted_;
     return {};
   }
@@ -185,15 +183,17 @@ class TcpRx final : public RxCarrier {
     return fail(fmt::format("{}: frame {} at byte {}: {}", link_, frames_, frame_offset_, st.message()));
   }
 
-  // A frame arrived: it lands in the next posted slot, which the receiver
-  // granted a credit for. None posted: the sender sent without credit.
+  // A frame arrived: it lands in the slot posted last (next_slot()), which
+  // the receiver granted a credit for. None posted: the sender sent without
+  // credit.
   Status take_slot(uint32_t* slot) {
-    if (fifo_head_ == fifo_tail_)
+    if (ready_top_ == 0)
       return fail(fmt::format("{}: frame {} at byte {} sent without credit: the receiver granted {}",
                               link_, frames_, frame_offset_, posted_));
-    *slot = fifo_[fifo_head_++ & (fifo_.size() - 1)];
+    *slot = ready_[--ready_top_];
     return {};
   }
+  uint32_t next_slot() const { return ready_[ready_top_ - 1]; }
 
   void count_frame(const FrameHeader& h) {
     stats_.frames.add(1);
@@ -243,9 +243,9 @@ class TcpRx final : public RxCarrier {
         if (cur_.kind != static_cast<uint16_t>(FrameKind::kEnd)) iov[cnt++] = {hdr_, sizeof hdr_};
       } else {
         iov[cnt++] = {hdr_ + hdr_got_, sizeof hdr_ - hdr_got_};
-        if (hdr_got_ == 0 && fifo_head_ != fifo_tail_ && carry_begin_ == carry_end_) {
+        if (hdr_got_ == 0 && ready_top_ != 0 && carry_begin_ == carry_end_) {
           speculate = true;
-          iov[cnt++] = {pool_.slot(fifo_[fifo_head_ & (fifo_.size() - 1)]),
+          iov[cnt++] = {pool_.slot(next_slot()),
                         std::min<size_t>(kSpeculate, pool_.slot_bytes())};
         }
       }
@@ -457,9 +457,14 @@ class TcpRx final : public RxCarrier {
   uint64_t frame_offset_ = 0;  // stream byte offset of the frame being read
   Stats stats_;
 
-  // Posted slots, in order: frames land in them one after another.
-  std::vector<uint32_t> fifo_;
-  uint64_t fifo_head_ = 0, fifo_tail_ = 0, posted_ = 0;
+  // Posted slots, a stack: a frame lands in the slot posted last. That is
+  // the one whose bytes were sent on (or dropped) last, so still in cache;
+  // in posting order, with 64 slots of 32 KiB, a slot came round again only
+  // after the whole pool (2 MiB) had been written, and was cold: tcp-opt
+  // ran 1.10x faster this way, with acks as without (4 processes on 2 cores).
+  std::vector<uint32_t> ready_;
+  size_t ready_top_ = 0;
+  uint64_t posted_ = 0;
 
   // sg state
   alignas(16) std::byte hdr_[sizeof(FrameHeader)];

@@ -169,6 +169,7 @@ class ConsoleRun {
  public:
   ConsoleRun(const std::string& dir, int base_port, const std::string& extra_set = "") : dir_(dir) {
     const std::string port = "base_port=" + std::to_string(base_port);
+    const std::string run_dir = dir + "/run";
     pid_ = fork();
     if (pid_ == 0) {
       FILE* o = std::freopen((dir + "/out").c_str(), "w", stdout);
@@ -176,10 +177,8 @@ class ConsoleRun {
       (void)o;
       (void)e;
       std::vector<const char*> argv = {kDeploy.c_str(), "run", kExample.c_str(), "--prometheus", "--json",
-                                       "--run-dir", nullptr, "--set", port.c_str(), "--set", "progress_s=0",
-                                       "--set", "duration_s=60"};
-      const std::string run_dir = dir + "/run";
-      argv[6] = run_dir.c_str();
+                                       "--run-dir", run_dir.c_str(), "--set", port.c_str(), "--set",
+                                       "progress_s=0", "--set", "duration_s=60"};
       if (!extra_set.empty()) argv.insert(argv.end(), {"--set", extra_set.c_str()});
       argv.push_back(nullptr);
       execv(kDeploy.c_str(), const_cast<char* const*>(argv.data()));

@@ -173,7 +173,9 @@ def run_plain(relay, variant, tuple_bytes, rate, duration, raw, tag):
 # ---------------------------------------------------------------- sluice
 
 def mode_sets(mode):
-    return [] if mode == "default" else [f"threads={mode}"]
+    """`adaptive`, or `adaptive+credit_batch=32+...`: the threads key and keys of that system only."""
+    threads, *keys = mode.split("+")
+    return ([] if threads == "default" else [f"threads={threads}"]) + keys
 
 
 def check_mode(deploy, yaml, mode, extra):
@@ -258,8 +260,9 @@ def run_sluice(deploy, yaml, mode, tuple_bytes, event_bytes, rate, duration, ext
     if "inline_events" in (nodes[0] if nodes else {}):
         ev = sum(p.get("events_in") or 0 for p in nodes)
         row["inline_pct_nodes"] = f"{100 * sum(p.get('inline_events') or 0 for p in nodes) / ev:.1f}" if ev else ""
-    if mode != "default" and seen and seen != [mode]:
-        row.update(ok="false", error=f"asked for threads={mode}, the nodes report {','.join(seen)}")
+    threads = mode.split("+")[0]
+    if threads != "default" and seen and seen != [threads]:
+        row.update(ok="false", error=f"asked for threads={threads}, the nodes report {','.join(seen)}")
     shutil.rmtree(rundir, ignore_errors=True)
     return row
 
@@ -467,7 +470,8 @@ def main():
                     "too, as system MODE@before, interleaved with this build's in every round")
     ap.add_argument("--deployment", default=str(PIPELINE), help="the sluice pipeline (default: pipeline.yaml)")
     ap.add_argument("--modes", type=csv_list(str), default=["dedicated", "shared", "adaptive"],
-                    help="threading modes, comma-separated (`default`: no threads key)")
+                    help="threading modes, comma-separated (`default`: no threads key); a mode may carry keys of "
+                    "its own, MODE+KEY=VALUE[+...] (adaptive+credit_batch=32): variants side by side in one run")
     ap.add_argument("--rates", type=csv_list(float), default=[1000, 10000, 100000, 0],
                     help="events/s, comma-separated; 0: full rate")
     ap.add_argument("--tuple-bytes", type=csv_list(int), default=[12, 128])

@@ -300,6 +300,7 @@ Json measured(const ProcessSummary& s) {
     if (!l.out) {
       j["credit_window"] = l.credit_window;
       j["credit_rtt_us"] = l.credit_rtt_us;
+      j["credit_msgs"] = l.credit_msgs;
     } else {
       j["in_place_frames"] = l.in_place_frames;
     }
@@ -429,6 +430,7 @@ Status summary_from_json(const std::string& text, ProcessSummary* out) {
       e.at("credit_wait_s").get_to(l.credit_wait_s);
       l.credit_window = e.value("credit_window", uint64_t{0});
       l.credit_rtt_us = e.value("credit_rtt_us", uint64_t{0});
+      l.credit_msgs = e.value("credit_msgs", uint64_t{0});
       l.in_place_frames = e.value("in_place_frames", uint64_t{0});
       s.links.push_back(std::move(l));
     }

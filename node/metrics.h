@@ -193,6 +193,10 @@ struct LinkSummary {
   // Outgoing links: frames the last operator wrote straight into the
   // receiver's slot (`in_place`), sent without a copy.
   uint64_t in_place_frames = 0;
+  // Incoming links: credit messages the receiver sent back (each returns
+  // credits, and with acks says what came back): frames / credit_msgs is
+  // how many frames one of them answered.
+  uint64_t credit_msgs = 0;
 };
 
 // Bursts at the sink (loadgen burst_events every burst_ms): each burst's

@@ -851,7 +851,7 @@ void Instance::report(ProcessSummary& s) const {
   for (const auto& l : li.links)
     s.links.push_back({l.name, l.out, l.stats.frames, l.stats.bytes, l.stats.syscalls,
                        l.stats.credit_waits, l.stats.credit_wait_ns / 1e9, l.stats.window_mean,
-                       l.stats.rtt_us, l.stats.in_place});
+                       l.stats.rtt_us, l.stats.in_place, l.stats.credit_msgs});
   source_->report(s);
   dest_->report(s);
   s.threads = threads_name(cfg_.threads);

@@ -189,6 +189,10 @@ class Collector final : public prometheus::Collectable {
                 "Credits a receiving link lets its sender hold now, frames on their way included "
                 "(its slots unless credits: adaptive)",
                 kGauge, static_cast<double>(l.stats.window), lab);
+          f.add("sluice_link_credit_messages_total",
+                "Credit messages a receiving link sent back (with acks, each carries the "
+                "acknowledgement too)",
+                kCounter, static_cast<double>(l.stats.credit_msgs), lab);
         }
       }
     }

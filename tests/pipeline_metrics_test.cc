@@ -81,6 +81,7 @@ TEST(PipelineMetrics, EachProcessIsScrapedWhileItRunsAndTheSummaryNamesItsEndpoi
   EXPECT_FALSE(sample(text, R"(sluice_link_credits{link="node-a->node-b",direction="out",copy="0"})").empty()) << text;
   EXPECT_FALSE(sample(text, R"(sluice_link_slots_free{link="loadgen->node-a",direction="in",copy="0"})").empty()) << text;
   EXPECT_FALSE(sample(text, R"(sluice_link_credit_window{link="loadgen->node-a",direction="in",copy="0"})").empty()) << text;
+  EXPECT_FALSE(sample(text, R"(sluice_link_credit_messages_total{link="loadgen->node-a",direction="in",copy="0"})").empty()) << text;
   // The sink's endpoint is process 3's, with its latency histogram.
   const std::string sink = http_get(30503, "/metrics");
   EXPECT_NE(sink.find(R"(sluice_info{process="sink",role="sink"} 1)"), std::string::npos);
@@ -104,6 +105,12 @@ TEST(PipelineMetrics, EachProcessIsScrapedWhileItRunsAndTheSummaryNamesItsEndpoi
   EXPECT_GE(window, 16u);
   EXPECT_LE(window, 64u);
   EXPECT_FALSE(a["links"][1]["credit_window"].IsDefined()) << "an outgoing link has none";
+  // Credits go back in batches: at least one message, never more than one
+  // per frame received (plus the END's), and none counted on the way out.
+  const uint64_t msgs = a["links"][0]["credit_msgs"].as<uint64_t>();
+  EXPECT_GE(msgs, 1u);
+  EXPECT_LE(msgs, a["links"][0]["frames"].as<uint64_t>() + 1);
+  EXPECT_FALSE(a["links"][1]["credit_msgs"].IsDefined());
   EXPECT_TRUE(a["stages"][0]["blocked_s"]["ring_full"].IsDefined());
 }
 

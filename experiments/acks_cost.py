@@ -41,15 +41,28 @@ def run(acks):
     ck = [q for q in j["processes"] if q.get("checkpoints")]
     ck_note = "".join(f", {q['name']} {q['checkpoints']} snapshots (write {q['checkpoint_write_s']:.3f} s, "
                       f"wait {q['checkpoint_wait_s']:.3f} s)" for q in ck)
+    # Frames each credit message answered, per receiving link in pipeline
+    # order: with acks, every message also carries the acknowledgement.
+    per = [l["frames"] / l["credit_msgs"] for q in j["processes"] for l in q.get("links") or []
+           if l["direction"] == "in" and l.get("credit_msgs")]
+    if per:
+        ck_note += ", frames per credit message " + " / ".join(f"{x:.1f}" for x in per)
     return j["tuples_per_s"], cpe, j["lost"], ck_note
 
 res = {"off": [], "on": []}
 for i in range(a.repeats):
-    for acks in ("off", "on"):
+    # Each pair in turn starts with off, then with on: neither always runs
+    # first after the other's load.
+    for acks in (("off", "on") if i % 2 == 0 else ("on", "off")):
         tps, cpe, lost, ck_note = run(acks)
         res[acks].append((tps, cpe))
         print(f"run {i + 1}/{a.repeats} acks={acks}: {tps:,.0f} tuples/s, node CPE_p {cpe:,.0f}, lost {lost}"
               f"{ck_note}", flush=True)
 med = {k: (statistics.median(t for t, _ in v), statistics.median(c for _, c in v)) for k, v in res.items()}
 print(f"median tuples/s: off {med['off'][0]:,.0f}, on {med['on'][0]:,.0f}, on/off {med['on'][0] / med['off'][0]:.3f}")
+# Each pair ran back to back, on a machine whose speed drifts between
+# pairs (a shared one moved 23-38 M tuples/s): the median of the pairs'
+# own ratios follows the drift less than the ratio of the medians.
+pairs = sorted(on[0] / off[0] for off, on in zip(res["off"], res["on"]))
+print(f"pairs' on/off: median {statistics.median(pairs):.3f}, range {pairs[0]:.3f}-{pairs[-1]:.3f}")
 print(f"median node CPE_p: off {med['off'][1]:,.0f}, on {med['on'][1]:,.0f}, on/off {med['on'][1] / med['off'][1]:.3f}")

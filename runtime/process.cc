@@ -146,8 +146,8 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         // and stops for each one: half its input window. A sink does not
         // stop (its cuts, node/node.cc), and what it holds is its
         // upstream's window, shrunk by each hold: an eighth. On 16 cores,
-        // acks with the sink's snapshots ran at 0.79 of acks off with half,
-        // 0.995 with an eighth (4.5x the snapshots: 6,500/s, 4% of a core;
+        // acks with the sink's snapshots ran at 0.80 of acks off with half,
+        // 0.96 with an eighth (4.5x the snapshots, 3-4% of a core;
         // experiments/results/2026-11-27-issue15-sink-hold).
         const uint32_t share = chain.empty() ? 8 : 2;
         ic.checkpoint_hold = std::max<uint32_t>(1, least == UINT32_MAX ? 1 : least / share);

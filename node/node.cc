@@ -679,7 +679,7 @@ void Instance::shared_loop() {
 // eventfd and the destination's fds together while a carrier has
 // completions to reap. 0: the ring was closed (or progress failed: *st).
 size_t Instance::next_to_send(Descriptor* batch, size_t max, Status* st) {
-  std::vector<int> fds;
+  std::vector<int>& fds = send_fds_;
   const bool adaptive = cfg_.threads == Threads::kAdaptive;
   // adaptive: dest_ is shared with the receiving thread's inline sends.
   std::unique_lock lk(send_mu_, std::defer_lock);
@@ -721,7 +721,8 @@ size_t Instance::next_to_send(Descriptor* batch, size_t max, Status* st) {
       add_blocked(2, kRingEmpty, t);
       return n;
     }
-    std::vector<pollfd> p;
+    std::vector<pollfd>& p = send_poll_;
+    p.clear();
     for (int fd : fds) p.push_back({fd, POLLIN, 0});
     p.push_back({ready.fd(), POLLIN, 0});
     ready.prepare_fd_wait();

@@ -425,6 +425,10 @@ class Instance {
   std::atomic<uint64_t> queued_{0};     // descriptors pushed to to_send_, by whoever produced them
   std::atomic<uint64_t> sent_{0};       // of those, consumed by the send thread
   std::mutex send_mu_;            // dest_: the send thread, or the receiving thread sending inline
+  // next_to_send's wait: the destination's fds and the ring's, kept from one
+  // wait to the next (the send stage's own; sized once, no allocation per wait).
+  std::vector<int> send_fds_;
+  std::vector<pollfd> send_poll_;
   std::atomic<bool> kick_{false};       // an inline send left dest_ busy: the send thread reaps
   std::mutex start_mu_;           // the receive stage starts its source after dest_ started
   std::condition_variable start_cv_;

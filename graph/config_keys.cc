@@ -240,6 +240,12 @@ const std::vector<LinkKey>& link_keys() {
                 "on: upstream backup: a sender keeps what it sent until the receiver "
                 "acknowledges it, connects again after a break and replays the rest (nothing "
                 "lost when a node dies and restarts; transport/PROTOCOL.md section 5)"),
+      link_uint("ack_delay_ms", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.ack_delay_ms; },
+                "with acks: how long the receiver may hold an acknowledgement short of a credit "
+                "batch while it waits for more frames, in milliseconds; 0: it sends what it owes "
+                "whenever it goes idle (a credit message per few frames at moderate rates, each "
+                "a system call at both ends); a sender waiting for acknowledgements (its log "
+                "full, its snapshot, its close) waits this much longer at most"),
       link_uint("max_delay_us", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.max_delay_us; },
                 "how long the sending node may hold what it has queued for this link, waiting "
                 "for more to fill a frame (a slot of the receiver's), in microseconds; 0: it "

@@ -114,6 +114,29 @@ TEST(PipelineMetrics, EachProcessIsScrapedWhileItRunsAndTheSummaryNamesItsEndpoi
   EXPECT_TRUE(a["stages"][0]["blocked_s"]["ring_full"].IsDefined());
 }
 
+// ack_delay_ms: at a moderate rate a receiving stage sleeps between frames,
+// and with no delay it sends the acknowledgement it owes before each sleep:
+// a credit message per frame or two. Held up to 20 ms, every receiver's
+// acknowledgements wait for a credit batch (16 of 64 slots), and nothing is
+// lost: END and the senders' closes still get every acknowledgement.
+TEST(PipelineMetrics, AnAckDelayBatchesTheAcknowledgementsOfAModerateStream) {
+  RunResult r = deploy("ack_delay", 21400,
+                       {"acks=on", "ack_delay_ms=20", "tuple_bytes=128", "event_bytes=0", "rate=2000",
+                        "tuples=2000"});
+  expect_clean(r, 2000);
+  size_t links = 0;
+  for (const auto& p : r.json["processes"])
+    for (const auto& l : p["links"]) {
+      if (l["direction"].as<std::string>() != "in") continue;
+      ++links;
+      const uint64_t frames = l["frames"].as<uint64_t>(), msgs = l["credit_msgs"].as<uint64_t>();
+      EXPECT_GE(msgs, 1u);
+      EXPECT_GE(frames, 4 * msgs) << l["name"].as<std::string>() << ": " << frames << " frames, " << msgs
+                                  << " credit messages";
+    }
+  EXPECT_EQ(links, 3u);
+}
+
 TEST(PipelineMetrics, MetricsOffServesNothing) {
   RunResult r = deploy("metrics_off", 30700, {"tuples=2000", "metrics=off"});
   expect_clean(r, 2000);

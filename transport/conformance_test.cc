@@ -584,6 +584,7 @@ class Replay : public ::testing::TestWithParam<CarrierCase> {
     ro_.credit_batch = 1;
     ro_.acks = true;
     ro_.reconnect_timeout_ms = 8000;
+    tune(ro_);
     rx_pool_ = std::make_unique<SlotPool>(kRxSlots, 4096);
     std::vector<uint32_t> all(kRxSlots);
     ASSERT_EQ(rx_pool_->try_acquire_n(all.data(), all.size()), all.size());
@@ -630,10 +631,27 @@ class Replay : public ::testing::TestWithParam<CarrierCase> {
     }
   }
 
+  // A fixture's own options, before the listener is made from them.
+  virtual void tune(LinkOptions&) {}
+
   LinkOptions ro_;
   TransportContext ctx_;
   std::unique_ptr<SlotPool> rx_pool_, tx_pool_;
   std::unique_ptr<Listener> listener_;
+};
+
+// Credits in batches of 4 of the 8 slots, so two frames are short of one,
+// and an acknowledgement delay of 40 ms (0 for the second fixture).
+class AckDelay : public Replay {
+ protected:
+  void tune(LinkOptions& o) override {
+    o.credit_batch = 4;
+    o.ack_delay_ms = 40;
+  }
+};
+class NoAckDelay : public Replay {
+ protected:
+  void tune(LinkOptions& o) override { o.credit_batch = 4; }
 };
 
 TEST_P(Replay, SentSlotsAreHeldUntilAcknowledged) {
@@ -694,6 +712,123 @@ TEST_P(Replay, SentSlotsAreHeldUntilAcknowledged) {
   // Acknowledged, every slot came back to the sender's pool.
   EXPECT_EQ(tx_pool_->free_slots(), kTxSlots);
   EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1, 2, 3}));
+}
+
+// ack_delay_ms: an acknowledgement short of a credit batch is held, not
+// sent, until the receiver's owner has slept that long owing it; then it
+// goes and the sender drops its copies. With 0 it is due at once.
+TEST_P(AckDelay, AnAcknowledgementShortOfABatchWaitsItsDelayThenGoes) {
+  LinkOptions so = ro_;
+  so.port = listener_->port();
+  std::atomic<bool> done{false};
+  std::string sender_error;
+  std::thread sender([&] {
+    Status st;
+    auto tx = make_sender(so, *tx_pool_, ctx_, &st);
+    if (!tx) {
+      sender_error = st.message();
+      return;
+    }
+    for (uint64_t e = 0; e < 2 && st; ++e) {
+      Descriptor d = event(e);
+      st = tx->send({&d, 1});
+    }
+    // Driven as an idle send stage drives it: reading credit messages.
+    while (st && !done) {
+      if (tx->busy()) st = tx->progress();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::byte eos[64];
+    const size_t n = write_end(eos, 0, 2, 2);
+    if (st) st = tx->end(eos, static_cast<uint32_t>(n));
+    if (st) st = tx->close();
+    if (!st) sender_error = st.message();
+  });
+  Status st;
+  auto rx = listener_->accept(&st);
+  ASSERT_TRUE(rx) << st.message();
+  std::vector<uint64_t> seqs;
+  std::vector<uint32_t> held;
+  bool ended = false;
+  receive(*rx, 2, &seqs, &held, &ended);
+  EXPECT_EQ(rx->ack_due_ms(), -1) << "nothing came back: nothing owed";
+  for (uint32_t s : held) ASSERT_TRUE(rx->give_back(s).ok());
+  held.clear();
+  EXPECT_EQ(rx->acked(), 2u);
+  // Owed, short of a batch: held for up to the delay, counted from now.
+  const auto t0 = std::chrono::steady_clock::now();
+  const int first = rx->ack_due_ms();
+  EXPECT_GT(first, 0);
+  EXPECT_LE(first, 40);
+  // Nothing went: the sender still holds both copies.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(tx_pool_->free_slots(), kTxSlots - 2u);
+  int due = first;
+  while (due > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(due));
+    due = rx->ack_due_ms();
+  }
+  EXPECT_EQ(due, 0);
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(40));
+  ASSERT_TRUE(rx->flush_credits().ok());
+  EXPECT_EQ(rx->ack_due_ms(), -1) << "sent: nothing owed";
+  // The sender hears it and drops its copies.
+  for (int i = 0; i < 10000 && tx_pool_->free_slots() != kTxSlots; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(tx_pool_->free_slots(), kTxSlots);
+  done = true;
+  receive(*rx, 1, &seqs, &held, &ended);
+  EXPECT_TRUE(ended);
+  for (uint32_t s : held) ASSERT_TRUE(rx->give_back(s).ok());
+  sender.join();
+  EXPECT_EQ(sender_error, "");
+  EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1}));
+}
+
+TEST_P(NoAckDelay, AnOwedAcknowledgementIsDueAtOnce) {
+  LinkOptions so = ro_;
+  so.port = listener_->port();
+  std::atomic<bool> done{false};
+  std::string sender_error;
+  std::thread sender([&] {
+    Status st;
+    auto tx = make_sender(so, *tx_pool_, ctx_, &st);
+    if (!tx) {
+      sender_error = st.message();
+      return;
+    }
+    Descriptor d = event(0);
+    st = tx->send({&d, 1});
+    while (st && !done) {
+      if (tx->busy()) st = tx->progress();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::byte eos[64];
+    const size_t n = write_end(eos, 0, 1, 1);
+    if (st) st = tx->end(eos, static_cast<uint32_t>(n));
+    if (st) st = tx->close();
+    if (!st) sender_error = st.message();
+  });
+  Status st;
+  auto rx = listener_->accept(&st);
+  ASSERT_TRUE(rx) << st.message();
+  std::vector<uint64_t> seqs;
+  std::vector<uint32_t> held;
+  bool ended = false;
+  receive(*rx, 1, &seqs, &held, &ended);
+  for (uint32_t s : held) ASSERT_TRUE(rx->give_back(s).ok());
+  held.clear();
+  EXPECT_EQ(rx->ack_due_ms(), 0);
+  ASSERT_TRUE(rx->flush_credits().ok());
+  for (int i = 0; i < 10000 && tx_pool_->free_slots() != kTxSlots; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(tx_pool_->free_slots(), kTxSlots);
+  done = true;
+  receive(*rx, 1, &seqs, &held, &ended);
+  EXPECT_TRUE(ended);
+  for (uint32_t s : held) ASSERT_TRUE(rx->give_back(s).ok());
+  sender.join();
+  EXPECT_EQ(sender_error, "");
 }
 
 // Once a link has its upstream, a second sender (or any stranger) on its
@@ -805,6 +940,10 @@ TEST_P(Replay, ABrokenLinkIsConnectedAgainAndReplaysWhatWasNotAcknowledged) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Carriers, Replay, ::testing::ValuesIn(kCarriers),
+                         [](const auto& i) { return std::string(i.param.name); });
+INSTANTIATE_TEST_SUITE_P(Carriers, AckDelay, ::testing::ValuesIn(kCarriers),
+                         [](const auto& i) { return std::string(i.param.name); });
+INSTANTIATE_TEST_SUITE_P(Carriers, NoAckDelay, ::testing::ValuesIn(kCarriers),
                          [](const auto& i) { return std::string(i.param.name); });
 
 INSTANTIATE_TEST_SUITE_P(Carriers, Conformance, ::testing::ValuesIn(kCarriers),

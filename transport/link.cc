@@ -248,7 +248,19 @@ Status Receiver::send_pending(bool all, uint32_t least, bool ack) {
   granted_.add(n);
   pending_ -= n;
   acked_sent_ = acked_;
+  ack_owed_ns_ = 0;
   return st;
+}
+
+int Receiver::ack_due_ms() {
+  if (!opts_.acks || !error_.ok() || finished_ || acked_ == acked_sent_ || pending_ == 0) return -1;
+  // A sender short of credits is sending as fast as the window lets it:
+  // its slots are what it is short of, and the acknowledgement frees them.
+  if (opts_.ack_delay_ms == 0 || sender_credits() < batch_) return 0;
+  const int64_t now = now_ns();
+  if (ack_owed_ns_ == 0) ack_owed_ns_ = now;
+  const int64_t left = ack_owed_ns_ + int64_t{opts_.ack_delay_ms} * 1000000 - now;
+  return left <= 0 ? 0 : static_cast<int>((left + 999999) / 1000000);
 }
 
 Status Receiver::flush_credits() {

@@ -85,9 +85,17 @@ class Receiver {
   // Frames of this connection acknowledged so far (a prefix).
   uint64_t acked() const { return acked_; }
   // Sends the credits (and acknowledgement) held back for a batch, if any:
-  // the owner calls it before it sleeps, so a sender waiting for
-  // acknowledgements is never left waiting on a batch that is not coming.
+  // so a sender waiting for acknowledgements is never left waiting on a
+  // batch that is not coming.
   Status flush_credits();
+  // With acks, before the owner sleeps: milliseconds until it should
+  // flush_credits() for an acknowledgement it owes short of a batch; 0:
+  // now; -1: none owed. One owed is held up to ack_delay_ms (LinkOptions)
+  // while the owner sleeps: the frames that follow it within that time
+  // complete the batch. A sender that waits for it (its replay log full,
+  // its snapshot waiting for its outputs to settle, its close) waits that
+  // much longer at most.
+  int ack_due_ms();
   // Credits that the frames of the last poll() made room for (adaptive
   // credits). poll() sends them first thing; an owner that may sleep
   // without polling again (its link read empty) sends them before it does.
@@ -150,6 +158,7 @@ class Receiver {
   std::vector<uint64_t> frame_of_;
   std::vector<uint8_t> back_;
   uint64_t acked_ = 0, acked_sent_ = 0;
+  int64_t ack_owed_ns_ = 0;  // when the owner first slept owing one (0: not yet)
   std::atomic<bool> shut_down_{false};
   // adaptive_credits. The window bounds granted - received: credits the
   // sender holds plus frames on their way. A probe times a credit message

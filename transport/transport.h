@@ -62,6 +62,10 @@ struct LinkOptions {
   // acknowledged is sent again. Off: a broken link ends the run, as in v2.
   bool acks = false;
   uint32_t reconnect_timeout_ms = 10000;
+  // With acks: how long a receiver whose stage goes to sleep may hold an
+  // acknowledgement short of a credit batch, for the frames that would
+  // complete the batch; 0: it sends what it owes before every sleep.
+  uint32_t ack_delay_ms = 0;
   // The sending node's send stage may wait this long for more to gather
   // into the frame it sends (at most a slot of the receiver's); 0: it sends
   // what is queued at once. Read by the node, not the carrier.

@@ -714,36 +714,45 @@ TEST_P(Replay, SentSlotsAreHeldUntilAcknowledged) {
   EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1, 2, 3}));
 }
 
-// ack_delay_ms: an acknowledgement short of a credit batch is held, not
-// sent, until the receiver's owner has slept that long owing it; then it
-// goes and the sender drops its copies. With 0 it is due at once.
-TEST_P(AckDelay, AnAcknowledgementShortOfABatchWaitsItsDelayThenGoes) {
-  LinkOptions so = ro_;
-  so.port = listener_->port();
-  std::atomic<bool> done{false};
-  std::string sender_error;
-  std::thread sender([&] {
+// A sender of `events` one-tuple events that then idles as a send stage
+// does (reading credit messages) until `done`, and ends and closes; its
+// error, if any, in *error.
+std::thread idle_sender(const LinkOptions& ro, uint16_t port, SlotPool& pool, TransportContext& ctx,
+                        uint64_t events, std::function<Descriptor(uint64_t)> event,
+                        std::atomic<bool>* done, std::string* error) {
+  return std::thread([=, &pool, &ctx] {
+    LinkOptions so = ro;
+    so.port = port;
     Status st;
-    auto tx = make_sender(so, *tx_pool_, ctx_, &st);
+    auto tx = make_sender(so, pool, ctx, &st);
     if (!tx) {
-      sender_error = st.message();
+      *error = st.message();
       return;
     }
-    for (uint64_t e = 0; e < 2 && st; ++e) {
+    for (uint64_t e = 0; e < events && st; ++e) {
       Descriptor d = event(e);
       st = tx->send({&d, 1});
     }
-    // Driven as an idle send stage drives it: reading credit messages.
-    while (st && !done) {
+    while (st && !*done) {
       if (tx->busy()) st = tx->progress();
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     std::byte eos[64];
-    const size_t n = write_end(eos, 0, 2, 2);
+    const size_t n = write_end(eos, 0, events, events);
     if (st) st = tx->end(eos, static_cast<uint32_t>(n));
     if (st) st = tx->close();
-    if (!st) sender_error = st.message();
+    if (!st) *error = st.message();
   });
+}
+
+// ack_delay_ms: an acknowledgement short of a credit batch is held, not
+// sent, until the receiver's owner has slept that long owing it; then it
+// goes and the sender drops its copies. With 0 it is due at once.
+TEST_P(AckDelay, AnAcknowledgementShortOfABatchWaitsItsDelayThenGoes) {
+  std::atomic<bool> done{false};
+  std::string sender_error;
+  std::thread sender = idle_sender(ro_, listener_->port(), *tx_pool_, ctx_, 2,
+                                   [this](uint64_t e) { return event(e); }, &done, &sender_error);
   Status st;
   auto rx = listener_->accept(&st);
   ASSERT_TRUE(rx) << st.message();
@@ -786,29 +795,10 @@ TEST_P(AckDelay, AnAcknowledgementShortOfABatchWaitsItsDelayThenGoes) {
 }
 
 TEST_P(NoAckDelay, AnOwedAcknowledgementIsDueAtOnce) {
-  LinkOptions so = ro_;
-  so.port = listener_->port();
   std::atomic<bool> done{false};
   std::string sender_error;
-  std::thread sender([&] {
-    Status st;
-    auto tx = make_sender(so, *tx_pool_, ctx_, &st);
-    if (!tx) {
-      sender_error = st.message();
-      return;
-    }
-    Descriptor d = event(0);
-    st = tx->send({&d, 1});
-    while (st && !done) {
-      if (tx->busy()) st = tx->progress();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    std::byte eos[64];
-    const size_t n = write_end(eos, 0, 1, 1);
-    if (st) st = tx->end(eos, static_cast<uint32_t>(n));
-    if (st) st = tx->close();
-    if (!st) sender_error = st.message();
-  });
+  std::thread sender = idle_sender(ro_, listener_->port(), *tx_pool_, ctx_, 1,
+                                   [this](uint64_t e) { return event(e); }, &done, &sender_error);
   Status st;
   auto rx = listener_->accept(&st);
   ASSERT_TRUE(rx) << st.message();

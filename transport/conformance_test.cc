@@ -634,6 +634,25 @@ class Replay : public ::testing::TestWithParam<CarrierCase> {
   // A fixture's own options, before the listener is made from them.
   virtual void tune(LinkOptions&) {}
 
+  // Until the sender's pool is whole again (every copy acknowledged and
+  // dropped), at most 10 s.
+  void wait_for_acknowledged_copies() {
+    for (int i = 0; i < 10000 && tx_pool_->free_slots() != kTxSlots; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+
+  // Lets an idle_sender end: takes its END, gives every slot back, joins it.
+  void end_idle_sender(Receiver& rx, std::atomic<bool>* done, std::thread* sender,
+                       std::vector<uint64_t>* seqs) {
+    std::vector<uint32_t> held;
+    bool ended = false;
+    *done = true;
+    receive(rx, 1, seqs, &held, &ended);
+    EXPECT_TRUE(ended);
+    for (uint32_t s : held) ASSERT_TRUE(rx.give_back(s).ok());
+    sender->join();
+  }
+
   LinkOptions ro_;
   TransportContext ctx_;
   std::unique_ptr<SlotPool> rx_pool_, tx_pool_;
@@ -782,14 +801,9 @@ TEST_P(AckDelay, AnAcknowledgementShortOfABatchWaitsItsDelayThenGoes) {
   ASSERT_TRUE(rx->flush_credits().ok());
   EXPECT_EQ(rx->ack_due_ms(), -1) << "sent: nothing owed";
   // The sender hears it and drops its copies.
-  for (int i = 0; i < 10000 && tx_pool_->free_slots() != kTxSlots; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  wait_for_acknowledged_copies();
   EXPECT_EQ(tx_pool_->free_slots(), kTxSlots);
-  done = true;
-  receive(*rx, 1, &seqs, &held, &ended);
-  EXPECT_TRUE(ended);
-  for (uint32_t s : held) ASSERT_TRUE(rx->give_back(s).ok());
-  sender.join();
+  end_idle_sender(*rx, &done, &sender, &seqs);
   EXPECT_EQ(sender_error, "");
   EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1}));
 }
@@ -810,14 +824,9 @@ TEST_P(NoAckDelay, AnOwedAcknowledgementIsDueAtOnce) {
   held.clear();
   EXPECT_EQ(rx->ack_due_ms(), 0);
   ASSERT_TRUE(rx->flush_credits().ok());
-  for (int i = 0; i < 10000 && tx_pool_->free_slots() != kTxSlots; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  wait_for_acknowledged_copies();
   EXPECT_EQ(tx_pool_->free_slots(), kTxSlots);
-  done = true;
-  receive(*rx, 1, &seqs, &held, &ended);
-  EXPECT_TRUE(ended);
-  for (uint32_t s : held) ASSERT_TRUE(rx->give_back(s).ok());
-  sender.join();
+  end_idle_sender(*rx, &done, &sender, &seqs);
   EXPECT_EQ(sender_error, "");
 }
 

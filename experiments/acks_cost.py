@@ -10,6 +10,14 @@ Prints tuples/s and node CPE_p per run, and the medians' ratio on/off.
 
 With --on-set checkpoint_interval_ms=50 the on runs take snapshots too (the
 sink's verifier; with esper.yaml, node-b's group-by as well).
+
+--variant NAME[:k=v,k=v...] (repeatable) runs several acks-on settings in
+each round against the same acks-off run, so they compare with each other
+as well as with off (every run in a round goes back to back; which goes
+first rotates from round to round):
+
+  python3 experiments/acks_cost.py --repeats 8 --variant acks \
+      --variant snapshots:checkpoint_interval_ms=50
 """
 import argparse, json, statistics, subprocess, sys
 
@@ -21,20 +29,45 @@ ap.add_argument("--set", action="append", default=[], help="more deployment keys
 ap.add_argument("--example", default="deploy/examples/pipeline.yaml")
 ap.add_argument("--on-set", action="append", default=[],
                 help="deployment keys for the acks-on runs only, k=v (e.g. slots=192)")
+ap.add_argument("--variant", action="append", default=[],
+                help="an acks-on setting of its own, NAME[:k=v,k=v...] (repeatable; keys on "
+                     "top of --on-set); default: one, 'on'")
 a = ap.parse_args()
 
-def run(acks):
+
+def parse_variant(v):
+    name, _, keys = v.partition(":")
+    if not name or name == "off":
+        sys.exit(f"--variant {v!r}: needs a name other than 'off' (NAME[:k=v,k=v...])")
+    sets = [k for k in keys.split(",") if k]
+    for k in sets:
+        if "=" not in k:
+            sys.exit(f"--variant {v!r}: {k!r} is not k=v")
+    return name, sets
+
+
+variants = [parse_variant(v) for v in a.variant] or [("on", [])]
+if len({n for n, _ in variants}) != len(variants):
+    sys.exit("--variant: two variants have the same name")
+extra = dict(variants)
+
+
+def run(name):
+    acks = "off" if name == "off" else "on"
     cmd = [f"{a.build}/deploy/sluice-deploy", "run", a.example, "--json",
            "--set", f"acks={acks}", "--set", f"duration_s={a.duration}", "--set", "base_port=31200",
            "--set", "progress_s=0"]
     if a.example.endswith("pipeline.yaml"):
         cmd += ["--set", "tuple_bytes=128", "--set", "event_bytes=32768"]
-    for s in a.set + (a.on_set if acks == "on" else []):
+    for s in a.set + (a.on_set + extra[name] if acks == "on" else []):
         cmd += ["--set", s]
     p = subprocess.run(cmd, capture_output=True, text=True)
-    j = json.loads(p.stdout)
+    try:
+        j = json.loads(p.stdout)
+    except ValueError:
+        sys.exit(f"run {name} gave no report: {p.stderr.strip()[-400:]}")
     if not j["ok"]:
-        sys.exit(f"run with acks={acks} failed: {j['error']}")
+        sys.exit(f"run {name} (acks={acks}) failed: {j['error']}")
     nodes = [q for q in j["processes"] if q["role"] == "node"]
     cpe = statistics.mean(q["cpe_p"] for q in nodes)
     # Snapshots, where they were taken: how many, and the time they cost.
@@ -49,20 +82,35 @@ def run(acks):
         ck_note += ", frames per credit message " + " / ".join(f"{x:.1f}" for x in per)
     return j["tuples_per_s"], cpe, j["lost"], ck_note
 
-res = {"off": [], "on": []}
+
+names = ["off"] + [n for n, _ in variants]
+res = {n: [] for n in names}
 for i in range(a.repeats):
-    # Each pair in turn starts with off, then with on: neither always runs
-    # first after the other's load.
-    for acks in (("off", "on") if i % 2 == 0 else ("on", "off")):
-        tps, cpe, lost, ck_note = run(acks)
-        res[acks].append((tps, cpe))
-        print(f"run {i + 1}/{a.repeats} acks={acks}: {tps:,.0f} tuples/s, node CPE_p {cpe:,.0f}, lost {lost}"
-              f"{ck_note}", flush=True)
+    # The runs of a round go back to back, and which runs first rotates:
+    # none always follows another's load.
+    k = i % len(names)
+    for name in names[k:] + names[:k]:
+        tps, cpe, lost, ck_note = run(name)
+        res[name].append((tps, cpe))
+        print(f"run {i + 1}/{a.repeats} acks={'off' if name == 'off' else 'on'}"
+              f"{'' if name in ('off', 'on') else ' [' + name + ']'}: {tps:,.0f} tuples/s, "
+              f"node CPE_p {cpe:,.0f}, lost {lost}{ck_note}", flush=True)
+
 med = {k: (statistics.median(t for t, _ in v), statistics.median(c for _, c in v)) for k, v in res.items()}
-print(f"median tuples/s: off {med['off'][0]:,.0f}, on {med['on'][0]:,.0f}, on/off {med['on'][0] / med['off'][0]:.3f}")
-# Each pair ran back to back, on a machine whose speed drifts between
-# pairs (a shared one moved 23-38 M tuples/s): the median of the pairs'
-# own ratios follows the drift less than the ratio of the medians.
-pairs = sorted(on[0] / off[0] for off, on in zip(res["off"], res["on"]))
-print(f"pairs' on/off: median {statistics.median(pairs):.3f}, range {pairs[0]:.3f}-{pairs[-1]:.3f}")
-print(f"median node CPE_p: off {med['off'][1]:,.0f}, on {med['on'][1]:,.0f}, on/off {med['on'][1] / med['off'][1]:.3f}")
+off = med["off"]
+for name in names[1:]:
+    label = "" if len(names) == 2 else f"[{name}] "
+    on = med[name]
+    print(f"{label}median tuples/s: off {off[0]:,.0f}, on {on[0]:,.0f}, on/off {on[0] / off[0]:.3f}")
+    # The runs of a round went back to back, on a machine whose speed drifts
+    # between rounds (a shared one moved 23-38 M tuples/s): the median of
+    # the rounds' own ratios follows the drift less than the medians' ratio.
+    pairs = sorted(x[0] / o[0] for o, x in zip(res["off"], res[name]))
+    print(f"{label}pairs' on/off: median {statistics.median(pairs):.3f}, range {pairs[0]:.3f}-{pairs[-1]:.3f}")
+    print(f"{label}median node CPE_p: off {off[1]:,.0f}, on {on[1]:,.0f}, on/off {on[1] / off[1]:.3f}")
+if len(names) > 2:
+    # The variants against each other, round by round.
+    base = names[1]
+    for name in names[2:]:
+        r = sorted(x[0] / b[0] for b, x in zip(res[base], res[name]))
+        print(f"[{name}]/[{base}] per round: median {statistics.median(r):.3f}, range {r[0]:.3f}-{r[-1]:.3f}")

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# What needs a machine without contention, in one call of the `device`
+# tool (the lent 16-core machine, where sluice cannot be built): a smoke
+# run of each carrier, then the two measurements issues 15 and 17 are
+# judged by, each a ratio against a baseline run beside it.
+#
+#   here:   bash scripts/device-bundle.sh         # .devbundle/, about 20 MiB
+#   device: run  carry [".devbundle"]  command "bash experiments/device_check.sh"
+#           timeout_s 540  (about 6 minutes on 2 cores; give the machine back after)
+#
+#   1. each carrier (tcp-opt, fabric-opt, ucx-opt): a 1 s pipeline, lost 0
+#   2. issue 15: acks_cost.py, ROUNDS15 rounds (default 16) of acks off, acks
+#      alone and acks with the sink's snapshots, back to back
+#   3. issue 17: latency.py at 2,000 and 20,000 one-tuple events/s, adaptive
+#      against plain socket relays, ROUNDS17 rounds (default 12)
+#
+# Output goes to $OUT (the device tool's folder, which comes back) or to
+# runs/device-check/. QUICK=1: one round of each, to try the script here.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bundle=.devbundle
+if [[ ! -x $bundle/build/deploy/sluice-deploy ]]; then
+  echo "device_check.sh: no $bundle: make it first (bash scripts/device-bundle.sh)" >&2
+  exit 1
+fi
+# shellcheck source=/dev/null
+source $bundle/env.sh
+out=${OUT:-runs/device-check}
+mkdir -p "$out"
+r15=${ROUNDS15:-16}
+r17=${ROUNDS17:-12}
+if [[ ${QUICK:-0} == 1 ]]; then r15=1; r17=1; fi
+say() { echo "device_check.sh: $(date +%T) $*" | tee -a "$out/steps.txt"; }
+
+{
+  echo "bundle of $(cat $bundle/commit 2>/dev/null || echo '?')"
+  uname -a
+  echo "cpus: $(nproc)"
+  grep -m1 'model name' /proc/cpuinfo || true
+  free -g | head -2
+} > "$out/machine.txt"
+say "$(nproc) cpus; bundle of $(cat $bundle/commit 2>/dev/null || echo '?')"
+
+for preset in tcp-opt fabric-opt ucx-opt; do
+  if ! $bundle/build/deploy/sluice-deploy run deploy/examples/pipeline.yaml --json \
+      --set preset=$preset --set duration_s=1 --set progress_s=0 \
+      --run-dir "$out/smoke-$preset" > "$out/smoke-$preset.json" 2> "$out/smoke-$preset.err"; then
+    say "smoke $preset FAILED: $(tail -3 "$out/smoke-$preset.err")"
+    exit 1
+  fi
+  summary=$(python3 - "$out/smoke-$preset.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+print(f"{j['tuples_per_s'] / 1e6:.1f} M tuples/s, lost {j['lost']}, ok {j['ok']}")
+PY
+)
+  say "smoke $preset: $summary"
+done
+
+say "issue 15: acks_cost.py, $r15 rounds"
+python3 experiments/acks_cost.py --build $bundle/build --repeats "$r15" --duration 3 \
+  --variant acks --variant snapshots:checkpoint_interval_ms=50 | tee "$out/acks_cost.txt"
+
+say "issue 17: latency.py, $r17 rounds"
+python3 experiments/latency.py --build $bundle/build --modes adaptive --plain plain \
+  --rates 2000,20000 --tuple-bytes 128 --rounds "$r17" --duration 3 --idle-rate 0 \
+  --no-batched --out "$out/latency" | tee "$out/latency.txt"
+say "done"

@@ -637,6 +637,18 @@ bool NetDestination::busy() const {
   return false;
 }
 
+bool NetDestination::carrier_busy() const {
+  for (const auto& l : links_)
+    if (l->carrier_busy()) return true;
+  return false;
+}
+
+bool NetDestination::acknowledged() const {
+  for (const LinkOptions& o : opts_)
+    if (o.acks) return true;
+  return false;
+}
+
 Status NetDestination::progress() {
   for (auto& l : links_)
     if (Status st = l->progress(); !st) return st;

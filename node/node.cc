@@ -635,7 +635,11 @@ bool Instance::send_here(const Descriptor* d, size_t n, bool* ok) {
   count_stage(2, ev);
   inline_events_.fetch_add(ev, std::memory_order_relaxed);
   // Sends left to complete (fabric, ucx): the send thread reaps them.
-  if (cfg_.threads == Threads::kAdaptive && dest_->busy()) {
+  // Frames left to acknowledge need it only if it sleeps on its ring alone:
+  // asleep on dest_'s fds, their acknowledgements wake it (a kick there
+  // would wake it for nothing, once per event at a moderate rate).
+  if (cfg_.threads == Threads::kAdaptive && dest_->busy() &&
+      (!send_on_dest_fds_ || dest_->carrier_busy())) {
     kick_.store(true, std::memory_order_release);
     to_send_.not_empty().notify();
   }
@@ -681,6 +685,7 @@ void Instance::shared_loop() {
 size_t Instance::next_to_send(Descriptor* batch, size_t max, Status* st) {
   std::vector<int>& fds = send_fds_;
   const bool adaptive = cfg_.threads == Threads::kAdaptive;
+  const bool acked = adaptive && dest_->acknowledged();
   // adaptive: dest_ is shared with the receiving thread's inline sends.
   std::unique_lock lk(send_mu_, std::defer_lock);
   for (;;) {
@@ -689,14 +694,25 @@ size_t Instance::next_to_send(Descriptor* batch, size_t max, Status* st) {
     const uint64_t t = mono_ns();
     if (adaptive) lk.lock();
     const bool busy = dest_->busy();
-    if (adaptive && !busy) lk.unlock();
-    if (!busy || cfg_.wait == Wait::kSpin) {
+    // adaptive with acks: asleep on dest_'s fds while idle too. An inline
+    // send leaves frames to acknowledge; on the ring alone this thread would
+    // need waking (a kick) to watch for them, once per event at a moderate
+    // rate. On dest_'s fds only their acknowledgements wake it.
+    const bool watch = busy || acked;
+    if (adaptive && !watch) {
+      send_on_dest_fds_ = false;
+      lk.unlock();
+    }
+    if (!watch || cfg_.wait == Wait::kSpin) {
       if (!adaptive) {
         n = to_send_.pop_n(batch, max, cfg_.wait);
         add_blocked(2, kRingEmpty, t);
         return n;
       }
-      if (lk.owns_lock()) lk.unlock();
+      if (lk.owns_lock()) {
+        send_on_dest_fds_ = false;  // kSpin: on the ring alone
+        lk.unlock();
+      }
       // Woken by a push, or by an inline send that left work to reap.
       wait_until(cfg_.wait, to_send_.not_empty(),
                  [&] { return to_send_.size() > 0 || kick_.load(std::memory_order_acquire); },
@@ -706,17 +722,23 @@ size_t Instance::next_to_send(Descriptor* batch, size_t max, Status* st) {
       if (to_send_.closed() && to_send_.size() == 0) return 0;
       continue;
     }
+    // Reads what came in on dest_'s fds (acknowledgements, credits, a
+    // broken link), busy or not: left unread, they would end every sleep.
     *st = dest_->progress();
-    const bool still = st->ok() && dest_->busy();
+    const bool still = st->ok() && (acked || dest_->busy());
     if (still) {
       fds.clear();
       dest_->wait_fds(&fds);
     }
-    if (lk.owns_lock()) lk.unlock();
+    EventCount& ready = to_send_.not_empty();
+    const bool fd_ok = ready.enable_fd();
+    if (lk.owns_lock()) {
+      send_on_dest_fds_ = still && fd_ok;
+      lk.unlock();
+    }
     if (!st->ok()) return 0;
     if (!still) continue;
-    EventCount& ready = to_send_.not_empty();
-    if (!ready.enable_fd()) {
+    if (!fd_ok) {
       n = to_send_.pop_n(batch, max, cfg_.wait);
       add_blocked(2, kRingEmpty, t);
       return n;

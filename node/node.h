@@ -110,6 +110,14 @@ class Destination {
   // the send stage then calls progress() and sleeps on its ring and on
   // wait_fds() together instead of on its ring alone.
   virtual bool busy() const { return false; }
+  // Of busy(): the carriers' own completions to reap, not only frames
+  // waiting for their acknowledgements (which arrive on wait_fds(): a
+  // thread already asleep on those needs no waking for them).
+  virtual bool carrier_busy() const { return busy(); }
+  // Frames it sends wait for acknowledgements (acks: on): threads: adaptive
+  // then keeps the send thread asleep on wait_fds() even while not busy(),
+  // so the receiving thread's inline sends need not wake it to watch them.
+  virtual bool acknowledged() const { return false; }
   virtual Status progress() { return {}; }
   virtual void wait_fds(std::vector<int>* fds) const {}
   // From any thread: everything it consumed so far was acknowledged by its
@@ -229,6 +237,8 @@ class NetDestination final : public Destination {
   Status finish() override;
   void abort() override;
   bool busy() const override;
+  bool carrier_busy() const override;
+  bool acknowledged() const override;
   Status progress() override;
   void wait_fds(std::vector<int>* fds) const override;
   bool settled() const override;
@@ -430,6 +440,11 @@ class Instance {
   std::vector<int> send_fds_;
   std::vector<pollfd> send_poll_;
   std::atomic<bool> kick_{false};       // an inline send left dest_ busy: the send thread reaps
+  // adaptive, under send_mu_: the send thread's last choice was to sleep on
+  // dest_'s fds with its ring's (dest_ busy, or acks), not on the ring
+  // alone: what an inline send leaves to be acknowledged wakes it there,
+  // without a kick.
+  bool send_on_dest_fds_ = false;
   std::mutex start_mu_;           // the receive stage starts its source after dest_ started
   std::condition_variable start_cv_;
   bool dest_start_done_ = false, dest_ok_ = false;  // under start_mu_

@@ -348,7 +348,10 @@ TEST(Node, AFilterThatDropsEverythingKeepsTheEventsForAccounting) {
 // stage, with its ring empty, sleeps on its ring and on this fd together.
 class AsyncDest final : public Destination {
  public:
-  explicit AsyncDest(SlotPool& pool) : pool_(pool), fd_(::eventfd(0, EFD_NONBLOCK)) {}
+  // acked: what it holds waits for acknowledgements (acks: on) that the
+  // fd brings, not for its own sends to complete.
+  explicit AsyncDest(SlotPool& pool, bool acked = false)
+      : pool_(pool), fd_(::eventfd(0, EFD_NONBLOCK)), acked_(acked) {}
   ~AsyncDest() override { ::close(fd_); }
   Status consume(std::span<const Descriptor> descs) override {
     for (const Descriptor& d : descs) {
@@ -359,6 +362,8 @@ class AsyncDest final : public Destination {
     return {};
   }
   bool busy() const override { return !held_.empty(); }
+  bool carrier_busy() const override { return !acked_ && busy(); }
+  bool acknowledged() const override { return acked_; }
   Status progress() override {
     progress_calls_.fetch_add(1);
     uint64_t v;
@@ -389,6 +394,7 @@ class AsyncDest final : public Destination {
   std::vector<uint32_t> held_;
   uint64_t tuples_ = 0;
   bool end_ = false;
+  bool acked_;
   std::atomic<uint64_t> progress_calls_{0};
 };
 
@@ -461,6 +467,46 @@ TEST(Threads, SendsThatCompleteLaterAreReapedInEveryMode) {
       }
     }
   }
+}
+
+// adaptive with acks, at a moderate rate: the receiving thread sends each
+// event inline, leaving it to be acknowledged. The send thread sleeps on the
+// destination's fds throughout, so acknowledgements wake it and inline sends
+// do not: it does not wake (and call progress()) once per event.
+TEST(Threads, AnInlineSendWithAcksLeavesTheSendThreadAsleepOnItsAcknowledgements) {
+  Deployment d = small_deployment(64, 2048, 32 * 1500);  // 1,500 events of 32 tuples
+  d.rate = 2000;
+  auto gen = std::make_unique<Generator>(d, 0);
+  auto dest = std::make_unique<AsyncDest>(gen->pool(), /*acked=*/true);
+  AsyncDest* ad = dest.get();
+  InstanceConfig ic;
+  ic.ring_slots = 4;
+  ic.threads = Threads::kAdaptive;
+  Instance in(ic, std::move(gen), std::move(dest), OperatorChain(), [] {});
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> signals{0};
+  std::thread acks([&] {
+    const uint64_t one = 1;
+    while (!stop.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      (void)!::write(ad->fd(), &one, sizeof one);
+      signals.fetch_add(1);
+    }
+  });
+  in.start();
+  in.join();
+  stop = true;
+  acks.join();
+  ASSERT_TRUE(in.status().ok()) << in.status().message();
+  EXPECT_TRUE(ad->end_seen());
+  EXPECT_EQ(ad->tuples(), 32u * 1500);
+  const uint64_t inl = in.inline_events();
+  EXPECT_GT(inl, 750u);  // most events ran inline
+  // Woken by acknowledgements (one in 2 ms: about 4 events' worth) and by
+  // what went through its ring, not by each inline send.
+  EXPECT_LT(ad->progress_calls(), inl / 2)
+      << ad->progress_calls() << " calls, " << inl << " events inline, " << signals.load()
+      << " acknowledgements";
 }
 
 // ---- an emitting operator on a tiny reserve --------------------------------

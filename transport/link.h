@@ -312,6 +312,7 @@ class Sender {
   // acknowledgements free the pool's slots, so the owner reads them even
   // while nothing new is to be sent.
   bool busy() const { return carrier_->busy() || (opts_.acks && log_head_ < log_tail_); }
+  bool carrier_busy() const { return carrier_->busy(); }
   // In place (TxCarrier::room, `in_place: on`): a slot of the receiver's
   // set aside, with a credit, for one frame that is written straight into
   // it, and its *capacity; asked again before that frame is sent, the same

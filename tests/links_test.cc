@@ -18,6 +18,8 @@
 #include "node/node.h"
 #include "runtime/process.h"
 #include "transport/handshake.h"
+#include "transport/link.h"
+#include "transport/test_util.h"
 
 namespace sluice {
 namespace {
@@ -138,6 +140,83 @@ TEST(Links, ARestartedSenderWaitsWhileItsReceiverHoldsItsPreviousLink) {
   EXPECT_TRUE(sink_st.ok()) << sink_st.message();
   EXPECT_EQ(sink_sum.tuples_in, 20000u);
   EXPECT_EQ(sink_sum.lost, 0u);
+}
+
+// With acks, a node's receive stage asleep on its link, and a slot it handed
+// out released by another thread (the send stage, as an acknowledgement from
+// downstream comes): the frame is acknowledged upstream at once, so the
+// upstream drops its copy. One slot back is enough to wake the stage for
+// it (its wake threshold is what it has out, when that is under a credit
+// batch), though no frame comes and no credit batch is complete.
+TEST(Links, ASlotReleasedWhileTheReceiveStageSleepsIsAcknowledgedAtOnce) {
+  LinkOptions o = testing::loopback_options(Encoding::kSg);
+  o.port = 29140;
+  o.acks = true;
+  o.slots = 8;
+  o.slot_bytes = 4096;
+  TransportContext rx_ctx, tx_ctx;
+  Status st;
+  auto src = NetSource::make({o}, rx_ctx, &st);
+  ASSERT_TRUE(src) << st.message();
+
+  SlotPool tx_pool(4, o.slot_bytes);
+  std::atomic<bool> sent{false}, dropped{false}, finish{false};
+  Status tx_st;
+  std::thread upstream([&] {
+    auto tx = make_sender(o, tx_pool, tx_ctx, &tx_st);
+    if (!tx) return;
+    const uint32_t slot = tx_pool.try_acquire();
+    const size_t bytes = testing::write_event(tx_pool.slot(slot), 0, 0, 0, 4, o.tuple_bytes);
+    Descriptor d{slot, 0, static_cast<uint32_t>(bytes), 1, 4, 0};
+    tx_st = tx->send({&d, 1});
+    sent = true;
+    // Idle, as a send stage is: reads what comes back until its copy is dropped.
+    while (tx_st && !finish) {
+      if (tx->busy()) tx_st = tx->progress();
+      if (!tx->busy()) dropped = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::byte eos[64];
+    const size_t n = testing::write_end(eos, 0, 4, 1);
+    if (tx_st) tx_st = tx->end(eos, static_cast<uint32_t>(n));
+    if (tx_st) tx_st = tx->close();
+  });
+
+  ASSERT_TRUE(src->start().ok());
+  Descriptor got[8];
+  size_t n = 0;
+  while (n == 0) ASSERT_TRUE(src->next(got, &n).ok());
+  ASSERT_EQ(n, 1u);
+  ASSERT_EQ(got[0].tuples, 4u);
+  EXPECT_FALSE(dropped.load());  // held: it was not acknowledged yet
+
+  // The stage goes back to sleep on its link; the slot comes back meanwhile.
+  std::atomic<size_t> end_n{0};
+  Descriptor end[8];
+  Status next_st;
+  std::thread stage([&] {
+    size_t k = 0;
+    while (k == 0 && next_st.ok()) next_st = src->next(end, &k);
+    end_n = k;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(end_n.load(), 0u);  // still asleep: nothing more came
+  ASSERT_TRUE(src->pool().release(got[0].slot).ok());
+  for (int i = 0; i < 2000 && !dropped; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(dropped.load()) << "the upstream still holds its copy 2 s after the slot came back";
+  EXPECT_EQ(end_n.load(), 0u);  // and the stage had nothing to hand out
+
+  // END: the stage hands it out; its slot back, the link finishes.
+  finish = true;
+  stage.join();
+  ASSERT_TRUE(next_st.ok()) << next_st.message();
+  ASSERT_EQ(end_n.load(), 1u);
+  EXPECT_TRUE(end[0].flags & kDescEnd);
+  ASSERT_TRUE(src->pool().release(end[0].slot).ok());
+  size_t k = 1;
+  while (k != 0) ASSERT_TRUE(src->next(end, &k).ok());
+  upstream.join();
+  EXPECT_TRUE(tx_st.ok()) << tx_st.message();
 }
 
 }  // namespace

@@ -9,10 +9,11 @@
 #           timeout_s 540  (about 6 minutes on 2 cores; give the machine back after)
 #
 #   1. each carrier (tcp-opt, fabric-opt, ucx-opt): a 1 s pipeline, lost 0
-#   2. issue 15: acks_cost.py, ROUNDS15 rounds (default 16) of acks off, acks
+#   2. issue 15: acks_cost.py, ROUNDS15 rounds (default 12) of acks off, acks
 #      alone and acks with the sink's snapshots, back to back
 #   3. issue 17: latency.py at 2,000 and 20,000 one-tuple events/s, adaptive
-#      against plain socket relays, ROUNDS17 rounds (default 12)
+#      (acks off, and on) against plain socket relays, ROUNDS17 rounds
+#      (default 8)
 #
 # Output goes to $OUT (the device tool's folder, which comes back) or to
 # runs/device-check/. QUICK=1: one round of each, to try the script here.
@@ -28,8 +29,8 @@ fi
 source $bundle/env.sh
 out=${OUT:-runs/device-check}
 mkdir -p "$out"
-r15=${ROUNDS15:-16}
-r17=${ROUNDS17:-12}
+r15=${ROUNDS15:-12}
+r17=${ROUNDS17:-8}
 if [[ ${QUICK:-0} == 1 ]]; then r15=1; r17=1; fi
 say() { echo "device_check.sh: $(date +%T) $*" | tee -a "$out/steps.txt"; }
 
@@ -63,7 +64,7 @@ python3 experiments/acks_cost.py --build $bundle/build --repeats "$r15" --durati
   --variant acks --variant snapshots:checkpoint_interval_ms=50 | tee "$out/acks_cost.txt"
 
 say "issue 17: latency.py, $r17 rounds"
-python3 experiments/latency.py --build $bundle/build --modes adaptive --plain plain \
+python3 experiments/latency.py --build $bundle/build --modes "adaptive,adaptive+acks=on" --plain plain \
   --rates 2000,20000 --tuple-bytes 128 --rounds "$r17" --duration 3 --idle-rate 0 \
   --no-batched --out "$out/latency" | tee "$out/latency.txt"
 say "done"

@@ -398,6 +398,32 @@ class AsyncDest final : public Destination {
   std::atomic<uint64_t> progress_calls_{0};
 };
 
+// Rings an AsyncDest's fd every `ms` (its sends completing, or
+// acknowledgements coming) until stop(), which says how many times it rang.
+class Ringer {
+ public:
+  Ringer(int fd, int ms)
+      : thread_([this, fd, ms] {
+          const uint64_t one = 1;
+          while (!stop_.load()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+            (void)!::write(fd, &one, sizeof one);
+            rings_.fetch_add(1);
+          }
+        }) {}
+  ~Ringer() { stop(); }
+  uint64_t stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    return rings_.load();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> rings_{0};
+  std::thread thread_;  // last: it runs once the counters are made
+};
+
 TEST(Node, TheSendStageWaitsOnItsRingAndItsLinkTogether) {
   Deployment d = small_deployment(64, 2048, 5000);
   auto gen = std::make_unique<Generator>(d, 0);
@@ -406,20 +432,10 @@ TEST(Node, TheSendStageWaitsOnItsRingAndItsLinkTogether) {
   InstanceConfig ic;
   ic.ring_slots = 4;
   Instance in(ic, std::move(gen), std::move(dest), OperatorChain(), [] {});
-  std::atomic<bool> stop{false};
-  uint64_t signals = 0;
-  std::thread completions([&] {
-    const uint64_t one = 1;
-    while (!stop.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      (void)!::write(ad->fd(), &one, sizeof one);
-      ++signals;
-    }
-  });
+  Ringer completions(ad->fd(), 2);
   in.start();
   in.join();
-  stop = true;
-  completions.join();
+  const uint64_t signals = completions.stop();
   ASSERT_TRUE(in.status().ok()) << in.status().message();
   EXPECT_TRUE(ad->end_seen());
   EXPECT_EQ(ad->tuples(), 5000u);
@@ -443,18 +459,10 @@ TEST(Threads, SendsThatCompleteLaterAreReapedInEveryMode) {
       ic.ring_slots = 4;
       ic.threads = t;
       Instance in(ic, std::move(gen), std::move(dest), OperatorChain(), [] {});
-      std::atomic<bool> stop{false};
-      std::thread completions([&] {
-        const uint64_t one = 1;
-        while (!stop.load()) {
-          std::this_thread::sleep_for(std::chrono::milliseconds(1));
-          (void)!::write(ad->fd(), &one, sizeof one);
-        }
-      });
+      Ringer completions(ad->fd(), 1);
       in.start();
       in.join();
-      stop = true;
-      completions.join();
+      completions.stop();
       const std::string what = fmt::format("{} at {} events/s", threads_name(t), rate);
       ASSERT_TRUE(in.status().ok()) << what << ": " << in.status().message();
       EXPECT_TRUE(ad->end_seen()) << what;
@@ -483,20 +491,10 @@ TEST(Threads, AnInlineSendWithAcksLeavesTheSendThreadAsleepOnItsAcknowledgements
   ic.ring_slots = 4;
   ic.threads = Threads::kAdaptive;
   Instance in(ic, std::move(gen), std::move(dest), OperatorChain(), [] {});
-  std::atomic<bool> stop{false};
-  std::atomic<uint64_t> signals{0};
-  std::thread acks([&] {
-    const uint64_t one = 1;
-    while (!stop.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      (void)!::write(ad->fd(), &one, sizeof one);
-      signals.fetch_add(1);
-    }
-  });
+  Ringer acks(ad->fd(), 2);
   in.start();
   in.join();
-  stop = true;
-  acks.join();
+  const uint64_t signals = acks.stop();
   ASSERT_TRUE(in.status().ok()) << in.status().message();
   EXPECT_TRUE(ad->end_seen());
   EXPECT_EQ(ad->tuples(), 32u * 1500);
@@ -505,7 +503,7 @@ TEST(Threads, AnInlineSendWithAcksLeavesTheSendThreadAsleepOnItsAcknowledgements
   // Woken by acknowledgements (one in 2 ms: about 4 events' worth) and by
   // what went through its ring, not by each inline send.
   EXPECT_LT(ad->progress_calls(), inl / 2)
-      << ad->progress_calls() << " calls, " << inl << " events inline, " << signals.load()
+      << ad->progress_calls() << " calls, " << inl << " events inline, " << signals
       << " acknowledgements";
 }
 

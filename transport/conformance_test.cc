@@ -641,16 +641,27 @@ class Replay : public ::testing::TestWithParam<CarrierCase> {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 
-  // Lets an idle_sender end: takes its END, gives every slot back, joins it.
-  void end_idle_sender(Receiver& rx, std::atomic<bool>* done, std::thread* sender,
-                       std::vector<uint64_t>* seqs) {
+  // What the ack-delay tests start from (start_idle_run): an idle_sender's
+  // link accepted, its frames received and their slots held.
+  struct IdleRun {
+    std::atomic<bool> done{false};
+    std::string sender_error;
+    std::thread sender;
+    std::unique_ptr<Receiver> rx;
+    std::vector<uint64_t> seqs;
+    std::vector<uint32_t> held;
+  };
+  void start_idle_run(uint64_t events, IdleRun* run);
+
+  // Lets the idle_sender end: takes its END, gives every slot back, joins it.
+  void end_idle_run(IdleRun* run) {
     std::vector<uint32_t> held;
     bool ended = false;
-    *done = true;
-    receive(rx, 1, seqs, &held, &ended);
+    run->done = true;
+    receive(*run->rx, 1, &run->seqs, &held, &ended);
     EXPECT_TRUE(ended);
-    for (uint32_t s : held) ASSERT_TRUE(rx.give_back(s).ok());
-    sender->join();
+    for (uint32_t s : held) ASSERT_TRUE(run->rx->give_back(s).ok());
+    run->sender.join();
   }
 
   LinkOptions ro_;
@@ -767,21 +778,24 @@ std::thread idle_sender(const LinkOptions& ro, uint16_t port, SlotPool& pool, Tr
 // ack_delay_ms: an acknowledgement short of a credit batch is held, not
 // sent, until the receiver's owner has slept that long owing it; then it
 // goes and the sender drops its copies. With 0 it is due at once.
-TEST_P(AckDelay, AnAcknowledgementShortOfABatchWaitsItsDelayThenGoes) {
-  std::atomic<bool> done{false};
-  std::string sender_error;
-  std::thread sender = idle_sender(ro_, listener_->port(), *tx_pool_, ctx_, 2,
-                                   [this](uint64_t e) { return event(e); }, &done, &sender_error);
+void Replay::start_idle_run(uint64_t events, IdleRun* run) {
+  run->sender = idle_sender(ro_, listener_->port(), *tx_pool_, ctx_, events,
+                            [this](uint64_t e) { return event(e); }, &run->done, &run->sender_error);
   Status st;
-  auto rx = listener_->accept(&st);
-  ASSERT_TRUE(rx) << st.message();
-  std::vector<uint64_t> seqs;
-  std::vector<uint32_t> held;
+  run->rx = listener_->accept(&st);
+  ASSERT_TRUE(run->rx) << st.message();
   bool ended = false;
-  receive(*rx, 2, &seqs, &held, &ended);
+  receive(*run->rx, events, &run->seqs, &run->held, &ended);
+}
+
+TEST_P(AckDelay, AnAcknowledgementShortOfABatchWaitsItsDelayThenGoes) {
+  IdleRun run;
+  start_idle_run(2, &run);
+  ASSERT_FALSE(HasFatalFailure());
+  Receiver* rx = run.rx.get();
   EXPECT_EQ(rx->ack_due_ms(), -1) << "nothing came back: nothing owed";
-  for (uint32_t s : held) ASSERT_TRUE(rx->give_back(s).ok());
-  held.clear();
+  for (uint32_t s : run.held) ASSERT_TRUE(rx->give_back(s).ok());
+  run.held.clear();
   EXPECT_EQ(rx->acked(), 2u);
   // Owed, short of a batch: held for up to the delay, counted from now.
   const auto t0 = std::chrono::steady_clock::now();
@@ -803,31 +817,24 @@ TEST_P(AckDelay, AnAcknowledgementShortOfABatchWaitsItsDelayThenGoes) {
   // The sender hears it and drops its copies.
   wait_for_acknowledged_copies();
   EXPECT_EQ(tx_pool_->free_slots(), kTxSlots);
-  end_idle_sender(*rx, &done, &sender, &seqs);
-  EXPECT_EQ(sender_error, "");
-  EXPECT_EQ(seqs, (std::vector<uint64_t>{0, 1}));
+  end_idle_run(&run);
+  EXPECT_EQ(run.sender_error, "");
+  EXPECT_EQ(run.seqs, (std::vector<uint64_t>{0, 1}));
 }
 
 TEST_P(NoAckDelay, AnOwedAcknowledgementIsDueAtOnce) {
-  std::atomic<bool> done{false};
-  std::string sender_error;
-  std::thread sender = idle_sender(ro_, listener_->port(), *tx_pool_, ctx_, 1,
-                                   [this](uint64_t e) { return event(e); }, &done, &sender_error);
-  Status st;
-  auto rx = listener_->accept(&st);
-  ASSERT_TRUE(rx) << st.message();
-  std::vector<uint64_t> seqs;
-  std::vector<uint32_t> held;
-  bool ended = false;
-  receive(*rx, 1, &seqs, &held, &ended);
-  for (uint32_t s : held) ASSERT_TRUE(rx->give_back(s).ok());
-  held.clear();
+  IdleRun run;
+  start_idle_run(1, &run);
+  ASSERT_FALSE(HasFatalFailure());
+  Receiver* rx = run.rx.get();
+  for (uint32_t s : run.held) ASSERT_TRUE(rx->give_back(s).ok());
+  run.held.clear();
   EXPECT_EQ(rx->ack_due_ms(), 0);
   ASSERT_TRUE(rx->flush_credits().ok());
   wait_for_acknowledged_copies();
   EXPECT_EQ(tx_pool_->free_slots(), kTxSlots);
-  end_idle_sender(*rx, &done, &sender, &seqs);
-  EXPECT_EQ(sender_error, "");
+  end_idle_run(&run);
+  EXPECT_EQ(run.sender_error, "");
 }
 
 // Once a link has its upstream, a second sender (or any stranger) on its

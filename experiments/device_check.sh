@@ -28,7 +28,10 @@ fi
 # shellcheck source=/dev/null
 source $bundle/env.sh
 out=${OUT:-runs/device-check}
-mkdir -p "$out"
+# Run directories and raw logs stay off $OUT: the device tool brings back
+# only so many files, and a run leaves a hundred.
+work=runs/device-check-work
+mkdir -p "$out" "$work"
 r15=${ROUNDS15:-12}
 r17=${ROUNDS17:-8}
 if [[ ${QUICK:-0} == 1 ]]; then r15=1; r17=1; fi
@@ -46,7 +49,7 @@ say "$(nproc) cpus; bundle of $(cat $bundle/commit 2>/dev/null || echo '?')"
 for preset in tcp-opt fabric-opt ucx-opt; do
   if ! $bundle/build/deploy/sluice-deploy run deploy/examples/pipeline.yaml --json \
       --set preset=$preset --set duration_s=1 --set progress_s=0 \
-      --run-dir "$out/smoke-$preset" > "$out/smoke-$preset.json" 2> "$out/smoke-$preset.err"; then
+      --run-dir "$work/smoke-$preset" > "$out/smoke-$preset.json" 2> "$out/smoke-$preset.err"; then
     say "smoke $preset FAILED: $(tail -3 "$out/smoke-$preset.err")"
     exit 1
   fi
@@ -66,5 +69,7 @@ python3 experiments/acks_cost.py --build $bundle/build --repeats "$r15" --durati
 say "issue 17: latency.py, $r17 rounds"
 python3 experiments/latency.py --build $bundle/build --modes "adaptive,adaptive+acks=on" --plain plain \
   --rates 2000,20000 --tuple-bytes 128 --rounds "$r17" --duration 3 --idle-rate 0 \
-  --no-batched --out "$out/latency" | tee "$out/latency.txt"
+  --no-batched --out "$work/latency" | tee "$out/latency.txt"
+mkdir -p "$out/latency"
+cp "$work"/latency/*.md "$work"/latency/*.csv "$work"/latency/*.png "$work"/latency/*.json "$out/latency/" 2>/dev/null || true
 say "done"

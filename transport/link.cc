@@ -599,6 +599,10 @@ Status Sender::send(std::span<const Descriptor> descs) {
   }
   Status st = close_frame();
   if (st) st = flush();
+  // Without acks nothing else reads credit messages while the link is idle;
+  // with acks the send thread does (progress()) and releases what they
+  // acknowledge, which a read here would leave for later.
+  if (st && !carrier_takes_credits_ && !opts_.acks) st = gate_->top_up();
   if (!st) return fail(st);
   return {};
 }

@@ -188,13 +188,27 @@ class CreditGate {
   }
   // A new batch of frames: credits that already arrived are taken once per
   // batch when running low, so the common case costs no syscall per frame.
-  void new_batch() { refilled_ = false; }
+  // A batch after a top_up() takes them only when out of credits: the top-up
+  // looked for them after the last batch went.
+  void new_batch() {
+    refilled_ = false;
+    topped_up_before_ = topped_up_;
+    topped_up_ = false;
+  }
+  // After a batch went out: credits that arrived meanwhile are read now,
+  // while no frame waits for the read, so the next frame is not held behind
+  // it (a receive system call, 1-2 us on a VM, once per credit message).
+  Status top_up() {
+    if (credits_ >= (initial_ + 1) / 2) return {};
+    topped_up_ = true;
+    return refill(false);
+  }
   // Takes 1..want credits into *got. With none left, runs before_wait (the
   // receiver can only free slots of frames it has: push out what is queued),
   // counts a wait, and waits for the receiver.
   template <class BeforeWait>
   Status take(uint32_t want, uint32_t* got, BeforeWait before_wait) {
-    if (credits_ < (initial_ + 1) / 2 && !refilled_) {
+    if (!refilled_ && (credits_ == 0 || (credits_ < (initial_ + 1) / 2 && !topped_up_before_))) {
       Status st = refill(false);
       if (!st) return st;
       refilled_ = true;
@@ -259,6 +273,7 @@ class CreditGate {
   uint32_t credits_;
   const std::string& name_;
   bool refilled_ = false;
+  bool topped_up_ = false, topped_up_before_ = false;
   Counter waits_, wait_ns_, available_;
   std::atomic<uint64_t> acked_{0};
 };

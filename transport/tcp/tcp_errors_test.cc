@@ -10,8 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
@@ -971,6 +973,86 @@ TEST_F(RawDownstream, ReceiverClosesWhileSenderWaitsForCredit) {
   Status st = run([](RawSocket& p) { ::shutdown(p.fd, SHUT_RDWR); });
   ASSERT_FALSE(st.ok());
   EXPECT_HAS(st.message(), "loadgen -> node-a");
+}
+
+// A sender low on credits reads the credit messages that arrived after it
+// sends a batch, not before it sends the next frame: the read (a system call)
+// then sits in the link's idle time instead of in a frame's latency.
+TEST(CreditTopUp, ASenderReadsArrivedCreditsAfterItsBatchNotBeforeTheNext) {
+  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(lfd, 1), 0);
+  socklen_t len = sizeof a;
+  getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  LinkOptions so = sender_view(loopback_options(Encoding::kSg), ntohs(a.sin_port));
+  so.slot_bytes = 4096;
+  so.tuple_bytes = 12;
+  TransportContext ctx;
+  SlotPool tx(8, 4096);
+  std::mutex mu;
+  std::condition_variable cv;
+  int step = 0;  // 1: frame 1 sent; 2: a credit message is in the sender's socket; 3: done
+  auto wait_for = [&](int s) {
+    std::unique_lock lk(mu);
+    return cv.wait_for(lk, std::chrono::seconds(10), [&] { return step >= s; });
+  };
+  auto go = [&](int s) {
+    std::lock_guard lk(mu);
+    step = s;
+    cv.notify_all();
+  };
+  Status result;
+  std::vector<uint64_t> credits;  // in hand after each send
+  std::thread t([&] {
+    Status st;
+    auto s = make_sender(so, tx, ctx, &st);
+    for (int i = 0; s && st && i < 3; ++i) {
+      if (i == 1 && !wait_for(2)) st = Status::Error("the peer never sent its credit message");
+      if (!st) break;
+      const uint32_t slot = tx.try_acquire();
+      const size_t n = write_event(tx.slot(slot), 0, i, i, 1, 12);
+      const Descriptor d{slot, 0, static_cast<uint32_t>(n), 1, 1, 0};
+      st = s->send(std::span<const Descriptor>(&d, 1));
+      credits.push_back(s->stats().credits);
+      if (i == 0) go(1);
+    }
+    result = st;
+    go(3);
+    wait_for(4);  // the sender stays up (its socket open) until the peer is done
+  });
+  RawSocket peer;
+  peer.fd = ::accept(lfd, nullptr, nullptr);
+  ::close(lfd);
+  std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
+  uint32_t hl = 0;
+  EXPECT_TRUE(peer.read(buf, 8));
+  EXPECT_TRUE(decode_handshake_prefix(buf, &hl).ok());
+  EXPECT_TRUE(peer.read(buf, hl));
+  ReplyInfo r;
+  r.accepted = true;
+  r.credits = 4;
+  r.slot_bytes = 4096;
+  r.credit_batch = 1;
+  r.receiver_name = "node-a";
+  size_t n = 0;
+  EXPECT_TRUE(encode_reply(r, buf, sizeof buf, &n).ok());
+  peer.write(buf, n);
+  EXPECT_TRUE(wait_for(1));
+  CreditFrame c{kCreditMagic, 1, 0};  // frame 1's credit back
+  peer.write(&c, sizeof c);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // in the sender's socket
+  go(2);
+  EXPECT_TRUE(wait_for(3));
+  go(4);
+  t.join();
+  ASSERT_TRUE(result.ok()) << result.message();
+  // 4 granted: 3 after frame 1; 2 after frame 2, half the grant, so no read;
+  // after frame 3 one left, below half: the credit that waited since frame 1
+  // is read at once, and 2 are in hand for the next frame.
+  EXPECT_EQ(credits, (std::vector<uint64_t>{3, 2, 2}));
 }
 
 }  // namespace

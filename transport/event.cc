@@ -103,6 +103,35 @@ uint64_t template_checksum(const std::byte* event, uint64_t body_hash) {
   return XXH3_64bits_withSeed_dispatch(event, kChecksumOffset, body_hash);
 }
 
+namespace {
+// check_event_header's tests, in its order, without the messages.
+bool event_header_ok(const std::byte* p, size_t avail, uint32_t expect_tuple_bytes) {
+  if (avail < kEventHeaderBytes) return false;
+  EventHeader h;
+  std::memcpy(&h, p, sizeof h);
+  return h.magic == kEventMagic && h.version == kWireVersion && h.header_bytes == kEventHeaderBytes &&
+         h.tuple_bytes >= kMinTupleBytes && (expect_tuple_bytes == 0 || h.tuple_bytes == expect_tuple_bytes) &&
+         h.tuple_count <= h.tuple_span && h.stream < kMaxStreams &&
+         kEventHeaderBytes + uint64_t{h.tuple_count} * h.tuple_bytes + h.data_bytes <= avail;
+}
+}  // namespace
+
+bool event_run_ok(const std::byte* p, size_t bytes, uint32_t events, uint32_t expect_tuple_bytes,
+                  uint64_t* tuples) {
+  size_t off = 0;
+  uint64_t n_tuples = 0;
+  for (uint32_t i = 0; i < events; ++i) {
+    if (!event_header_ok(p + off, bytes - off, expect_tuple_bytes)) return false;
+    EventHeader h;
+    std::memcpy(&h, p + off, sizeof h);
+    off += h.wire_bytes();
+    n_tuples += h.tuple_count;
+  }
+  if (off != bytes) return false;
+  if (tuples) *tuples = n_tuples;
+  return true;
+}
+
 std::string check_event_header(const std::byte* p, size_t avail, uint32_t expect_tuple_bytes) {
   if (avail < kEventHeaderBytes)
     return fmt::format("event header cut off: {} of {} bytes", avail, kEventHeaderBytes);

@@ -4,6 +4,9 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cstring>
+#include <random>
+#include <string>
 #include <vector>
 
 namespace sluice {
@@ -120,6 +123,51 @@ TEST(EventFormat, EndOfStreamLengthMustMatchItsCount) {
   EXPECT_NE(check_end_of_stream(p, eos.wire_bytes() + 1), "");
   eos.n_streams = kMaxStreams + 1;
   EXPECT_NE(check_end_of_stream(p, 8), "");
+}
+
+// The data path's fast verdict (event_run_ok) and the checker that says why
+// (check_event_run) must agree on every run: each header field of either
+// event of a run set to values around every bound, and random bytes.
+TEST(EventFormat, TheFastVerdictAgreesWithTheChecker) {
+  auto a = make_event(12, 1), b = make_event(12, 5, 8);
+  std::vector<std::byte> good(a);
+  good.insert(good.end(), b.begin(), b.end());
+  size_t cases = 0, rejected = 0;
+  auto agree = [&](const std::vector<std::byte>& run, size_t bytes, uint32_t events, uint32_t expect) {
+    uint64_t t1 = 0, t2 = 0;
+    const bool ok = event_run_ok(run.data(), bytes, events, expect, &t1);
+    const std::string why = check_event_run(run.data(), bytes, events, expect, &t2);
+    ++cases;
+    if (!ok) ++rejected;
+    ASSERT_EQ(ok, why.empty()) << "bytes " << bytes << " events " << events << " expect " << expect
+                               << ": " << why;
+    if (ok) {
+      ASSERT_EQ(t1, t2);
+    }
+  };
+  const size_t second = a.size();
+  const size_t fields[][2] = {{0, 4}, {4, 2}, {6, 2}, {8, 4}, {12, 4}, {24, 4}, {28, 4}, {32, 4}};
+  const uint64_t values[] = {0, 1, 2, 5, 6, 11, 12, 13, 64, 65, kMaxStreams - 1, kMaxStreams,
+                             kEventMagic, kWireVersion, 0xffff, 0x7fffffff, 0xffffffff};
+  for (size_t at : {size_t{0}, second})
+    for (const auto& f : fields)
+      for (uint64_t v : values) {
+        std::vector<std::byte> run(good);
+        std::memcpy(run.data() + at + f[0], &v, f[1]);
+        for (uint32_t expect : {0u, 12u, 13u})
+          for (uint32_t events : {1u, 2u, 3u})
+            for (size_t bytes : {run.size(), run.size() - 1, second, size_t{kEventHeaderBytes - 1}})
+              agree(run, bytes, events, expect);
+      }
+  std::mt19937 rng(17);
+  for (int i = 0; i < 20000; ++i) {
+    std::vector<std::byte> run(good);
+    const size_t at = rng() % 2 ? 0 : second;
+    run[at + rng() % kEventHeaderBytes] = std::byte(rng() & 0xff);
+    agree(run, run.size(), 2, rng() % 2 ? 0 : 12);
+  }
+  EXPECT_GT(rejected, cases / 4);  // the cases reach the rejections, not only good runs
+  EXPECT_LT(rejected, cases);
 }
 
 TEST(EventFormat, TuplesPerEvent) {

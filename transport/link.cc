@@ -94,7 +94,7 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
     if (a.kind == FrameKind::kEvents) {
       if (a.bytes > opts_.slot_bytes)
         err = fmt::format("payload of {} bytes beyond the {}-byte slot", a.bytes, opts_.slot_bytes);
-      else
+      else if (!event_run_ok(p, a.bytes, a.events, opts_.tuple_bytes, &tuples))
         err = check_event_run(p, a.bytes, a.events, opts_.tuple_bytes, &tuples);
     } else if (a.kind == FrameKind::kEnd) {
       err = check_end_of_stream(p, a.bytes);

@@ -90,9 +90,10 @@ Status check_frame_payload(const FrameHeader& h, const std::byte* payload, const
                            uint64_t* tuples) {
   std::string err;
   *tuples = 0;
-  if (h.kind == static_cast<uint16_t>(FrameKind::kEvents))
-    err = check_event_run(payload, h.payload_bytes, h.events, lim.tuple_bytes, tuples);
-  else if (h.kind == static_cast<uint16_t>(FrameKind::kEnd))
+  if (h.kind == static_cast<uint16_t>(FrameKind::kEvents)) {
+    if (!event_run_ok(payload, h.payload_bytes, h.events, lim.tuple_bytes, tuples))
+      err = check_event_run(payload, h.payload_bytes, h.events, lim.tuple_bytes, tuples);
+  } else if (h.kind == static_cast<uint16_t>(FrameKind::kEnd))
     err = check_end_of_stream(payload, h.payload_bytes);
   else
     err = fmt::format("frame kind {} has no plain payload", h.kind);

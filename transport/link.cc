@@ -123,7 +123,11 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
   }
   *n = k;
   if (opts_.adaptive_credits && k > 0) {
-    adapt(now_ns());
+    // Timed when they were handed on (send_due: the next poll, or before
+    // the owner sleeps), not now: a clock read here is 100-200 ns of every
+    // frame's latency, and a round trip of 60-400 us can take a hop's
+    // microsecond more.
+    adapt_due_ = true;
     // Frames that arrived made room in the window for credits held back:
     // they go once these frames were handed on (send_due), so that at a low
     // rate no credit message sits between a frame's arrival and its
@@ -137,6 +141,10 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
 }
 
 Status Receiver::send_due() {
+  if (adapt_due_) {
+    adapt_due_ = false;
+    adapt(now_ns());
+  }
   if (!credit_due_) return {};
   credit_due_ = false;
   if (!error_.ok() || ended_ || pending_ == 0) return {};

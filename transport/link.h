@@ -153,6 +153,8 @@ class Receiver {
   // adaptive_credits: frames that arrived made room for credits held back;
   // they go at the next poll() or send_due(), after the frames were handed on.
   bool credit_due_ = false;
+  // adaptive_credits: frames arrived since adapt() last ran (send_due runs it).
+  bool adapt_due_ = false;
   // The acknowledgement: frame number per slot of the link, and which frames
   // ahead of the acked prefix came back (a ring indexed by frame number).
   std::vector<uint64_t> frame_of_;

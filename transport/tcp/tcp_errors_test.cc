@@ -36,6 +36,10 @@ using testing::write_event;
 
 struct RawSocket {
   int fd = -1;
+  RawSocket() = default;
+  RawSocket(RawSocket&& o) noexcept : fd(o.fd) { o.fd = -1; }
+  RawSocket(const RawSocket&) = delete;
+  RawSocket& operator=(const RawSocket&) = delete;
   ~RawSocket() {
     if (fd >= 0) ::close(fd);
   }
@@ -874,20 +878,51 @@ TEST(Transport, EncodingNames) {
 
 // --- a raw receiver: credits from a broken or hostile downstream -----------
 
+// A loopback socket listening on a port of the kernel's choice (*port).
+int listen_loopback(uint16_t* port) {
+  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  EXPECT_EQ(::listen(lfd, 1), 0);
+  socklen_t len = sizeof a;
+  getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
+  *port = ntohs(a.sin_port);
+  return lfd;
+}
+
+// Accepts the sender on `lfd` (and closes it), reads its handshake and
+// answers as receiver node-a granting `credits` of 4 KiB, one per message.
+RawSocket accept_and_reply(int lfd, uint32_t credits) {
+  RawSocket peer;
+  peer.fd = ::accept(lfd, nullptr, nullptr);
+  ::close(lfd);
+  std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
+  uint32_t hl = 0;
+  EXPECT_TRUE(peer.read(buf, 8));
+  EXPECT_TRUE(decode_handshake_prefix(buf, &hl).ok());
+  EXPECT_TRUE(peer.read(buf, hl));
+  ReplyInfo r;
+  r.accepted = true;
+  r.credits = credits;
+  r.slot_bytes = 4096;
+  r.credit_batch = 1;
+  r.receiver_name = "node-a";
+  size_t n = 0;
+  EXPECT_TRUE(encode_reply(r, buf, sizeof buf, &n).ok());
+  peer.write(buf, n);
+  return peer;
+}
+
 class RawDownstream : public ::testing::Test {
  protected:
   // Starts a sender against a raw listening socket that grants 2 credits;
   // `after_reply` plays the receiver after the handshake.
   Status run(const std::function<void(RawSocket&)>& after_reply, bool acks = false) {
-    int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-    EXPECT_EQ(::listen(lfd, 1), 0);
-    socklen_t len = sizeof a;
-    getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
-    LinkOptions so = sender_view(loopback_options(Encoding::kSg), ntohs(a.sin_port));
+    uint16_t port = 0;
+    int lfd = listen_loopback(&port);
+    LinkOptions so = sender_view(loopback_options(Encoding::kSg), port);
     so.slot_bytes = 4096;
     so.tuple_bytes = 12;
     so.acks = acks;
@@ -912,23 +947,7 @@ class RawDownstream : public ::testing::Test {
       }
       result = st;
     });
-    RawSocket peer;
-    peer.fd = ::accept(lfd, nullptr, nullptr);
-    ::close(lfd);
-    std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
-    uint32_t hl = 0;
-    EXPECT_TRUE(peer.read(buf, 8));
-    EXPECT_TRUE(decode_handshake_prefix(buf, &hl).ok());
-    EXPECT_TRUE(peer.read(buf, hl));
-    ReplyInfo r;
-    r.accepted = true;
-    r.credits = 2;
-    r.slot_bytes = 4096;
-    r.credit_batch = 1;
-    r.receiver_name = "node-a";
-    size_t n = 0;
-    EXPECT_TRUE(encode_reply(r, buf, sizeof buf, &n).ok());
-    peer.write(buf, n);
+    RawSocket peer = accept_and_reply(lfd, 2);
     after_reply(peer);
     t.join();
     return result;
@@ -979,15 +998,9 @@ TEST_F(RawDownstream, ReceiverClosesWhileSenderWaitsForCredit) {
 // sends a batch, not before it sends the next frame: the read (a system call)
 // then sits in the link's idle time instead of in a frame's latency.
 TEST(CreditTopUp, ASenderReadsArrivedCreditsAfterItsBatchNotBeforeTheNext) {
-  int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(lfd, 1), 0);
-  socklen_t len = sizeof a;
-  getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len);
-  LinkOptions so = sender_view(loopback_options(Encoding::kSg), ntohs(a.sin_port));
+  uint16_t port = 0;
+  int lfd = listen_loopback(&port);
+  LinkOptions so = sender_view(loopback_options(Encoding::kSg), port);
   so.slot_bytes = 4096;
   so.tuple_bytes = 12;
   TransportContext ctx;
@@ -1023,23 +1036,7 @@ TEST(CreditTopUp, ASenderReadsArrivedCreditsAfterItsBatchNotBeforeTheNext) {
     go(3);
     wait_for(4);  // the sender stays up (its socket open) until the peer is done
   });
-  RawSocket peer;
-  peer.fd = ::accept(lfd, nullptr, nullptr);
-  ::close(lfd);
-  std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
-  uint32_t hl = 0;
-  EXPECT_TRUE(peer.read(buf, 8));
-  EXPECT_TRUE(decode_handshake_prefix(buf, &hl).ok());
-  EXPECT_TRUE(peer.read(buf, hl));
-  ReplyInfo r;
-  r.accepted = true;
-  r.credits = 4;
-  r.slot_bytes = 4096;
-  r.credit_batch = 1;
-  r.receiver_name = "node-a";
-  size_t n = 0;
-  EXPECT_TRUE(encode_reply(r, buf, sizeof buf, &n).ok());
-  peer.write(buf, n);
+  RawSocket peer = accept_and_reply(lfd, 4);
   EXPECT_TRUE(wait_for(1));
   CreditFrame c{kCreditMagic, 1, 0};  // frame 1's credit back
   peer.write(&c, sizeof c);

@@ -8,7 +8,8 @@
 #   device: run  carry [".devbundle"]  command "bash experiments/device_check.sh"
 #           timeout_s 540  (about 6 minutes on 2 cores; give the machine back after)
 #
-#   1. each carrier (tcp-opt, fabric-opt, ucx-opt): a 1 s pipeline, lost 0
+#   1. each carrier (tcp-opt, fabric-opt, ucx-opt): a 1 s pipeline, lost 0;
+#      then experiments/syscall_gaps/gaps.py --plain at 20,000 events/s
 #   2. issue 15: acks_cost.py, ROUNDS15 rounds (default 12) of acks off, acks
 #      alone and acks with the sink's snapshots, back to back
 #   3. issue 17: latency.py at 2,000 and 20,000 one-tuple events/s, adaptive
@@ -61,6 +62,12 @@ PY
 )
   say "smoke $preset: $summary"
 done
+
+if [[ -f $bundle/build/experiments/syscall_gaps/syscall_gaps.so ]]; then
+  say "syscall gaps at 20,000 events/s (each hop's user time; the plain relays beside)"
+  python3 experiments/syscall_gaps/gaps.py --build $bundle/build --rate 20000 --plain \
+    > "$out/gaps.txt" 2>&1 || say "gaps.py failed: $(tail -2 "$out/gaps.txt")"
+fi
 
 say "issue 15: acks_cost.py, $r15 rounds"
 python3 experiments/acks_cost.py --build $bundle/build --repeats "$r15" --duration 3 \

@@ -38,6 +38,14 @@ for p in "${progs[@]}"; do
   strip -o "$out/build/$p" "$build/$p"
 done
 
+# The syscall_gaps library (experiments/syscall_gaps/gaps.py), where built:
+# it is preloaded, not linked, so it travels beside the programs.
+gaps=experiments/syscall_gaps/syscall_gaps.so
+if [[ -f "$build/$gaps" ]]; then
+  mkdir -p "$out/build/$(dirname "$gaps")"
+  strip -o "$out/build/$gaps" "$build/$gaps"
+fi
+
 # UCX loads its transports as modules, from UCX_MODULE_DIR.
 ucx_dir=$(dirname "$(ldconfig -p | awk '/libucp\.so\.0 / {print $NF; exit}')")/ucx
 mods=()

@@ -607,10 +607,14 @@ Status Sender::send(std::span<const Descriptor> descs) {
   }
   Status st = close_frame();
   if (st) st = flush();
-  // Without acks nothing else reads credit messages while the link is idle;
-  // with acks the send thread does (progress()) and releases what they
-  // acknowledge, which a read here would leave for later.
-  if (st && !carrier_takes_credits_ && !opts_.acks) st = gate_->top_up();
+  // Credit messages that arrived meanwhile are read now, while the link is
+  // idle, and with acks the slots they acknowledge go back at once: the
+  // next frame does not wait behind that read, and the sender does not run
+  // dry of credits it has been granted.
+  if (st && !carrier_takes_credits_) {
+    st = gate_->top_up();
+    if (st && opts_.acks) st = drop_acked();
+  }
   if (!st) return fail(st);
   return {};
 }

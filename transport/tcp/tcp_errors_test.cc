@@ -996,13 +996,18 @@ TEST_F(RawDownstream, ReceiverClosesWhileSenderWaitsForCredit) {
 
 // A sender low on credits reads the credit messages that arrived after it
 // sends a batch, not before it sends the next frame: the read (a system call)
-// then sits in the link's idle time instead of in a frame's latency.
-TEST(CreditTopUp, ASenderReadsArrivedCreditsAfterItsBatchNotBeforeTheNext) {
+// then sits in the link's idle time instead of in a frame's latency. With
+// acks, the slots those messages acknowledge are released then too.
+class CreditTopUp : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CreditTopUp, ASenderReadsArrivedCreditsAfterItsBatchNotBeforeTheNext) {
+  const bool acks = GetParam();
   uint16_t port = 0;
   int lfd = listen_loopback(&port);
   LinkOptions so = sender_view(loopback_options(Encoding::kSg), port);
   so.slot_bytes = 4096;
   so.tuple_bytes = 12;
+  so.acks = acks;
   TransportContext ctx;
   SlotPool tx(8, 4096);
   std::mutex mu;
@@ -1018,7 +1023,7 @@ TEST(CreditTopUp, ASenderReadsArrivedCreditsAfterItsBatchNotBeforeTheNext) {
     cv.notify_all();
   };
   Status result;
-  std::vector<uint64_t> credits;  // in hand after each send
+  std::vector<uint64_t> credits, held;  // after each send: credits in hand, frames kept for replay
   std::thread t([&] {
     Status st;
     auto s = make_sender(so, tx, ctx, &st);
@@ -1030,6 +1035,7 @@ TEST(CreditTopUp, ASenderReadsArrivedCreditsAfterItsBatchNotBeforeTheNext) {
       const Descriptor d{slot, 0, static_cast<uint32_t>(n), 1, 1, 0};
       st = s->send(std::span<const Descriptor>(&d, 1));
       credits.push_back(s->stats().credits);
+      held.push_back(s->replay_stats().held_frames);
       if (i == 0) go(1);
     }
     result = st;
@@ -1038,7 +1044,7 @@ TEST(CreditTopUp, ASenderReadsArrivedCreditsAfterItsBatchNotBeforeTheNext) {
   });
   RawSocket peer = accept_and_reply(lfd, 4);
   EXPECT_TRUE(wait_for(1));
-  CreditFrame c{kCreditMagic, 1, 0};  // frame 1's credit back
+  CreditFrame c{kCreditMagic, 1, acks ? 1u : 0u};  // frame 1's credit back (and, with acks, frame 1 safe)
   peer.write(&c, sizeof c);
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // in the sender's socket
   go(2);
@@ -1050,7 +1056,13 @@ TEST(CreditTopUp, ASenderReadsArrivedCreditsAfterItsBatchNotBeforeTheNext) {
   // after frame 3 one left, below half: the credit that waited since frame 1
   // is read at once, and 2 are in hand for the next frame.
   EXPECT_EQ(credits, (std::vector<uint64_t>{3, 2, 2}));
+  // With acks, frame 1's slot went back with that read: 2 kept, not 3.
+  const std::vector<uint64_t> want_held = acks ? std::vector<uint64_t>{1, 2, 2} : std::vector<uint64_t>{0, 0, 0};
+  EXPECT_EQ(held, want_held);
 }
+
+INSTANTIATE_TEST_SUITE_P(Acks, CreditTopUp, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) { return i.param ? "on" : "off"; });
 
 }  // namespace
 }  // namespace sluice

@@ -975,7 +975,9 @@ TEST_F(RawDownstream, CreditsAboveTheGrant) {
 }
 
 // With acks, an acknowledgement of frames never sent would have the sender
-// drop copies nobody else holds: refused, naming both counts.
+// drop copies nobody else holds: refused, naming both counts. The sender
+// reads it after its second frame (its credits then below half the grant of
+// 2), or, if it comes later, after the third.
 TEST_F(RawDownstream, AnAckBeyondWhatWasSent) {
   Status st = run(
       [](RawSocket& p) {
@@ -984,7 +986,10 @@ TEST_F(RawDownstream, AnAckBeyondWhatWasSent) {
       },
       true);
   ASSERT_FALSE(st.ok());
-  EXPECT_HAS(st.message(), "the receiver acknowledged 100 frames of this connection; at most 3 were sent");
+  const std::string m = st.message();
+  const std::string said = "the receiver acknowledged 100 frames of this connection; at most ";
+  EXPECT_TRUE(m.find(said + "2 were sent") != std::string::npos || m.find(said + "3 were sent") != std::string::npos)
+      << m;
   EXPECT_HAS(st.message(), "link loadgen -> node-a (127.0.0.1:");
 }
 

@@ -610,8 +610,8 @@ Status Sender::send(std::span<const Descriptor> descs) {
   // Credit messages that arrived meanwhile are read now, while the link is
   // idle, and with acks the slots they acknowledge go back at once: the
   // next frame does not wait behind that read, and the sender does not run
-  // dry of credits it has been granted.
-  // A link found broken here is recovered as a flush's would be (acks).
+  // dry of credits it has been granted. A link found broken here is
+  // recovered as a flush's would be.
   if (st && !carrier_takes_credits_) {
     st = gate_->top_up();
     if (!st) st = recover(st);

@@ -892,6 +892,15 @@ int listen_loopback(uint16_t* port) {
   return lfd;
 }
 
+// A sg sender's options toward that socket: 4 KiB slots, 12-byte tuples.
+LinkOptions raw_sender_options(uint16_t port, bool acks) {
+  LinkOptions so = sender_view(loopback_options(Encoding::kSg), port);
+  so.slot_bytes = 4096;
+  so.tuple_bytes = 12;
+  so.acks = acks;
+  return so;
+}
+
 // Accepts the sender on `lfd` (and closes it), reads its handshake and
 // answers as receiver node-a granting `credits` of 4 KiB, one per message.
 RawSocket accept_and_reply(int lfd, uint32_t credits) {
@@ -922,10 +931,7 @@ class RawDownstream : public ::testing::Test {
   Status run(const std::function<void(RawSocket&)>& after_reply, bool acks = false) {
     uint16_t port = 0;
     int lfd = listen_loopback(&port);
-    LinkOptions so = sender_view(loopback_options(Encoding::kSg), port);
-    so.slot_bytes = 4096;
-    so.tuple_bytes = 12;
-    so.acks = acks;
+    const LinkOptions so = raw_sender_options(port, acks);
     Status result;
     TransportContext ctx;
     SlotPool tx(8, 4096);
@@ -1009,10 +1015,7 @@ TEST_P(CreditTopUp, ASenderReadsArrivedCreditsAfterItsBatchNotBeforeTheNext) {
   const bool acks = GetParam();
   uint16_t port = 0;
   int lfd = listen_loopback(&port);
-  LinkOptions so = sender_view(loopback_options(Encoding::kSg), port);
-  so.slot_bytes = 4096;
-  so.tuple_bytes = 12;
-  so.acks = acks;
+  const LinkOptions so = raw_sender_options(port, acks);
   TransportContext ctx;
   SlotPool tx(8, 4096);
   std::mutex mu;

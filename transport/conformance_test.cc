@@ -479,8 +479,11 @@ TEST_P(Conformance, ARoomNotUsedGivesItsSlotToTheEnd) {
 
 TEST_P(Conformance, SlowReceiverFourSlots) {
   // The receiver has 4 slots and its send stage is slow: the sender must wait
-  // for credits, nothing is lost, no slot beyond the 4 is ever held.
-  check({128, 4, 1, 16, 0, 400, 4096, 4, 1, 200});
+  // for credits, nothing is lost, no slot beyond the 4 is ever held. Slow is
+  // 2 ms a slot: under TSan a sender takes up to about 1 ms a frame, and one
+  // slower than its receiver finds the credits back (read before it counts
+  // a wait) and never waits.
+  check({128, 4, 1, 16, 0, 100, 4096, 4, 1, 2000});
   EXPECT_GT(last_.sender_stats.credit_waits, 0u);
   EXPECT_LE(last_.receiver_stats.max_held, 4u);
 }

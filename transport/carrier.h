@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "base/status.h"
 #include "transport/event.h"
@@ -133,6 +134,11 @@ class TxCarrier {
   // and flush(): never busy.
   virtual bool busy() const { return false; }
   virtual Status progress() { return {}; }
+  // The slots of pieces given to frame() that it has not released (their
+  // bytes not yet gone). The core asks a broken link's carrier before it
+  // drops it, and releases them once it is gone: with acks, only the
+  // pieces a Remaker can make again carry a slot to release.
+  virtual void unreleased(std::vector<uint32_t>*) const {}
   virtual LinkStats stats() const = 0;
   // A carrier with a send queue of its own takes each frame's credit from
   // `gate` when it writes the frame; the core then hands it frames without

@@ -328,6 +328,13 @@ Sender::Sender(const LinkOptions& opts, std::unique_ptr<TxCarrier> carrier, Slot
 
 Sender::~Sender() = default;
 
+void Sender::set_remaker(Remaker* r) {
+  if (!opts_.acks || !r || r->room() == 0) return;  // nothing kept: nothing to make again
+  remaker_ = r;
+  kept_headers_.resize(kept_pieces_.size());
+  remakable_.assign(max_pieces_, 0);
+}
+
 Status Sender::fail(Status st) {
   if (error_.ok()) error_ = std::move(st);
   carrier_->abort();
@@ -365,6 +372,7 @@ Status Sender::drop_acked() {
   while (log_head_ < log_tail_ && log_head_ - conn_base_ < acked) {
     const Kept& k = log_[log_head_ % log_.size()];
     for (uint64_t j = k.first_piece; j < k.first_piece + k.pieces; ++j) {
+      // Kept by header (Remaker): the carrier released its slot when sent.
       const uint32_t slot = kept_pieces_[j % kept_pieces_.size()].release;
       if (slot == kNoSlot) continue;
       Status st = pool_.release(slot);
@@ -380,7 +388,7 @@ Status Sender::drop_acked() {
 // Adds a frame to the log, waiting for acknowledgements while it is full
 // (backpressure: the receiver's window keeps that rare).
 Status Sender::keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
-                    uint32_t events) {
+                    uint32_t events, const uint8_t* remakable) {
   Status st = drop_acked();
   while (st && (log_tail_ - log_head_ == log_.size() ||
                 piece_tail_ - piece_head_ + n > kept_pieces_.size())) {
@@ -394,7 +402,16 @@ Status Sender::keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_
   }
   if (!st) return st;
   log_[log_tail_ % log_.size()] = Kept{kind, piece_tail_, static_cast<uint32_t>(n), payload, events};
-  for (size_t i = 0; i < n; ++i) kept_pieces_[piece_tail_++ % kept_pieces_.size()] = p[i];
+  for (size_t i = 0; i < n; ++i) {
+    const size_t at = piece_tail_++ % kept_pieces_.size();
+    if (remakable && remakable[i]) {
+      // Its header, read now while the slot is still this sender's.
+      std::memcpy(&kept_headers_[at], p[i].p, sizeof(EventHeader));
+      kept_pieces_[at] = TxCarrier::Piece{nullptr, p[i].len, kNoSlot};
+    } else {
+      kept_pieces_[at] = p[i];
+    }
+  }
   ++log_tail_;
   held_frames_.set(log_tail_ - log_head_);
   if (log_tail_ - log_head_ > max_held_frames_.get()) max_held_frames_.set(log_tail_ - log_head_);
@@ -402,12 +419,14 @@ Status Sender::keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_
 }
 
 Status Sender::emit(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
-                    uint32_t events, bool credit_taken) {
+                    uint32_t events, bool credit_taken, const uint8_t* remakable) {
   if (opts_.acks) {
-    // The log keeps the descriptors' holders: the carrier releases nothing.
-    Status st = keep(kind, p, n, payload, events);
+    // The log keeps the descriptors' holders: the carrier releases nothing,
+    // but the slots of events kept by header (Remaker).
+    Status st = keep(kind, p, n, payload, events, remakable);
     if (!st) return st;
-    for (size_t i = 0; i < n; ++i) scratch_[i] = TxCarrier::Piece{p[i].p, p[i].len, kNoSlot};
+    for (size_t i = 0; i < n; ++i)
+      scratch_[i] = remakable && remakable[i] ? p[i] : TxCarrier::Piece{p[i].p, p[i].len, kNoSlot};
     p = scratch_.data();
   }
   Status st;
@@ -462,18 +481,29 @@ Status Sender::recover(Status why) {
         retired_.credit_waits += gate_->waits();
         retired_.credit_wait_ns += gate_->wait_ns();
         gate_ = std::make_unique<CreditGate>(*c.carrier, c.credits, name_);
+        // Slots the broken carrier had not released (events kept by
+        // header, and a replay's remade ones) go back once it is gone.
+        std::vector<uint32_t> orphans;
+        carrier_->unreleased(&orphans);
         carrier_ = std::move(c.carrier);
+        for (uint32_t slot : orphans)
+          if (Status rs = pool_.release(slot); !rs)
+            return Status::Error(fmt::format("{}: {}", name_, rs.message()));
       }
       carrier_takes_credits_ = carrier_->takes_credits(gate_.get());
       conn_base_ = log_head_;
       reconnects_.add(1);
+      const uint64_t remade = remade_events_.get();
       st = replay();
       if (st) {
-        spdlog::info("{}: connected again after {} ms; replayed {} frames", name_,
+        spdlog::info("{}: connected again after {} ms; replayed {} frames{}", name_,
                      std::chrono::duration_cast<std::chrono::milliseconds>(
                          std::chrono::steady_clock::now() - start)
                          .count(),
-                     log_tail_ - log_head_);
+                     log_tail_ - log_head_,
+                     remaker_ ? fmt::format(" ({} events made again from their headers)",
+                                            remade_events_.get() - remade)
+                              : std::string());
         return {};
       }
       carrier_->abort();
@@ -488,11 +518,30 @@ Status Sender::recover(Status why) {
 // its frames 0, 1, ... and their acknowledgements count from there.
 Status Sender::replay() {
   Status st;
+  // A frame that failed before the carrier took it: the slots remade for
+  // it (the first n of its pieces) go back, but those the carrier holds,
+  // which the next recovery releases.
+  auto drop_remade = [&](uint32_t n) {
+    std::vector<uint32_t> held;
+    carrier_->unreleased(&held);
+    for (uint32_t m = 0; m < n; ++m) {
+      const uint32_t slot = scratch_[m].release;
+      if (slot != kNoSlot && std::find(held.begin(), held.end(), slot) == held.end())
+        (void)pool_.release(slot);
+    }
+  };
   for (uint64_t i = log_head_; i < log_tail_ && st; ++i) {
     const Kept k = log_[i % log_.size()];
-    for (uint32_t j = 0; j < k.pieces; ++j) {
-      const TxCarrier::Piece& q = kept_pieces_[(k.first_piece + j) % kept_pieces_.size()];
-      scratch_[j] = TxCarrier::Piece{q.p, q.len, kNoSlot};
+    uint32_t j = 0;
+    for (; j < k.pieces && st; ++j) {
+      const uint64_t at = (k.first_piece + j) % kept_pieces_.size();
+      const TxCarrier::Piece& q = kept_pieces_[at];
+      if (q.p) scratch_[j] = TxCarrier::Piece{q.p, q.len, kNoSlot};
+      else st = remade_piece(at, &scratch_[j]);
+    }
+    if (!st) {
+      drop_remade(j - 1);
+      break;
     }
     if (!carrier_takes_credits_) {
       gate_->new_batch();
@@ -500,11 +549,48 @@ Status Sender::replay() {
       st = gate_->take(1, &got, [&] { return carrier_->flush(); });
     }
     if (st) st = carrier_->frame(k.kind, scratch_.data(), k.pieces, k.payload, k.events);
+    if (!st) {
+      drop_remade(k.pieces);
+      break;
+    }
     replayed_frames_.add(1);
     replayed_events_.add(k.events);
   }
   if (st) st = carrier_->flush();
   return st;
+}
+
+// An event kept by header, made again in a reserve slot that the carrier
+// releases once sent. Where every reserve slot is still being sent, the
+// carrier is driven until one comes back (a frame keeps no more events by
+// header than the reserve holds, so one always does).
+Status Sender::remade_piece(uint64_t at, TxCarrier::Piece* out) {
+  const EventHeader& h = kept_headers_[at];
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(opts_.connect_timeout_ms);
+  uint32_t slot = kNoSlot;
+  for (;;) {
+    Status st = remaker_->remake(h, &slot);
+    if (!st) return Status::Error(fmt::format("{}: replaying event {} of stream {}: {}", name_,
+                                              h.event_seq, h.stream, st.message()));
+    if (slot != kNoSlot) break;
+    if (std::chrono::steady_clock::now() > deadline)
+      return Status::Error(fmt::format("{}: replaying: no reserve slot came back within {} ms",
+                                       name_, opts_.connect_timeout_ms));
+    st = carrier_->flush();
+    if (st && carrier_->busy()) st = carrier_->progress();
+    else std::this_thread::sleep_for(std::chrono::microseconds(100));
+    if (!st) return st;
+  }
+  const uint32_t len = kept_pieces_[at].len;
+  if (h.wire_bytes() != len) {
+    (void)pool_.release(slot);
+    return Status::Error(fmt::format("{}: event {} of stream {} made again is {} bytes, not {}",
+                                     name_, h.event_seq, h.stream, h.wire_bytes(), len));
+  }
+  remade_events_.add(1);
+  *out = TxCarrier::Piece{pool_.slot(slot), len, slot};
+  return {};
 }
 
 Status Sender::progress() {
@@ -521,17 +607,27 @@ Status Sender::progress() {
 
 Status Sender::close_frame() {
   if (np_ == 0) return {};
-  Status st = emit(FrameKind::kEvents, pieces_.data(), np_, payload_, events_);
+  Status st = emit(FrameKind::kEvents, pieces_.data(), np_, payload_, events_, false,
+                   remakable_n_ ? remakable_.data() : nullptr);
   np_ = 0;
   payload_ = events_ = 0;
+  remakable_n_ = 0;
   return st;
 }
 
-Status Sender::add_piece(const std::byte* p, uint32_t len, uint32_t events, uint32_t release) {
+Status Sender::add_piece(const std::byte* p, uint32_t len, uint32_t events, uint32_t release,
+                         bool remakable) {
   if (np_ == max_pieces_ || payload_ + uint64_t{len} > peer_slot_bytes_ ||
       events_ + uint64_t{events} > max_events_) {
     Status st = close_frame();
     if (!st) return st;
+  }
+  if (remaker_) {
+    // At most room() of a frame by header: a replay holds that many
+    // reserve slots at once.
+    remakable = remakable && remakable_n_ < remaker_->room();
+    remakable_[np_] = remakable;
+    remakable_n_ += remakable;
   }
   pieces_[np_++] = TxCarrier::Piece{p, len, release};
   payload_ += len;
@@ -571,7 +667,10 @@ Status Sender::send(std::span<const Descriptor> descs) {
     }
     const std::byte* base = pool_.slot(d.slot) + d.offset;
     if (d.bytes <= peer_slot_bytes_ && d.events <= max_events_) {
-      st = add_piece(base, d.bytes, d.events, d.slot);
+      // One whole event from the first byte of a slot (not a reserve
+      // one): a Remaker can make it again from its header.
+      st = add_piece(base, d.bytes, d.events, d.slot,
+                     remaker_ && d.events == 1 && d.offset == 0 && d.slot < pool_.reserve_first());
       if (!st) return fail(st);
       continue;
     }
@@ -736,6 +835,7 @@ ReplayStats Sender::replay_stats() const {
   r.replayed_events = replayed_events_.get();
   r.held_frames = held_frames_.get();
   r.max_held_frames = max_held_frames_.get();
+  r.remade_events = remade_events_.get();
   return r;
 }
 

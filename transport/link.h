@@ -297,6 +297,29 @@ struct ReplayStats {
   uint64_t replayed_events = 0;
   uint64_t held_frames = 0;    // frames sent and not yet acknowledged, now
   uint64_t max_held_frames = 0;
+  uint64_t remade_events = 0;  // events a replay made again from their headers (Remaker)
+};
+
+// A source whose events can be made again from their headers (the load
+// generator: an event's bytes are a function of its stream, sequence
+// numbers and tuple count). With acks, a sender given one (set_remaker)
+// keeps, of each whole event it sends alone in a descriptor, the 64-byte
+// header instead of the slot: the slot goes back to the pool once its
+// bytes are gone, as without acks, so the source's working set stays what
+// its queue needs, not its queue and the receiver's whole window. A
+// replay makes each such event again in a slot of the pool's reserve,
+// byte for byte (the header carries its send time and checksum).
+class Remaker {
+ public:
+  virtual ~Remaker() = default;
+  // Reserve slots a replay may hold at once: a frame keeps at most this
+  // many events by header (the others by slot).
+  virtual uint32_t room() const = 0;
+  // Makes the event whose header is `h` again in a free reserved slot of
+  // the sender's pool: *slot, or kNoSlot when every one is still being
+  // sent. The sending thread calls it, the only one that takes reserve
+  // slots; the error names what does not match.
+  virtual Status remake(const EventHeader& h, uint32_t* slot) = 0;
 };
 
 // The sending end of one link; owned by one thread (the send stage).
@@ -322,6 +345,9 @@ class Sender {
   // With acks: how to connect again after a break (the carrier's own
   // connect, as make_sender used it). Without one, a break ends the link.
   void set_connector(Connector c) { connect_ = std::move(c); }
+  // With acks: keep events by header, made again by `r` for a replay
+  // (Remaker). Before the first send; `r` outlives the sender.
+  void set_remaker(Remaker* r);
   ReplayStats replay_stats() const;
   // The carrier has completions to reap while nothing new is sent; the
   // owner then calls progress() and sleeps on wait_fd() with its ring.
@@ -347,15 +373,19 @@ class Sender {
  private:
   Status fail(Status st);
   Status emit(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
-              uint32_t events, bool credit_taken = false);
+              uint32_t events, bool credit_taken = false, const uint8_t* remakable = nullptr);
   // Upstream backup: keeps a frame until acknowledged; drops what was.
   Status keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
-              uint32_t events);
+              uint32_t events, const uint8_t* remakable);
   Status drop_acked();
   // After a carrier error with acks: connect again and replay; else fail.
   Status recover(Status why);
   Status replay();
-  Status add_piece(const std::byte* p, uint32_t len, uint32_t events, uint32_t release);
+  Status add_piece(const std::byte* p, uint32_t len, uint32_t events, uint32_t release,
+                   bool remakable = false);
+  // A replay's piece kept by header: made again in a reserve slot, waiting
+  // for the carrier to release one where none is free.
+  Status remade_piece(uint64_t kept, TxCarrier::Piece* out);
   Status close_frame();
   Status flush();  // the carrier's, recovering a broken link with acks
   Status wait_acked();
@@ -383,7 +413,15 @@ class Sender {
   std::vector<TxCarrier::Piece> kept_pieces_;
   uint64_t log_head_ = 0, log_tail_ = 0, piece_head_ = 0, piece_tail_ = 0, conn_base_ = 0;
   std::vector<TxCarrier::Piece> scratch_;  // a kept frame's pieces, gathered for a replay
-  Counter reconnects_, replayed_frames_, replayed_events_, held_frames_, max_held_frames_;
+  // set_remaker: the header of each kept piece whose p is null (kept by
+  // header), at the piece's index; and which pieces of the frame being
+  // planned may be kept so.
+  Remaker* remaker_ = nullptr;
+  std::vector<EventHeader> kept_headers_;
+  std::vector<uint8_t> remakable_;
+  uint32_t remakable_n_ = 0;
+  Counter reconnects_, replayed_frames_, replayed_events_, held_frames_, max_held_frames_,
+      remade_events_;
   mutable std::mutex swap_mu_;  // carrier_ and gate_ replaced by a recovery, against stats()
   LinkStats retired_;           // what the connections before this one counted
   bool ended_ = false, closed_ = false, closed_without_end_ = false;

@@ -205,6 +205,10 @@ class MsgTx final : public TxCarrier {
   void abort() override { end_.shutdown(); }
   int wait_fd() const override { return end_.wait_fd(); }
   bool busy() const override { return outstanding_ > 0; }
+  void unreleased(std::vector<uint32_t>* out) const override {
+    for (const Record& r : rec_)
+      if (r.busy) out->insert(out->end(), r.release.begin(), r.release.end());
+  }
   // Returns with nothing outstanding, or with the wait set armed: the
   // owner sleeps on wait_fd() next, and a send that completes meanwhile
   // must wake it (a doorbell endpoint's peer completes our sends only as

@@ -586,7 +586,8 @@ class SgTx final : public TcpTx {
   }
 
   Status flush() override {
-    size_t i = 0;
+    // i (head_) survives an error: entries before it were released.
+    size_t& i = head_;
     while (i < niov_) {
       msghdr m{};
       m.msg_iov = iov_ + i;
@@ -610,8 +611,13 @@ class SgTx final : public TcpTx {
         iov_[i].iov_len -= left;
       }
     }
-    niov_ = 0;
+    niov_ = head_ = 0;
     return {};
+  }
+
+  void unreleased(std::vector<uint32_t>* out) const override {
+    for (size_t j = head_; j < niov_; ++j)
+      if (release_[j] != kNoSlot) out->push_back(release_[j]);
   }
 
  private:
@@ -626,7 +632,7 @@ class SgTx final : public TcpTx {
   FrameHeader hdrs_[kIovMax];
   iovec iov_[kIovMax];
   uint32_t release_[kIovMax];
-  size_t niov_ = 0;
+  size_t niov_ = 0, head_ = 0;
 };
 
 // copy / capnp: frames are written into chunks (contiguous buffers), then sent

@@ -175,6 +175,10 @@ struct Deployment {
   std::string threads = "auto";       // auto | dedicated | shared | adaptive: every process's unless it sets its own
   uint32_t ring_slots = 1024;      // descriptors per ring (power of two)
   uint32_t loadgen_slots = 1024;   // generator pool slots, at most (about 4 MiB of events)
+  // With acks, what a load generator keeps of each event until it is
+  // acknowledged: its 64-byte header (the event is made again for a replay,
+  // transport/link.h Remaker) or, as every other sender, its slot.
+  bool loadgen_backup_slots = false;
 
   // Accounting.
   double clock_ghz = 2.6;          // nominal clock F

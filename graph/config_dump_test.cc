@@ -38,6 +38,7 @@ instances: 2
 wait: spin
 ring_slots: 256
 loadgen_slots: 512
+loadgen_backup: slots
 clock_ghz: 3.1
 peak_watts: 95.25
 progress_s: 0.5

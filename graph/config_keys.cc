@@ -65,6 +65,7 @@ const std::vector<std::string>& kOperatorKinds = operator_kind_list();  // with 
 const std::vector<std::string> kSendQueues = {"sync", "async"};
 const std::vector<std::string> kRxPolls = {"block", "select"};
 const std::vector<std::string> kHandovers = {"descriptor", "copy"};
+const std::vector<std::string> kLoadgenBackups = {"headers", "slots"};
 const std::vector<std::string> kOnOff = {"on", "off"};
 const std::vector<std::string> kCreditModes = {"fixed", "adaptive"};
 const std::vector<std::string> kRestarts = {"never", "on-failure"};
@@ -366,6 +367,15 @@ const std::vector<Key>& keys() {
                "descriptors per ring between a node's stages (a power of two)"),
       uint_key("loadgen_slots", &Deployment::loadgen_slots,
                "pool slots of a load generator's events, at most"),
+      enum_key("loadgen_backup", &kLoadgenBackups,
+               [](Deployment* d, const std::string& v) { d->loadgen_backup_slots = v == "slots"; },
+               [](const Deployment& d) {
+                 return std::string(d.loadgen_backup_slots ? "slots" : "headers");
+               },
+               "with acks, what a load generator keeps of each event until it is acknowledged: "
+               "headers (64 bytes; the slot is free once sent, and a replay makes the event "
+               "again) or slots (the whole event, as a node keeps what it sends). headers needs "
+               "a generator without operators and handover: descriptor, else it keeps slots"),
       // Accounting.
       double_key("clock_ghz", &Deployment::clock_ghz,
                  "the nominal clock F in the cycles-per-event figures, in GHz"),

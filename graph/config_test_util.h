@@ -62,6 +62,7 @@ inline void expect_same(const Deployment& a, const Deployment& b) {
   EXPECT_EQ(a.wait, b.wait);
   EXPECT_EQ(a.ring_slots, b.ring_slots);
   EXPECT_EQ(a.loadgen_slots, b.loadgen_slots);
+  EXPECT_EQ(a.loadgen_backup_slots, b.loadgen_backup_slots);
   EXPECT_EQ(a.clock_ghz, b.clock_ghz);
   EXPECT_EQ(a.peak_watts, b.peak_watts);
   EXPECT_EQ(a.progress_s, b.progress_s);

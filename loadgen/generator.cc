@@ -1,5 +1,7 @@
 #include "loadgen/generator.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -21,15 +23,32 @@ namespace {
 // which is once it is safe downstream (every hop to the sinks): the pool
 // must hold the link's whole unacknowledged window beside the queue, or
 // the generator waits on its pool while the pipeline is half empty.
-size_t generator_slots(const Deployment& d) {
+// Unless the links keep events by header (remakes): then a slot is free
+// once sent, as without acks, and the pool needs the queue alone.
+size_t event_bytes_of(const Deployment& d) {
+  return event_wire_bytes(d.tuple_bytes, tuples_per_event(d.tuple_bytes, d.event_bytes), d.data_bytes);
+}
+
+size_t generator_slots(const Deployment& d, bool remakes) {
   constexpr size_t kQueueBytes = 1u << 20;
-  size_t ev = event_wire_bytes(d.tuple_bytes, tuples_per_event(d.tuple_bytes, d.event_bytes),
-                               d.data_bytes);
+  const size_t ev = event_bytes_of(d);
   size_t window = 0;
   for (const LinkConfig& l : d.links)
-    if (l.options.acks && d.processes[l.from].role == Role::kLoadgen)
+    if (l.options.acks && d.processes[l.from].role == Role::kLoadgen && !remakes)
       window = std::max<size_t>(window, size_t{l.options.slots} * kAckWindowPerSlot);
   return std::min<size_t>(d.loadgen_slots, std::max<size_t>(16, kQueueBytes / ev) + window);
+}
+
+// The reserve a replay remakes events in: a frame's worth (as many events
+// as fill the receiver's slot), where acks keep events by header.
+size_t generator_reserve(const Deployment& d, bool remakes) {
+  if (!remakes || d.loadgen_backup_slots) return 0;
+  const size_t ev = event_bytes_of(d);
+  size_t r = 0;
+  for (const LinkConfig& l : d.links)
+    if (l.options.acks && d.processes[l.from].role == Role::kLoadgen)
+      r = std::max<size_t>(r, l.options.slot_bytes / ev + 1);
+  return std::min<size_t>(r, 1024);
 }
 
 }  // namespace
@@ -110,7 +129,7 @@ void FieldFiller::fill(std::byte* t, uint64_t seq) const {
 }
 
 Generator::Generator(const Deployment& d, uint32_t instance, uint32_t first_stream,
-                     const SchemaConfig* schema)
+                     const SchemaConfig* schema, bool remakes)
     : tuple_bytes_(d.tuple_bytes),
       tuples_per_event_(tuples_per_event(d.tuple_bytes, d.event_bytes)),
       data_bytes_(d.data_bytes),
@@ -122,10 +141,9 @@ Generator::Generator(const Deployment& d, uint32_t instance, uint32_t first_stre
       burst_ms_(d.burst_ms),
       burst_events_(d.burst_events),
       wait_(d.wait),
-      pool_(generator_slots(d),
-            std::max(event_wire_bytes(d.tuple_bytes, tuples_per_event(d.tuple_bytes, d.event_bytes),
-                                      d.data_bytes),
-                     8 + size_t{d.streams} * sizeof(EndOfStreamEntry))),
+      pool_(generator_slots(d, generator_reserve(d, remakes) > 0),
+            std::max(event_bytes_of(d), 8 + size_t{d.streams} * sizeof(EndOfStreamEntry)),
+            generator_reserve(d, remakes)),
       next_seq_(d.streams, 0),
       events_(d.streams, 0) {
   if (schema) filler_ = std::make_unique<FieldFiller>(*schema);
@@ -135,16 +153,51 @@ Generator::Generator(const Deployment& d, uint32_t instance, uint32_t first_stre
   header_.tuple_bytes = tuple_bytes_;
   header_.data_bytes = data_bytes_;
   header_.flags = filler_ ? 0 : kEventTemplate;
-  // Payload bytes depend only on their offset inside a tuple (or the data
-  // block), so they stay right when an operator moves tuples around.
-  for (uint32_t s = 0; s < pool_.slots(); ++s) {
-    std::byte* tuples = pool_.slot(s) + kEventHeaderBytes;
-    for (uint32_t t = 0; t < tuples_per_event_; ++t)
-      for (uint32_t j = 12; j < tuple_bytes_; ++j)
-        tuples[size_t{t} * tuple_bytes_ + j] = std::byte((j * 31 + 7) & 0xff);
-    std::byte* data = tuples + size_t{tuples_per_event_} * tuple_bytes_;
-    for (uint32_t j = 0; j < data_bytes_; ++j) data[j] = std::byte((j * 17 + 3) & 0xff);
+  for (uint32_t s = 0; s < pool_.slots(); ++s) fill_payload(pool_.slot(s), tuples_per_event_);
+}
+
+// Payload bytes depend only on their offset inside a tuple (or the data
+// block), so they stay right when an operator moves tuples around.
+void Generator::fill_payload(std::byte* event, uint32_t count) const {
+  std::byte* tuples = event + kEventHeaderBytes;
+  for (uint32_t t = 0; t < count; ++t)
+    for (uint32_t j = 12; j < tuple_bytes_; ++j)
+      tuples[size_t{t} * tuple_bytes_ + j] = std::byte((j * 31 + 7) & 0xff);
+  std::byte* data = tuples + size_t{count} * tuple_bytes_;
+  for (uint32_t j = 0; j < data_bytes_; ++j) data[j] = std::byte((j * 17 + 3) & 0xff);
+}
+
+// On the sending thread, while next() runs on its own: reads only what the
+// constructor set, and takes only reserve slots. The whole event is written
+// (the payload too: a short event's data block sat where a longer one has
+// tuples), its header last, checksum and send time as first made.
+Status Generator::remake(const EventHeader& h, uint32_t* slot) {
+  *slot = kNoSlot;
+  if (h.magic != kEventMagic || h.tuple_bytes != tuple_bytes_ || h.data_bytes != data_bytes_ ||
+      h.tuple_count > tuples_per_event_ || h.tuple_span != h.tuple_count ||
+      h.stream - first_stream_ >= streams_)
+    return Status::Error(fmt::format(
+        "a header this generator did not make: stream {} (it makes {}..{}), {} tuples of {} bytes "
+        "(it makes at most {} of {}), {} data bytes (it makes {})",
+        h.stream, first_stream_, first_stream_ + streams_ - 1, h.tuple_count, h.tuple_bytes,
+        tuples_per_event_, tuple_bytes_, h.data_bytes, data_bytes_));
+  const uint32_t s = pool_.try_acquire_reserved();
+  if (s == kNoSlot) return {};
+  std::byte* p = pool_.slot(s);
+  fill_payload(p, h.tuple_count);
+  std::byte* t = p + kEventHeaderBytes;
+  for (uint64_t seq = h.first_seq; seq < h.first_seq + h.tuple_count; ++seq, t += tuple_bytes_) {
+    std::memcpy(t + kTupleSeqOffset, &seq, 8);
+    if (filler_) {
+      filler_->fill(t, seq);
+    } else {
+      const uint32_t key = template_key(seq);
+      std::memcpy(t + kTupleKeyOffset, &key, 4);
+    }
   }
+  std::memcpy(p, &h, sizeof h);
+  *slot = s;
+  return {};
 }
 
 void Generator::shutdown() {

@@ -54,13 +54,24 @@ class FieldFiller {
   std::vector<Field> fields_;
 };
 
-class Generator final : public Source {
+// With acks, a generator is also its links' Remaker (transport/link.h): an
+// event is a function of its header, so a link keeps the header and frees
+// the slot once sent, and a replay makes the event again in the pool's
+// reserve. The pool then holds the queue alone, not the links' windows.
+class Generator final : public Source, public Remaker {
  public:
   // Streams first_stream .. first_stream + d.streams - 1 (Deployment::first_stream).
   // `schema`: a named schema's fields and their generators; nullptr: the
-  // default schema (seq, key, payload), the fast path.
+  // default schema (seq, key, payload), the fast path. `remakes`: its
+  // events reach its links as made (no operators, handover: descriptor),
+  // so with acks and loadgen_backup: headers they may keep them by header;
+  // the caller then gives it to them (NetDestination::set_remaker) where
+  // remakes() says so.
   Generator(const Deployment& d, uint32_t instance, uint32_t first_stream = 0,
-            const SchemaConfig* schema = nullptr);
+            const SchemaConfig* schema = nullptr, bool remakes = false);
+  bool remakes() const { return pool_.reserved() > 0; }
+  uint32_t room() const override { return static_cast<uint32_t>(pool_.reserved()); }
+  Status remake(const EventHeader& h, uint32_t* slot) override;
   Status next(std::span<Descriptor> out, size_t* n) override;
   SlotPool& pool() override { return pool_; }
   void shutdown() override;
@@ -76,6 +87,8 @@ class Generator final : public Source {
   size_t allowed_now(double now);
   uint32_t acquire_slot();
   Descriptor make_end(uint32_t slot);
+  // The payload pattern of `count` tuples and the data block after them.
+  void fill_payload(std::byte* event, uint32_t count) const;
 
   uint32_t tuple_bytes_, tuples_per_event_, data_bytes_, streams_, first_stream_;
   uint64_t tuple_limit_;

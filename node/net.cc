@@ -472,6 +472,7 @@ Status NetDestination::start() {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     if (!s) return st;
+    if (remaker_) s->set_remaker(remaker_);
     std::lock_guard lk(mu_);
     links_.push_back(std::move(s));
   }

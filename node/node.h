@@ -232,6 +232,9 @@ class NetDestination final : public Destination {
  public:
   NetDestination(std::vector<LinkOptions> links, Split split, SlotPool& pool, TransportContext& ctx,
                  std::shared_ptr<const PartitionTally> tally = nullptr);
+  // With acks, its links keep events by header, made again by `r` for a
+  // replay (transport/link.h). Before start(); `r` outlives it.
+  void set_remaker(Remaker* r) { remaker_ = r; }
   Status start() override;
   Status consume(std::span<const Descriptor> descs) override;
   Status finish() override;
@@ -258,6 +261,7 @@ class NetDestination final : public Destination {
   TransportContext& ctx_;
   std::shared_ptr<const PartitionTally> tally_;
   std::vector<std::unique_ptr<Sender>> links_;
+  Remaker* remaker_ = nullptr;
   std::vector<std::vector<Descriptor>> batch_;   // per link, sized at start
   std::vector<size_t> nbatch_;
   std::vector<Descriptor> runs_;                 // one descriptor's runs, sized at start

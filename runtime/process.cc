@@ -64,9 +64,14 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
       chain.append(&partition_spec(), std::move(op));
     }
     std::unique_ptr<Source> source;
+    Generator* remaker = nullptr;
     if (pc.role == Role::kLoadgen) {
-      auto g = std::make_unique<Generator>(d, k, d.first_stream(index), d.loadgen_schema(index));
+      // Its events reach its links as made: with acks they may keep them
+      // by header (loadgen_backup: headers).
+      const bool as_made = chain.size() == 0 && !d.handover_copy;
+      auto g = std::make_unique<Generator>(d, k, d.first_stream(index), d.loadgen_schema(index), as_made);
       b->generators.push_back(g.get());
+      if (g->remakes()) remaker = g.get();
       source = std::move(g);
     } else {
       std::vector<LinkOptions> in;
@@ -100,7 +105,9 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
     } else {
       std::vector<LinkOptions> out;
       for (size_t l : d.outputs_of(index)) out.push_back(d.link_options(l, k));
-      dest = std::make_unique<NetDestination>(std::move(out), pc.split, send_pool, ctx, tally);
+      auto nd = std::make_unique<NetDestination>(std::move(out), pc.split, send_pool, ctx, tally);
+      if (remaker) nd->set_remaker(remaker);
+      dest = std::move(nd);
     }
     InstanceConfig ic;
     bool first_out = true;

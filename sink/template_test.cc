@@ -311,5 +311,99 @@ TEST(GeneratorTemplate, ASkippedEventIsLost) {
   EXPECT_EQ(c.lost, h.tuple_count);
 }
 
+// ---- made again from the header (Remaker, with acks) -------------------------
+
+// A loadgen into a sink, with acks; `more` adds top-level keys.
+Deployment acked(const std::string& more) {
+  Deployment d;
+  Status st = parse_deployment("acks: on\nevent_bytes: 4096\nstreams: 2\n" + more +
+                                   "processes:\n  - {name: gen, role: loadgen}\n"
+                                   "  - {name: sink, role: sink}\n",
+                               "remake.yaml", {}, &d);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return d;
+}
+
+TEST(GeneratorRemake, OnlyAGeneratorWithAcksAndHeadersHasAReserveToRemakeIn) {
+  EXPECT_TRUE(Generator(acked(""), 0, 0, nullptr, true).remakes());
+  EXPECT_FALSE(Generator(acked(""), 0, 0, nullptr, false).remakes()) << "operators or a copy between";
+  EXPECT_FALSE(Generator(acked("loadgen_backup: slots\n"), 0, 0, nullptr, true).remakes());
+  Deployment off = acked("");
+  off.links[0].options.acks = false;
+  EXPECT_FALSE(Generator(off, 0, 0, nullptr, true).remakes());
+}
+
+// Every event of a run (short last one, data block, a named schema's fields
+// included) made again from its header is the event first made, byte for
+// byte, in whatever reserve slot it lands, after whichever event was there.
+TEST(GeneratorRemake, EveryEventMadeAgainFromItsHeaderIsTheSameBytes) {
+  const std::string schema =
+      "schema: trades\nschemas:\n  trades:\n    fields:\n"
+      "      - {name: sym, type: u32, gen: {uniform: 16}}\n"
+      "      - {name: price, type: i64, gen: {zipf: 100, s: 1.1}}\n";
+  for (const std::string& more : {std::string("tuple_bytes: 12\n"), std::string("tuple_bytes: 128\n"),
+                                   std::string("tuple_bytes: 128\ndata_bytes: 24\n"), schema}) {
+    Deployment d = acked(more + "tuples: 2003\n");
+    Generator g(d, 0, 0, d.loadgen_schema(0), true);
+    ASSERT_TRUE(g.remakes()) << more;
+    ASSERT_GE(g.room(), 2u);
+    std::vector<std::vector<std::byte>> made;
+    std::vector<Descriptor> out(8);
+    for (bool done = false; !done;) {
+      size_t n = 0;
+      ASSERT_TRUE(g.next(out, &n).ok());
+      for (size_t i = 0; i < n; ++i) {
+        const std::byte* p = g.pool().slot(out[i].slot);
+        if (out[i].flags & kDescEnd) done = true;
+        else made.emplace_back(p, p + out[i].bytes);
+        ASSERT_TRUE(g.pool().release(out[i].slot).ok());
+      }
+    }
+    ASSERT_GT(made.size(), 3u) << more;
+    // The short last one first, so the longer ones land where it was.
+    std::vector<size_t> order{made.size() - 1};
+    for (size_t i = 0; i < made.size() - 1; ++i) order.push_back(i);
+    for (size_t i : order) {
+      EventHeader h;
+      std::memcpy(&h, made[i].data(), sizeof h);
+      uint32_t slot = kNoSlot;
+      ASSERT_TRUE(g.remake(h, &slot).ok());
+      ASSERT_NE(slot, kNoSlot);
+      EXPECT_GE(slot, g.pool().reserve_first()) << "a reserve slot, never the generator's own";
+      EXPECT_EQ(std::memcmp(g.pool().slot(slot), made[i].data(), made[i].size()), 0)
+          << more << "event " << i << " made again differs";
+      ASSERT_TRUE(g.pool().release(slot).ok());
+    }
+    // Every reserve slot taken: none now, and no error.
+    std::vector<uint32_t> taken;
+    for (uint32_t s; (s = g.pool().try_acquire_reserved()) != kNoSlot;) taken.push_back(s);
+    EXPECT_EQ(taken.size(), g.room());
+    EventHeader h;
+    std::memcpy(&h, made[0].data(), sizeof h);
+    uint32_t slot = 0;
+    EXPECT_TRUE(g.remake(h, &slot).ok());
+    EXPECT_EQ(slot, kNoSlot);
+    for (uint32_t s : taken) ASSERT_TRUE(g.pool().release(s).ok());
+  }
+}
+
+TEST(GeneratorRemake, AHeaderItDidNotMakeIsAnErrorSayingWhy) {
+  Deployment d = acked("tuple_bytes: 128\n");
+  Generator g(d, 0, 0, nullptr, true);
+  EventHeader h{};
+  h.magic = kEventMagic;
+  h.tuple_bytes = 64;
+  h.tuple_count = h.tuple_span = 1;
+  uint32_t slot = 0;
+  Status st = g.remake(h, &slot);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("1 tuples of 64 bytes (it makes at most"), std::string::npos) << st.message();
+  EXPECT_EQ(slot, kNoSlot);
+  h.tuple_bytes = 128;
+  h.stream = 5;
+  st = g.remake(h, &slot);
+  EXPECT_NE(st.message().find("stream 5 (it makes 0..1)"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace sluice

@@ -70,6 +70,9 @@ def run(name):
         sys.exit(f"run {name} (acks={acks}) failed: {j['error']}")
     nodes = [q for q in j["processes"] if q["role"] == "node"]
     cpe = statistics.mean(q["cpe_p"] for q in nodes)
+    # The load generator's too: at full rate it may be the slowest process.
+    gens = [q for q in j["processes"] if q["role"] == "loadgen"]
+    gcpe = statistics.mean(q["cpe_p"] for q in gens)
     # Snapshots, where they were taken: how many, and the time they cost.
     ck = [q for q in j["processes"] if q.get("checkpoints")]
     ck_note = "".join(f", {q['name']} {q['checkpoints']} snapshots (write {q['checkpoint_write_s']:.3f} s, "
@@ -80,7 +83,7 @@ def run(name):
            if l["direction"] == "in" and l.get("credit_msgs")]
     if per:
         ck_note += ", frames per credit message " + " / ".join(f"{x:.1f}" for x in per)
-    return j["tuples_per_s"], cpe, j["lost"], ck_note
+    return j["tuples_per_s"], cpe, gcpe, j["lost"], ck_note
 
 
 names = ["off"] + [n for n, _ in variants]
@@ -90,13 +93,13 @@ for i in range(a.repeats):
     # none always follows another's load.
     k = i % len(names)
     for name in names[k:] + names[:k]:
-        tps, cpe, lost, ck_note = run(name)
-        res[name].append((tps, cpe))
+        tps, cpe, gcpe, lost, ck_note = run(name)
+        res[name].append((tps, cpe, gcpe))
         print(f"run {i + 1}/{a.repeats} acks={'off' if name == 'off' else 'on'}"
               f"{'' if name in ('off', 'on') else ' [' + name + ']'}: {tps:,.0f} tuples/s, "
-              f"node CPE_p {cpe:,.0f}, lost {lost}{ck_note}", flush=True)
+              f"node CPE_p {cpe:,.0f}, loadgen CPE_p {gcpe:,.0f}, lost {lost}{ck_note}", flush=True)
 
-med = {k: (statistics.median(t for t, _ in v), statistics.median(c for _, c in v)) for k, v in res.items()}
+med = {k: tuple(statistics.median(x[i] for x in v) for i in range(3)) for k, v in res.items()}
 off = med["off"]
 for name in names[1:]:
     label = "" if len(names) == 2 else f"[{name}] "
@@ -108,6 +111,7 @@ for name in names[1:]:
     pairs = sorted(x[0] / o[0] for o, x in zip(res["off"], res[name]))
     print(f"{label}pairs' on/off: median {statistics.median(pairs):.3f}, range {pairs[0]:.3f}-{pairs[-1]:.3f}")
     print(f"{label}median node CPE_p: off {off[1]:,.0f}, on {on[1]:,.0f}, on/off {on[1] / off[1]:.3f}")
+    print(f"{label}median loadgen CPE_p: off {off[2]:,.0f}, on {on[2]:,.0f}, on/off {on[2] / off[2]:.3f}")
 if len(names) > 2:
     # The variants against each other, round by round.
     base = names[1]

@@ -667,6 +667,20 @@ class Replay : public ::testing::TestWithParam<CarrierCase> {
     run->sender.join();
   }
 
+  // What break_and_replay saw.
+  struct BreakRun {
+    std::string sender_error;
+    ReplayStats rs;
+    std::vector<uint64_t> first, second;  // event_seqs on the first connection, then the second
+    size_t free_while_unacked = 0;        // the sender's free slots, its six sent, none acknowledged
+    size_t compared = 0;                  // events of the second connection checked byte for byte
+  };
+  // A sender (given `remaker`, if any) sends six events; its receiver gives
+  // three back (acknowledged), then dies holding three. The sender connects
+  // again, replays, sends four more and ends. Every event the new receiver
+  // gets is checked against the bytes write_event makes for its event_seq.
+  void break_and_replay(Remaker* remaker, BreakRun* run);
+
   LinkOptions ro_;
   TransportContext ctx_;
   std::unique_ptr<SlotPool> rx_pool_, tx_pool_;
@@ -871,30 +885,32 @@ TEST_P(Replay, AStrangerOnAConnectedLinkIsAnsweredAndClosed) {
   tx->abort();
 }
 
-TEST_P(Replay, ABrokenLinkIsConnectedAgainAndReplaysWhatWasNotAcknowledged) {
-  // libfabric shm maps the peer's region into the process: with both ends
-  // in one process, the receiver's end dying unmaps the region the sender
-  // still writes (a crash inside fi_sendmsg). Across processes the sender's
-  // mapping stays; tests/faults covers shm with a real process killed.
-  if (ro_.transport == "fabric" && ro_.msg.fabric_provider == "shm")
-    GTEST_SKIP() << "one-process artifact of shm's shared region; covered across processes";
+
+void Replay::break_and_replay(Remaker* remaker, BreakRun* run) {
   LinkOptions so = ro_;
   so.port = listener_->port();
-  std::atomic<bool> broken{false};
-  std::string sender_error;
-  ReplayStats rs;
+  std::atomic<bool> broken{false}, looked{false};
+  SlotPool& pool = *tx_pool_;
   std::thread sender([&] {
     Status st;
-    auto tx = make_sender(so, *tx_pool_, ctx_, &st);
+    auto tx = make_sender(so, pool, ctx_, &st);
     if (!tx) {
-      sender_error = st.message();
+      run->sender_error = st.message();
       return;
     }
+    if (remaker) tx->set_remaker(remaker);
     uint64_t e = 0;
     for (; e < 6 && st; ++e) {
       Descriptor d = event(e);
       st = tx->send({&d, 1});
     }
+    // Sent: a carrier that completes later is driven until it has.
+    for (int i = 0; i < 5000 && st && tx->carrier_busy(); ++i) {
+      st = tx->progress();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    run->free_while_unacked = pool.free_slots();
+    looked = true;
     while (!broken) {
       if (st && tx->busy()) st = tx->progress();
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -907,18 +923,18 @@ TEST_P(Replay, ABrokenLinkIsConnectedAgainAndReplaysWhatWasNotAcknowledged) {
     const size_t n = write_end(eos, 0, 10, 10);
     if (st) st = tx->end(eos, static_cast<uint32_t>(n));
     if (st) st = tx->close();
-    if (!st) sender_error = st.message();
-    rs = tx->replay_stats();
+    if (!st) run->sender_error = st.message();
+    run->rs = tx->replay_stats();
   });
   Status st;
   auto rx = listener_->accept(&st);
   ASSERT_TRUE(rx) << st.message();
-  std::vector<uint64_t> first, second;
   std::vector<uint32_t> held;
   bool ended = false;
-  receive(*rx, 6, &first, &held, &ended);
-  ASSERT_EQ(first.size(), 6u);
-  // Three come back (acknowledged), then the receiver dies holding three.
+  receive(*rx, 6, &run->first, &held, &ended);
+  ASSERT_EQ(run->first.size(), 6u);
+  for (int i = 0; i < 10000 && !looked; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(rx->acked(), 0u);
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(rx->give_back(held[i]).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   rx.reset();
@@ -926,26 +942,47 @@ TEST_P(Replay, ABrokenLinkIsConnectedAgainAndReplaysWhatWasNotAcknowledged) {
   // Its slots are free again (the old connection is gone with them).
   auto rx2 = listener_->accept(&st);
   ASSERT_TRUE(rx2) << st.message();
-  held.clear();
-  ended = false;
+  std::byte want[1024];
   while (!ended) {
     std::vector<uint32_t> h;
-    receive(*rx2, 1, &second, &h, &ended);
+    const size_t before = run->second.size();
+    receive(*rx2, 1, &run->second, &h, &ended);
     ASSERT_FALSE(h.empty()) << "nothing more arrived";
+    // One event a frame, in the order of their slots (END, if there, last).
+    for (size_t k = before; k < run->second.size(); ++k) {
+      const uint64_t seq = run->second[k];
+      const size_t n = write_event(want, 0, seq, seq, 1, kTuple);
+      EXPECT_EQ(std::memcmp(rx_pool_->slot(h[k - before]), want, n), 0) << "event " << seq << " differs";
+      ++run->compared;
+    }
     for (uint32_t s : h) ASSERT_TRUE(rx2->give_back(s).ok());
   }
   sender.join();
-  EXPECT_EQ(sender_error, "");
+  EXPECT_EQ(run->sender_error, "");
   // At least once: everything not acknowledged (3..5) came again, in order,
   // and nothing was lost; what was acknowledged may come again only if the
   // acknowledgement had not reached the sender.
-  ASSERT_FALSE(second.empty());
-  EXPECT_LE(second.front(), 3u);
-  for (size_t i = 0; i < second.size(); ++i) EXPECT_EQ(second[i], second.front() + i);
-  EXPECT_EQ(second.back(), 9u);
-  EXPECT_EQ(rs.reconnects, 1u);
-  EXPECT_GE(rs.replayed_events, 3u);
-  EXPECT_EQ(tx_pool_->free_slots(), kTxSlots);
+  ASSERT_FALSE(run->second.empty());
+  EXPECT_LE(run->second.front(), 3u);
+  for (size_t i = 0; i < run->second.size(); ++i) EXPECT_EQ(run->second[i], run->second.front() + i);
+  EXPECT_EQ(run->second.back(), 9u);
+  EXPECT_GT(run->compared, 0u);
+  EXPECT_EQ(run->rs.reconnects, 1u);
+  EXPECT_GE(run->rs.replayed_events, 3u);
+  EXPECT_EQ(pool.free_slots(), kTxSlots);
+}
+
+TEST_P(Replay, ABrokenLinkIsConnectedAgainAndReplaysWhatWasNotAcknowledged) {
+  // libfabric shm maps the peer's region into the process: with both ends
+  // in one process, the receiver's end dying unmaps the region the sender
+  // still writes (a crash inside fi_sendmsg). Across processes the sender's
+  // mapping stays; tests/faults covers shm with a real process killed.
+  if (ro_.transport == "fabric" && ro_.msg.fabric_provider == "shm")
+    GTEST_SKIP() << "one-process artifact of shm's shared region; covered across processes";
+  BreakRun run;
+  break_and_replay(nullptr, &run);
+  EXPECT_EQ(run.free_while_unacked, kTxSlots - 6u) << "each sent event keeps its slot";
+  EXPECT_EQ(run.rs.remade_events, 0u);
 }
 
 // A Remaker (transport/link.h) that makes the test's events again: an
@@ -972,95 +1009,12 @@ TEST_P(Replay, AnEventKeptByHeaderIsFreedWhenSentAndMadeAgainForAReplay) {
   constexpr uint32_t kReserve = 2;
   tx_pool_ = std::make_unique<SlotPool>(kTxSlots, 1024, kReserve);
   TestRemaker remaker(*tx_pool_);
-  LinkOptions so = ro_;
-  so.port = listener_->port();
-  std::atomic<bool> broken{false}, looked{false};
-  size_t free_while_unacked = 0;
-  std::string sender_error;
-  ReplayStats rs;
-  std::thread sender([&] {
-    Status st;
-    auto tx = make_sender(so, *tx_pool_, ctx_, &st);
-    if (!tx) {
-      sender_error = st.message();
-      return;
-    }
-    tx->set_remaker(&remaker);
-    uint64_t e = 0;
-    for (; e < 6 && st; ++e) {
-      Descriptor d = event(e);
-      st = tx->send({&d, 1});
-    }
-    // Sent (a carrier that completes later is driven until it has), not
-    // acknowledged: every slot is free all the same.
-    for (int i = 0; i < 5000 && st && tx_pool_->free_slots() != kTxSlots; ++i) {
-      if (tx->busy()) st = tx->progress();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    free_while_unacked = tx_pool_->free_slots();
-    looked = true;
-    while (!broken) {
-      if (st && tx->busy()) st = tx->progress();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    for (; e < 10 && st; ++e) {
-      Descriptor d = event(e);
-      st = tx->send({&d, 1});
-    }
-    std::byte eos[64];
-    const size_t n = write_end(eos, 0, 10, 10);
-    if (st) st = tx->end(eos, static_cast<uint32_t>(n));
-    if (st) st = tx->close();
-    if (!st) sender_error = st.message();
-    rs = tx->replay_stats();
-  });
-  Status st;
-  auto rx = listener_->accept(&st);
-  ASSERT_TRUE(rx) << st.message();
-  std::vector<uint64_t> first, second;
-  std::vector<uint32_t> held;
-  bool ended = false;
-  receive(*rx, 6, &first, &held, &ended);
-  ASSERT_EQ(first.size(), 6u);
-  for (int i = 0; i < 10000 && !looked; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_EQ(rx->acked(), 0u);
-  EXPECT_EQ(free_while_unacked, kTxSlots);
-  // Three come back (acknowledged), then the receiver dies holding three.
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(rx->give_back(held[i]).ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  rx.reset();
-  broken = true;
-  auto rx2 = listener_->accept(&st);
-  ASSERT_TRUE(rx2) << st.message();
-  // Every event that comes again is the one first sent, byte for byte.
-  size_t compared = 0;
-  std::byte want[1024];
-  while (!ended) {
-    std::vector<uint32_t> h;
-    const size_t before = second.size();
-    receive(*rx2, 1, &second, &h, &ended);
-    ASSERT_FALSE(h.empty()) << "nothing more arrived";
-    // One event a frame, in the order of their slots (END, if there, last).
-    for (size_t k = before; k < second.size(); ++k) {
-      const std::byte* got = rx_pool_->slot(h[k - before]);
-      const size_t n = write_event(want, 0, second[k], second[k], 1, kTuple);
-      EXPECT_EQ(std::memcmp(got, want, n), 0) << "event " << second[k] << " differs";
-      ++compared;
-    }
-    for (uint32_t s : h) ASSERT_TRUE(rx2->give_back(s).ok());
-  }
-  sender.join();
-  EXPECT_EQ(sender_error, "");
-  ASSERT_FALSE(second.empty());
-  EXPECT_LE(second.front(), 3u);
-  for (size_t i = 0; i < second.size(); ++i) EXPECT_EQ(second[i], second.front() + i);
-  EXPECT_EQ(second.back(), 9u);
-  EXPECT_GT(compared, 0u);
-  EXPECT_EQ(rs.reconnects, 1u);
-  EXPECT_GE(rs.remade_events, 3u) << "the unacknowledged events were made again";
-  EXPECT_EQ(rs.remade_events, rs.replayed_events);
-  // Nothing leaked: the pool and its reserve are whole.
-  EXPECT_EQ(tx_pool_->free_slots(), kTxSlots);
+  BreakRun run;
+  break_and_replay(&remaker, &run);
+  EXPECT_EQ(run.free_while_unacked, kTxSlots) << "sent, not acknowledged, and every slot free";
+  EXPECT_GE(run.rs.remade_events, 3u) << "the unacknowledged events were made again";
+  EXPECT_EQ(run.rs.remade_events, run.rs.replayed_events);
+  // Nothing leaked: the reserve is whole too.
   uint32_t reserve_free = 0;
   while (tx_pool_->try_acquire_reserved() != kNoSlot) ++reserve_free;
   EXPECT_EQ(reserve_free, kReserve);

@@ -114,7 +114,12 @@ TEST(ProcessSummary, JsonRoundTrip) {
   s.events_in = 42;
   s.tuples_out = 7;
   s.latency_p99_us = 12.5;
-  s.stages.push_back({"send/0", 0.25, 0.5, 9});
+  StageSummary stage;
+  stage.name = "send/0";
+  stage.user_s = 0.25;
+  stage.sys_s = 0.5;
+  stage.events = 9;
+  s.stages.push_back(stage);
   ProcessSummary back;
   ASSERT_TRUE(summary_from_json(s.to_json(), &back).ok());
   EXPECT_EQ(back.name, s.name);

@@ -242,7 +242,9 @@ TEST(VerifierStalls, PausesOfAtLeastTheThresholdAreKeptTheLongestWhenFull) {
   for (size_t i = 0; i < full.stalls_s.size(); ++i) {
     const double d = full.stalls_s[i][1] - full.stalls_s[i][0];
     if (d > 0.12) ++long_ones;
-    if (i) EXPECT_LT(full.stalls_s[i - 1][0], full.stalls_s[i][0]);  // in time order
+    if (i) {
+      EXPECT_LT(full.stalls_s[i - 1][0], full.stalls_s[i][0]);  // in time order
+    }
   }
   EXPECT_EQ(long_ones, 3u);  // 200, 500 and 150 ms
   EXPECT_NEAR(full.stalls_s.back()[1], (t - 100 * ms) * 1e-9, 1e-6);  // the 150 ms one, last kept

@@ -362,7 +362,7 @@ class TcpRx final : public RxCarrier {
       if (!st) return bad_frame(st);
       if (avail < sizeof(FrameHeader) + h.payload_bytes) break;
       const std::byte* payload = buf + begin_ + sizeof(FrameHeader);
-      uint32_t slot;
+      uint32_t slot = kNoSlot;
       st = take_slot(&slot);
       if (!st) return st;
       uint32_t bytes = h.payload_bytes;

@@ -332,7 +332,17 @@ void Sender::set_remaker(Remaker* r) {
   if (!opts_.acks || !r || r->room() == 0) return;  // nothing kept: nothing to make again
   remaker_ = r;
   kept_headers_.resize(kept_pieces_.size());
-  remakable_.assign(max_pieces_, 0);
+}
+
+// A piece a Remaker can make again: one whole event from the first byte of
+// a slot of the pool (not a reserve one), which the carrier then releases.
+bool Sender::remakable(const TxCarrier::Piece& q) const {
+  if (q.release == kNoSlot || q.release >= pool_.reserve_first() || q.p != pool_.slot(q.release) ||
+      q.len < sizeof(EventHeader))
+    return false;
+  EventHeader h;
+  std::memcpy(&h, q.p, sizeof h);
+  return h.wire_bytes() == q.len;
 }
 
 Status Sender::fail(Status st) {
@@ -386,9 +396,12 @@ Status Sender::drop_acked() {
 }
 
 // Adds a frame to the log, waiting for acknowledgements while it is full
-// (backpressure: the receiver's window keeps that rare).
+// (backpressure: the receiver's window keeps that rare). What the carrier
+// is to send goes into scratch_: the pieces with no slot to release, but
+// those kept by header (at most room() of a frame: a replay holds that
+// many reserve slots at once).
 Status Sender::keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
-                    uint32_t events, const uint8_t* remakable) {
+                    uint32_t events) {
   Status st = drop_acked();
   while (st && (log_tail_ - log_head_ == log_.size() ||
                 piece_tail_ - piece_head_ + n > kept_pieces_.size())) {
@@ -402,14 +415,18 @@ Status Sender::keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_
   }
   if (!st) return st;
   log_[log_tail_ % log_.size()] = Kept{kind, piece_tail_, static_cast<uint32_t>(n), payload, events};
+  uint32_t by_header = 0;
   for (size_t i = 0; i < n; ++i) {
     const size_t at = piece_tail_++ % kept_pieces_.size();
-    if (remakable && remakable[i]) {
+    if (remaker_ && by_header < remaker_->room() && remakable(p[i])) {
       // Its header, read now while the slot is still this sender's.
       std::memcpy(&kept_headers_[at], p[i].p, sizeof(EventHeader));
       kept_pieces_[at] = TxCarrier::Piece{nullptr, p[i].len, kNoSlot};
+      scratch_[i] = p[i];
+      ++by_header;
     } else {
       kept_pieces_[at] = p[i];
+      scratch_[i] = TxCarrier::Piece{p[i].p, p[i].len, kNoSlot};
     }
   }
   ++log_tail_;
@@ -419,14 +436,12 @@ Status Sender::keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_
 }
 
 Status Sender::emit(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
-                    uint32_t events, bool credit_taken, const uint8_t* remakable) {
+                    uint32_t events, bool credit_taken) {
   if (opts_.acks) {
     // The log keeps the descriptors' holders: the carrier releases nothing,
     // but the slots of events kept by header (Remaker).
-    Status st = keep(kind, p, n, payload, events, remakable);
+    Status st = keep(kind, p, n, payload, events);
     if (!st) return st;
-    for (size_t i = 0; i < n; ++i)
-      scratch_[i] = remakable && remakable[i] ? p[i] : TxCarrier::Piece{p[i].p, p[i].len, kNoSlot};
     p = scratch_.data();
   }
   Status st;
@@ -607,27 +622,17 @@ Status Sender::progress() {
 
 Status Sender::close_frame() {
   if (np_ == 0) return {};
-  Status st = emit(FrameKind::kEvents, pieces_.data(), np_, payload_, events_, false,
-                   remakable_n_ ? remakable_.data() : nullptr);
+  Status st = emit(FrameKind::kEvents, pieces_.data(), np_, payload_, events_);
   np_ = 0;
   payload_ = events_ = 0;
-  remakable_n_ = 0;
   return st;
 }
 
-Status Sender::add_piece(const std::byte* p, uint32_t len, uint32_t events, uint32_t release,
-                         bool remakable) {
+Status Sender::add_piece(const std::byte* p, uint32_t len, uint32_t events, uint32_t release) {
   if (np_ == max_pieces_ || payload_ + uint64_t{len} > peer_slot_bytes_ ||
       events_ + uint64_t{events} > max_events_) {
     Status st = close_frame();
     if (!st) return st;
-  }
-  if (remaker_) {
-    // At most room() of a frame by header: a replay holds that many
-    // reserve slots at once.
-    remakable = remakable && remakable_n_ < remaker_->room();
-    remakable_[np_] = remakable;
-    remakable_n_ += remakable;
   }
   pieces_[np_++] = TxCarrier::Piece{p, len, release};
   payload_ += len;
@@ -667,10 +672,7 @@ Status Sender::send(std::span<const Descriptor> descs) {
     }
     const std::byte* base = pool_.slot(d.slot) + d.offset;
     if (d.bytes <= peer_slot_bytes_ && d.events <= max_events_) {
-      // One whole event from the first byte of a slot (not a reserve
-      // one): a Remaker can make it again from its header.
-      st = add_piece(base, d.bytes, d.events, d.slot,
-                     remaker_ && d.events == 1 && d.offset == 0 && d.slot < pool_.reserve_first());
+      st = add_piece(base, d.bytes, d.events, d.slot);
       if (!st) return fail(st);
       continue;
     }

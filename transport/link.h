@@ -373,16 +373,16 @@ class Sender {
  private:
   Status fail(Status st);
   Status emit(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
-              uint32_t events, bool credit_taken = false, const uint8_t* remakable = nullptr);
+              uint32_t events, bool credit_taken = false);
   // Upstream backup: keeps a frame until acknowledged; drops what was.
   Status keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
-              uint32_t events, const uint8_t* remakable);
+              uint32_t events);
+  bool remakable(const TxCarrier::Piece& q) const;
   Status drop_acked();
   // After a carrier error with acks: connect again and replay; else fail.
   Status recover(Status why);
   Status replay();
-  Status add_piece(const std::byte* p, uint32_t len, uint32_t events, uint32_t release,
-                   bool remakable = false);
+  Status add_piece(const std::byte* p, uint32_t len, uint32_t events, uint32_t release);
   // A replay's piece kept by header: made again in a reserve slot, waiting
   // for the carrier to release one where none is free.
   Status remade_piece(uint64_t kept, TxCarrier::Piece* out);
@@ -414,12 +414,9 @@ class Sender {
   uint64_t log_head_ = 0, log_tail_ = 0, piece_head_ = 0, piece_tail_ = 0, conn_base_ = 0;
   std::vector<TxCarrier::Piece> scratch_;  // a kept frame's pieces, gathered for a replay
   // set_remaker: the header of each kept piece whose p is null (kept by
-  // header), at the piece's index; and which pieces of the frame being
-  // planned may be kept so.
+  // header), at the piece's index.
   Remaker* remaker_ = nullptr;
   std::vector<EventHeader> kept_headers_;
-  std::vector<uint8_t> remakable_;
-  uint32_t remakable_n_ = 0;
   Counter reconnects_, replayed_frames_, replayed_events_, held_frames_, max_held_frames_,
       remade_events_;
   mutable std::mutex swap_mu_;  // carrier_ and gate_ replaced by a recovery, against stats()

@@ -184,29 +184,10 @@ struct Acceptor::Impl {
 
   void arm(const Handshake& hs) {
     acceptor.async_accept([this, &hs](asio::error_code ec, tcp::socket s) {
-      if (ec == asio::error::operation_aborted) return;
-      if (leaving) {
-        // Taken from the backlog as accept() returns. Turning away, it is
-        // answered as the others were, not closed unanswered: a sender
-        // waiting for the link to be free tries again on "connected
-        // already", and meets the accept() that follows (a silent close
-        // ended a restarted load generator's start, seen under ASan).
-        // Else (the link was kept) it closes.
-        if (!ec && s.is_open() && &hs == &away_hs) {
-          asio::error_code ignore;
-          s.non_blocking(false, ignore);
-          const auto peer = s.remote_endpoint(ignore);
-          const int fd = s.release();
-          set_recv_timeout(fd, so.handshake_timeout_ms);
-          const std::string peer_addr = ignore ? std::string("?") : endpoint_text(peer);
-          std::string why;
-          if (hs(fd, peer_addr, &why) == Verdict::kRefuse)
-            spdlog::warn("{}: refused a connection from {} on {}:{}: {}", who, peer_addr, address,
-                         port, why);
-          ::close(fd);
-        }
-        return;
-      }
+      // Taken from the backlog as accept() returns: turning away, it is
+      // answered as the others were (end_handshakes lets it finish), not
+      // closed unanswered; else (the link was kept) s closes.
+      if (ec == asio::error::operation_aborted || (leaving && (ec || &hs != &away_hs))) return;
       if (ec) {
         if (transient(ec)) {
           spdlog::warn("{}: accept on {}:{} failed: {}; trying again", who, address, port,
@@ -234,7 +215,7 @@ struct Acceptor::Impl {
         in_handshake.push_back(fd);
         threads.emplace_back([this, &hs, fd, peer_addr] { handshake(hs, fd, peer_addr); });
       }
-      arm(hs);
+      if (!leaving) arm(hs);
     });
   }
 };

@@ -77,7 +77,19 @@ struct Child {
   double restart_at = -1;
 };
 
-bool exited_ok(const Child& c) { return WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0; }
+// The process ran to its end: exit 0, or 3, a sink's verdict (the stream
+// ended and it counted lost, duplicated or corrupt tuples), which its
+// summary gives and the run's report judges, as it does a sink's 0.
+bool exited_ok(const Child& c) {
+  return WIFEXITED(c.status) && (WEXITSTATUS(c.status) == 0 || WEXITSTATUS(c.status) == 3);
+}
+
+// restart: on-failure starts again a process killed by a signal or failed
+// (exit 1, or a launcher's own code: ssh's 255, srun's 192); never one that
+// exited 2: its file or options are bad, or, restarted, it has state a
+// restart cannot bring back, and trying again fails the same way. (Exit 3,
+// a sink's verdict, is an end, not a death: exited_ok.)
+bool restartable_death(int status) { return !(WIFEXITED(status) && WEXITSTATUS(status) == 2); }
 
 // "signal KILL", "exit code 1": how a process died, for the restart line.
 std::string death_words(int status) {
@@ -544,7 +556,7 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
       if (c.running || exited_ok(c)) continue;
       if (c.restart_at < 0) {
         if (!restarts_on_failure(d, d.processes[c.index]) || p.restarts >= d.restart_limit ||
-            !p.error.empty())
+            !p.error.empty() || !restartable_death(c.status))
           continue;
         c.restart_at = c.exited_at + restart_backoff_s(d, p.restarts + 1);
         if (o.progress) {
@@ -566,8 +578,9 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
       std::error_code ec;
       fs::rename(p.log_path, fmt::format("{}.{}", p.log_path, p.restarts), ec);
       pid_t pid = -1;
-      Status st = ex.start(c.index, o.programs.of(p.role),
-                           process_args(resolved, p.name, p.summary_path), p.log_path, &pid);
+      std::vector<std::string> args = process_args(resolved, p.name, p.summary_path);
+      args.insert(args.end(), {"--restarted", std::to_string(p.restarts)});
+      Status st = ex.start(c.index, o.programs.of(p.role), args, p.log_path, &pid);
       if (!st) {
         p.error = fmt::format("could not be restarted ({}/{}): {}", p.restarts, d.restart_limit,
                               st.message());
@@ -606,7 +619,9 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
       if (p.error.empty()) {
         std::string why = last_error_line(p.log_path);
         p.error = fmt::format("{}{}{}", describe_exit(c.status), why.empty() ? "" : ": ", why);
-        if (restarts_on_failure(d, d.processes[c.index]))
+        if (restarts_on_failure(d, d.processes[c.index]) && !restartable_death(c.status))
+          p.error += "; not restarted: exit 2 would come again";
+        else if (restarts_on_failure(d, d.processes[c.index]))
           p.error += fmt::format("; restarts exhausted ({} of {})", p.restarts, d.restart_limit);
       }
       if (WIFSIGNALED(c.status) && (!first || c.exit_order < first->exit_order)) first = &c;
@@ -857,7 +872,8 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
     if (p.error.empty()) {
       if (p.stopped) p.error = "stopped by sluice-deploy when the run ended early";
       else if (p.pid < 0) p.error = "not started: the run ended first";
-      else if (!p.have_summary) p.error = fmt::format("exited 0 but wrote no summary {}", p.summary_path);
+      else if (!p.have_summary)
+        p.error = fmt::format("exited {} but wrote no summary {}", std::max(p.exit_code, 0), p.summary_path);
       else if (!p.summary.ok) p.error = fmt::format("reported an error: {}", p.summary.error);
     }
     if (!p.error.empty() && failure.empty())

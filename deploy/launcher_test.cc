@@ -293,6 +293,39 @@ TEST_F(Launcher, RestartsExhaustedFailTheRun) {
   expect_nothing_left(r);
 }
 
+// A restarted process is told so (--restarted N); one that then refuses to
+// run (exit 2: a sink or stateful node without snapshots) is not started a
+// third time, and the run names it with its reason.
+TEST_F(Launcher, ARestartThatRefusesIsNotTriedAgain) {
+  d_.restart = "on-failure";
+  d_.restart_backoff_ms = 50;
+  RunReport r = run_with("node-a:refused,loadgen:hang,node-b:hang,sink:hang");
+  EXPECT_FALSE(r.ok);
+  const ProcessOutcome& a = r.processes[1];
+  EXPECT_EQ(a.restarts, 1u);
+  EXPECT_HAS(r.error, "process 'node-a'");
+  EXPECT_HAS(r.error, "failed with exit code 2");
+  EXPECT_HAS(r.error, "restarted 1 times: its state died");
+  EXPECT_FALSE(fs::exists(a.log_path + ".2"));
+  expect_nothing_left(r);
+}
+
+// A sink's verdict (exit 3: the stream ended, and it counted lost tuples)
+// is the end of the run, not a death: no restart, and the run says what the
+// sink counted, every process having done its part. A restarted sink would
+// wait for a stream that is over until the run's timeout.
+TEST_F(Launcher, ASinkVerdictIsNotRestarted) {
+  d_.restart = "on-failure";
+  d_.restart_backoff_ms = 50;
+  RunReport r = run_with("sink:verdict");
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.processes[3].restarts, 0u);
+  EXPECT_EQ(r.processes[3].exit_code, 3);
+  EXPECT_HAS(r.error, "the sink counted 3 lost, 0 duplicated and 0 corrupt tuples");
+  for (const auto& p : r.processes) EXPECT_TRUE(p.ok) << p.name << ": " << p.error;
+  expect_nothing_left(r);
+}
+
 // A process that sets restart: never is not restarted under a top-level on-failure.
 TEST_F(Launcher, AProcessOwnRestartNeverBeatsTheTopLevel) {
   d_.restart = "on-failure";

@@ -220,7 +220,10 @@ std::string describe_state(const ProcState& p, bool supervised) {
                ? fmt::format("running, pid {} (its supervisor is gone)", p.pid)
                : fmt::format("gone, pid {} (it ended after its supervisor; exit status unknown)", p.pid);
   }
-  if (p.state == "exited") return fmt::format("exited with code {}", p.exit_code);
+  if (p.state == "exited")
+    return fmt::format("exited with code {}{}", p.exit_code,
+                       p.exit_code == 3 ? " (the stream ended; the sink counted lost, duplicated or corrupt tuples)"
+                                        : "");
   if (p.state == "killed")
     return fmt::format("killed by signal {} ({})", p.signal, strsignal(p.signal));
   return p.state;

@@ -173,6 +173,36 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
 
 }  // namespace
 
+namespace {
+
+// Started again after a death (--restarted), without snapshots: what the
+// process it replaces counted or kept in its operators died with it, so a
+// sink would count every tuple before as lost and a group-by would start
+// its groups empty. Refused (exit 2: the supervisor does not try again),
+// not run to a wrong result.
+Status refuse_restart(const Deployment& d, size_t index) {
+  const ProcessConfig& pc = d.processes[index];
+  if (!d.restarted || d.checkpoint_interval_ms || pc.role == Role::kLoadgen) return {};
+  if (pc.role == Role::kSink)
+    return Status::Error(fmt::format(
+        "{}: started again after a death, but without checkpoint_interval_ms a sink's counts and "
+        "positions died with the process it replaces: it would count every tuple before the "
+        "restart as lost; set checkpoint_interval_ms (with acks: on) to restart a sink",
+        pc.name));
+  OperatorChain chain;
+  if (Status st = OperatorChain::make(pc.operators, pc.in_schema, &chain); !st) return {};  // run_process says why
+  for (size_t i = 0; i < chain.size(); ++i)
+    if (chain.op(i).state() != Operator::State::kNone)
+      return Status::Error(fmt::format(
+          "{}: started again after a death, but without checkpoint_interval_ms operator {} ({}) "
+          "lost its state with the process it replaces: its results would start over; set "
+          "checkpoint_interval_ms (with acks: on) to restart it",
+          pc.name, i, chain.op(i).name()));
+  return {};
+}
+
+}  // namespace
+
 Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* stop,
                    ProcessSummary* out, const std::string& bursts_path) {
   const ProcessConfig& pc = d.processes[index];
@@ -379,11 +409,11 @@ int process_main(Role role, int argc, char** argv) {
       "standalone from flags.\n"
       "Exit status:\n"
       "  0  ok, or --help\n"
-      "  1  the run failed{}\n"
+      "  1  the run failed\n"
       "  2  a bad option or value, a deployment file that cannot be read or is invalid,\n"
-      "     or no such process in it",
+      "     no such process in it, or (--restarted) state a restart cannot bring back{}",
       prog, role == Role::kLoadgen ? "load generator" : role == Role::kSink ? "sink" : "node",
-      role == Role::kSink ? ", or the sink counted lost, duplicated or corrupt tuples" : "")};
+      role == Role::kSink ? "\n  3  the stream ended, and the sink counted lost, duplicated or corrupt tuples" : "")};
   app.failure_message([prog](const CLI::App*, const CLI::Error& e) {
     return fmt::format("{}: {}\nRun with --help for more information.\n", prog, e.what());
   });
@@ -394,6 +424,10 @@ int process_main(Role role, int argc, char** argv) {
       ->needs("--deployment");
   app.add_option("--set", sets, "override a deployment key: key=value (repeatable)");
   app.add_option("--summary", summary, "write the JSON summary to this file");
+  uint32_t restarted = 0;
+  app.add_option("--restarted", restarted,
+                 "times this process was started again after a death (sluice-deploy's restart: "
+                 "on-failure sets it); without snapshots a restarted sink or stateful node refuses to run");
   if (role != Role::kLoadgen)
     app.add_option("--listen", listen, "standalone: HOST:PORT to receive on");
   if (role != Role::kSink)
@@ -490,6 +524,11 @@ int process_main(Role role, int argc, char** argv) {
     if (d.state_dir.empty()) d.state_dir = std::filesystem::path(summary).parent_path().string();
   }
   if (d.state_dir.empty()) d.state_dir = ".";
+  d.restarted = restarted;
+  if (st = refuse_restart(d, static_cast<size_t>(index)); !st.ok()) {
+    spdlog::error("{}", st.message());
+    return 2;
+  }
   st = run_process(d, static_cast<size_t>(index), &g_stop, &s, bursts_path);
   if (!summary.empty()) {
     std::ofstream f(summary);
@@ -503,7 +542,9 @@ int process_main(Role role, int argc, char** argv) {
   spdlog::info("done: {} events in, {} out, {:.3f} s, CPE_p {:.0f}, lost {}, duplicated {}, corrupt {}",
                s.events_in, s.events_out, s.wall_s, s.cpe_p, s.lost, s.duplicated, s.corrupt);
   if (summary.empty()) fmt::print("{}\n", s.to_json());
-  return (s.lost || s.duplicated || s.corrupt) ? 1 : 0;
+  // A verdict, not a failure: the stream ran to its end (the supervisor
+  // does not restart a process that exits 3).
+  return (s.lost || s.duplicated || s.corrupt) ? 3 : 0;
 }
 
 }  // namespace sluice

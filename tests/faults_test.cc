@@ -349,4 +349,23 @@ TEST(Faults, AKilledSinkRestoresItsCountsAndLosesNothing) {
   EXPECT_EQ(o.json["duplicated"].as<uint64_t>(), 0u);
 }
 
+// Without snapshots a sink's counts live only in its memory: a sink killed
+// and started again would count every tuple before as lost, then wait for
+// a stream that is over until the run timed out. It refuses instead, and
+// the run fails at once, naming it and what to set.
+TEST(Faults, AKilledSinkWithoutSnapshotsIsNotRunAgainAndTheRunSaysWhy) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Outcome o = kill_mid_run("sink-nosnap", 21750, "sink",
+                           "--set restart=on-failure --set restart_backoff_ms=200 --set acks=on");
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(o.json.IsMap()) << o.err;
+  EXPECT_EQ(o.code, 1) << o.err;
+  const std::string e = o.json["error"].as<std::string>();
+  EXPECT_NE(e.find("process 'sink' (role sink"), std::string::npos) << e;
+  EXPECT_NE(e.find("exit code 2"), std::string::npos) << e;
+  EXPECT_NE(e.find("without checkpoint_interval_ms"), std::string::npos) << e;
+  EXPECT_EQ(o.json["processes"][3]["restarts"].as<int>(), 1);
+  EXPECT_LT(took, 20.0);  // not the timeout: 3 s of run, 1 s to the kill, the back-off
+}
+
 }  // namespace

@@ -105,6 +105,32 @@ int kill_mid_run(const std::string& name, int port, const std::string& victim_na
 
 // node-b dies mid-run: the run ends with an error naming it, the others are
 // stopped, their logs kept.
+// Started again after a death without snapshots (--restarted, as the
+// supervisor passes it), a sink and a node whose operators keep state have
+// lost what they counted or kept: each refuses to run (exit 2, which the
+// supervisor does not restart), naming what and the key to set, instead of
+// reporting a wrong result. Before listening or connecting: nothing waits.
+TEST(PipelineErrors, ARestartedSinkOrStatefulNodeWithoutSnapshotsRefusesToRun) {
+  std::string dir = scratch("restarted");
+  const std::string esper = std::string(SLUICE_SOURCE_DIR) + "/deploy/examples/esper.yaml";
+  auto run = [&](const std::string& prog, const std::string& args, std::string* said) {
+    int rc = std::system(("timeout 20 " + prog + " " + args + " >" + dir + "/out 2>" + dir + "/err").c_str());
+    *said = slurp(dir + "/err");
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  std::string said;
+  EXPECT_EQ(run(SLUICE_SINK, "--deployment " + kExample + " --process sink --restarted 1", &said), 2) << said;
+  EXPECT_NE(said.find("sink: started again after a death, but without checkpoint_interval_ms a sink's counts"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(run(SLUICE_NODE, "--deployment " + esper + " --process node-b --restarted 2", &said), 2) << said;
+  EXPECT_NE(said.find("node-b: started again after a death, but without checkpoint_interval_ms operator 0 "
+                      "(groupby)"),
+            std::string::npos)
+      << said;
+  EXPECT_NE(said.find("set checkpoint_interval_ms"), std::string::npos) << said;
+}
+
 TEST(PipelineErrors, APeerThatVanishesEndsTheRunWithItsName) {
   std::string out, err;
   int code = kill_mid_run("vanish", 28200, "node-b", &out, &err);

@@ -8,6 +8,10 @@
 //   stubborn   like hang, but ignore SIGTERM
 //   nosummary  exit 0 without a summary
 //   lost       (sink) an ok summary that counts 3 lost tuples
+//   verdict    (sink) the same summary, and exit 3 as sluice-sink does then
+//   refused    the first start dies like killed-once; started again
+//              (--restarted N), it logs why it will not run and exits 2, as a
+//              sink or stateful node without snapshots does
 //   crash      die by SIGSEGV-like abort
 //   killed     die by SIGKILL after 200 ms, as if killed from outside
 //   killed-once  the first start (no <summary>.died yet) creates <summary>.died
@@ -103,23 +107,24 @@ void wait_for_pid_file(const std::string& summary, const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string deployment, process, summary;
+  std::string deployment, process, summary, restarted = "0";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     if (k == "--deployment") deployment = argv[i + 1];
     else if (k == "--process") process = argv[i + 1];
     else if (k == "--summary") summary = argv[i + 1];
+    else if (k == "--restarted") restarted = argv[i + 1];
   }
   Deployment d;
   Status st = load_deployment(deployment, {}, &d);
   if (!st) {
     std::fprintf(stderr, "[error] fake: %s\n", st.message().c_str());
-    return 3;
+    return 2;
   }
   int idx = d.process_index(process);
   if (idx < 0) {
     std::fprintf(stderr, "[error] fake: no process '%s'\n", process.c_str());
-    return 3;
+    return 2;
   }
   const std::string mode = mode_for(process);
   {
@@ -149,7 +154,11 @@ int main(int argc, char** argv) {
     log_error(process, "link " + mode.substr(6) + " -> " + process + ": upstream closed mid-stream");
     return 1;
   }
-  if (mode == "killed-once" && !std::filesystem::exists(summary + ".died")) {
+  if (mode == "refused" && restarted != "0") {
+    log_error(process, "restarted " + restarted + " times: its state died with the process it replaces");
+    return 2;
+  }
+  if ((mode == "killed-once" || mode == "refused") && !std::filesystem::exists(summary + ".died")) {
     std::ofstream(summary + ".died") << getpid() << "\n";
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     kill(getpid(), SIGKILL);
@@ -188,12 +197,17 @@ int main(int argc, char** argv) {
     s.latency_p50_us = 40;
     s.latency_p99_us = 120.5;
     s.latency_max_us = 900;
-    if (mode == "lost") s.lost = 3;
+    if (mode == "lost" || mode == "verdict") s.lost = 3;
   }
   s.rss_max_bytes = 10 << 20;
-  s.stages.push_back({"receive/0", 0.1, 0.2, events});
+  StageSummary stage;
+  stage.name = "receive/0";
+  stage.user_s = 0.1;
+  stage.sys_s = 0.2;
+  stage.events = events;
+  s.stages.push_back(stage);
   s.compute();
   std::ofstream(summary) << s.to_json() << "\n";
   std::printf("fake %s done\n", process.c_str());
-  return 0;
+  return mode == "verdict" ? 3 : 0;
 }

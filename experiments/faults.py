@@ -21,6 +21,8 @@ the time from the kill (or a little before) to the last of them arriving.
 """
 import argparse, glob, json, os, re, signal, subprocess, sys, tempfile, time
 
+from procs import pids_of
+
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 ap.add_argument("--build", default="build")
 ap.add_argument("--duration", type=float, default=5)
@@ -62,20 +64,6 @@ if a.only:
     FAULTS = {k: v for k, v in FAULTS.items() if a.only in k}
 
 
-def pids_of(run_dir, victim):
-    out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            cl = open(f"/proc/{pid}/cmdline").read().replace("\0", " ")
-        except OSError:
-            continue
-        if f"{run_dir}/run/" in cl and f"--process {victim} " in cl:
-            out.append(int(pid))
-    return out
-
-
 def run(example, schedule, sets, carrier_sets, duration, port):
     run_dir = tempfile.mkdtemp(prefix="sluice-faults-")
     last = max([t for t, _, _ in schedule], default=0)
@@ -89,7 +77,7 @@ def run(example, schedule, sets, carrier_sets, duration, port):
     t0 = time.time()
     for at, victim, sig in schedule:
         time.sleep(max(0, t0 + at - time.time()))
-        for pid in pids_of(run_dir, victim):
+        for pid in pids_of(f"{run_dir}/run", victim):
             try:
                 os.kill(pid, sig)
                 if sig == signal.SIGSTOP:

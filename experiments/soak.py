@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Random faults at random times, with acks: on and restart: on-failure, run
+after run: what faults.py's fixed schedule does not reach.
+
+Each run picks a carrier, an example and a schedule from --seed, so a run
+that fails can be repeated exactly (--seed S --first I --runs 1):
+
+  pipeline  deploy/examples/pipeline.yaml, full rate, 8 s (with --rates,
+            sometimes paced), checkpoint_interval_ms 50 when the sink is a
+            victim (without it a restarted sink refuses to run: its counts
+            died with it), else half the time
+  esper     deploy/examples/esper.yaml at 2,000 events/s, 4 s, snapshots
+            on: node-b's group-by; its results are compared with a run of
+            the same carrier without faults (one per carrier, made first)
+
+and 1-3 faults in the run: SIGKILL (twice as likely) or SIGSTOP for 0.5-3 s
+of node-a, node-b or the sink, sometimes with threads: dedicated or shared.
+A run passes when the report says ok, with lost, duplicated and corrupt 0,
+and (esper) the same groups as the run without faults. A failed run's
+directory is kept under --keep and named in its line.
+
+  python3 experiments/soak.py [--runs 40] [--seed 1] [--first 0] [--build build]
+      [--carriers tcp-opt,fabric shm,ucx sm,tcp capnp,tcp copy] [--examples pipeline,esper]
+      [--keep /tmp/sluice-soak]
+
+One run at a time, ports from 9000 (each run 700 apart, 20 in turn, all
+below the ephemeral range). Exit status 1 when a run failed.
+"""
+import argparse, json, os, random, shutil, signal, subprocess, sys, tempfile, time
+
+from procs import pids_of
+
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument("--runs", type=int, default=40)
+ap.add_argument("--seed", type=int, default=1)
+ap.add_argument("--first", type=int, default=0, help="start at this run of the seed's sequence")
+ap.add_argument("--build", default="build")
+ap.add_argument("--carriers", default="tcp-opt,fabric shm,ucx sm,tcp capnp,tcp copy")
+ap.add_argument("--examples", default="pipeline,esper")
+ap.add_argument("--rates", action="store_true", help="pipeline runs sometimes paced (2,000-200,000 events/s)")
+ap.add_argument("--keep", default=os.path.join(tempfile.gettempdir(), "sluice-soak"))
+a = ap.parse_args()
+
+CARRIERS = {"tcp-opt": [], "fabric shm": ["transport=fabric", "fabric_provider=shm"],
+            "ucx sm": ["transport=ucx", "ucx_tls=sm"], "tcp capnp": ["encoding=capnp"],
+            "tcp copy": ["encoding=copy"]}
+carriers = [c for c in a.carriers.split(",") if c]
+for c in carriers:
+    if c not in CARRIERS:
+        sys.exit(f"--carriers: no carrier {c!r} (known: {', '.join(CARRIERS)})")
+examples = [e for e in a.examples.split(",") if e]
+for e in examples:
+    if e not in ("pipeline", "esper"):
+        sys.exit(f"--examples: no example {e!r} (known: pipeline, esper)")
+FILE = {"pipeline": "deploy/examples/pipeline.yaml", "esper": "deploy/examples/esper.yaml"}
+os.makedirs(a.keep, exist_ok=True)
+
+
+def run(example, sets, schedule, port, rng):
+    run_dir = tempfile.mkdtemp(prefix="run-", dir=a.keep)
+    duration = 8 if example == "pipeline" else 4
+    cmd = [f"{a.build}/deploy/sluice-deploy", "run", FILE[example], "--json", "--run-dir", run_dir,
+           "--timeout", "120", "--set", f"duration_s={duration}", "--set", f"base_port={port}",
+           "--set", "acks=on", "--set", "restart=on-failure", "--set", "restart_limit=5",
+           "--set", "restart_backoff_ms=100", "--set", "progress_s=0"]
+    for s in sets:
+        cmd += ["--set", s]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.time()
+    for at, victim, sig, pause in schedule:
+        time.sleep(max(0, t0 + at - time.time()))
+        for pid in pids_of(run_dir, victim):
+            try:
+                if sig == "KILL":
+                    os.kill(pid, signal.SIGKILL)
+                else:
+                    os.kill(pid, signal.SIGSTOP)
+                    time.sleep(pause)
+                    os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:  # it died meanwhile: the report says why
+                pass
+    out, err = p.communicate()
+    return out, err, run_dir
+
+
+references = {}  # carrier -> esper's results without faults
+failed = 0
+for i in range(a.first, a.first + a.runs):
+    rng = random.Random(a.seed * 1000003 + i)  # run i's choices, whatever ran before it
+    carrier = rng.choice(carriers)
+    example = rng.choice(examples)
+    port = 9000 + (i % 20) * 700
+    victims = ["node-a", "node-b", "sink"] if example == "pipeline" else ["node-a", "node-b", "node-b", "sink"]
+    span = 7 if example == "pipeline" else 3.5
+    schedule = sorted((round(rng.uniform(0.3, span), 2), rng.choice(victims), rng.choice(["KILL", "KILL", "STOP"]),
+                       round(rng.uniform(0.5, 3), 2)) for _ in range(rng.randint(1, 3)))
+    sets = list(CARRIERS[carrier])
+    if example == "esper":
+        sets += ["checkpoint_interval_ms=50", "rate=2000"]
+    else:
+        if any(v == "sink" for _, v, _, _ in schedule) or rng.random() < 0.5:
+            sets.append("checkpoint_interval_ms=50")
+        if a.rates and rng.random() < 0.3:
+            sets.append(f"rate={rng.choice([2000, 20000, 200000])}")
+    if rng.random() < 0.3:
+        sets.append("threads=" + rng.choice(["dedicated", "shared"]))
+    if example == "esper" and carrier not in references:
+        out, err, d = run("esper", list(CARRIERS[carrier]) + ["checkpoint_interval_ms=50", "rate=2000"], [],
+                          port + 350, rng)
+        try:
+            references[carrier] = open(f"{d}/esper-results.csv").read()
+        except OSError:
+            sys.exit(f"the reference esper run on {carrier} wrote no results ({d}): {err[-300:]}")
+        shutil.rmtree(d, ignore_errors=True)
+    out, err, run_dir = run(example, sets, schedule, port, rng)
+    try:
+        j = json.loads(out)
+        ok = j["ok"] and j["lost"] == 0 and j["duplicated"] == 0 and j["corrupt"] == 0
+        what = (f"tuples {j['tuples']}, lost {j['lost']}, duplicated {j['duplicated']}, restarts {j['restarts']}, "
+                f"replayed {j['replayed']}")
+        if example == "esper" and j["ok"]:
+            got = open(f"{run_dir}/esper-results.csv").read()
+            same = got == references[carrier]
+            ok = ok and same
+            what += ", groups " + ("as without faults" if same else
+                                   f"DIFFER ({got.count(chr(10))} lines against {references[carrier].count(chr(10))})")
+        if not j["ok"]:
+            what += f"; {j['error'][:300]}"
+    except (ValueError, KeyError, OSError) as e:
+        ok, what = False, f"no report ({e}): {err[-300:]}"
+    failed += not ok
+    faults = ", ".join(f"{s} {v} at {t} s" + (f" for {p} s" if s == "STOP" else "") for t, v, s, p in schedule)
+    print(f"run {i}: {'ok' if ok else 'FAILED'}: {example} over {carrier} {' '.join(sets[len(CARRIERS[carrier]):])}; "
+          f"{faults}: {what}{'' if ok else '; kept in ' + run_dir}", flush=True)
+    if ok:
+        shutil.rmtree(run_dir, ignore_errors=True)
+print(f"{failed} of {a.runs} runs failed (seed {a.seed})")
+sys.exit(1 if failed else 0)

@@ -14,7 +14,9 @@ that fails can be repeated exactly (--seed S --first I --runs 1):
             the same carrier without faults (one per carrier, made first)
 
 and 1-3 faults in the run: SIGKILL (twice as likely) or SIGSTOP for 0.5-3 s
-of node-a, node-b or the sink, sometimes with threads: dedicated or shared.
+of node-a, node-b, the sink or the load generator (started again, it makes
+its stream again from the start, and the sink drops what it had), sometimes
+with threads: dedicated or shared.
 A run passes when the report says ok, with lost, duplicated and corrupt 0,
 and (esper) the same groups as the run without faults. A failed run's
 directory is kept under --keep and named in its line.
@@ -90,7 +92,8 @@ for i in range(a.first, a.first + a.runs):
     carrier = rng.choice(carriers)
     example = rng.choice(examples)
     port = 9000 + (i % 20) * 700
-    victims = ["node-a", "node-b", "sink"] if example == "pipeline" else ["node-a", "node-b", "node-b", "sink"]
+    victims = ["node-a", "node-b", "sink", "loadgen"] if example == "pipeline" else \
+        ["node-a", "node-b", "node-b", "sink", "loadgen"]
     span = 7 if example == "pipeline" else 3.5
     schedule = sorted((round(rng.uniform(0.3, span), 2), rng.choice(victims), rng.choice(["KILL", "KILL", "STOP"]),
                        round(rng.uniform(0.5, 3), 2)) for _ in range(rng.randint(1, 3)))

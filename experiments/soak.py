@@ -12,6 +12,9 @@ that fails can be repeated exactly (--seed S --first I --runs 1):
   esper     deploy/examples/esper.yaml at 2,000 events/s, 4 s, snapshots
             on: node-b's group-by; its results are compared with a run of
             the same carrier without faults (one per carrier, made first)
+  cluster   deploy/examples/cluster.yaml in network namespaces (--launcher
+            netns: root), 8 s at 20,000 events/s, tcp only; its faults also
+            take a host's wire down (ip link set eth0 down) for 0.5-4 s
 
 and 1-3 faults in the run: SIGKILL (twice as likely) or SIGSTOP for 0.5-3 s
 of node-a, node-b, the sink or the load generator (started again, it makes
@@ -22,7 +25,7 @@ and (esper) the same groups as the run without faults. A failed run's
 directory is kept under --keep and named in its line.
 
   python3 experiments/soak.py [--runs 40] [--seed 1] [--first 0] [--build build]
-      [--carriers tcp-opt,fabric shm,ucx sm,tcp capnp,tcp copy] [--examples pipeline,esper]
+      [--carriers tcp-opt,fabric shm,ucx sm,tcp capnp,tcp copy] [--examples pipeline,esper,cluster]
       [--keep /tmp/sluice-soak]
 
 One run at a time, ports from 9000 (each run 700 apart, 20 in turn, all
@@ -52,25 +55,40 @@ for c in carriers:
         sys.exit(f"--carriers: no carrier {c!r} (known: {', '.join(CARRIERS)})")
 examples = [e for e in a.examples.split(",") if e]
 for e in examples:
-    if e not in ("pipeline", "esper"):
-        sys.exit(f"--examples: no example {e!r} (known: pipeline, esper)")
-FILE = {"pipeline": "deploy/examples/pipeline.yaml", "esper": "deploy/examples/esper.yaml"}
+    if e not in ("pipeline", "esper", "cluster"):
+        sys.exit(f"--examples: no example {e!r} (known: pipeline, esper, cluster)")
+FILE = {"pipeline": "deploy/examples/pipeline.yaml", "esper": "deploy/examples/esper.yaml",
+        "cluster": "deploy/examples/cluster.yaml"}
+HOST = {"loadgen": "h1", "node-a": "h2", "node-b": "h3", "sink": "h4"}  # cluster.yaml's
 os.makedirs(a.keep, exist_ok=True)
 
 
 def run(example, sets, schedule, port, rng):
     run_dir = tempfile.mkdtemp(prefix="run-", dir=a.keep)
-    duration = 8 if example == "pipeline" else 4
+    duration = 4 if example == "esper" else 8
     cmd = [f"{a.build}/deploy/sluice-deploy", "run", FILE[example], "--json", "--run-dir", run_dir,
            "--timeout", "120", "--set", f"duration_s={duration}", "--set", f"base_port={port}",
            "--set", "acks=on", "--set", "restart=on-failure", "--set", "restart_limit=5",
            "--set", "restart_backoff_ms=100", "--set", "progress_s=0"]
+    if example == "cluster":
+        cmd += ["--launcher", "netns"]
     for s in sets:
         cmd += ["--set", s]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     t0 = time.time()
     for at, victim, sig, pause in schedule:
         time.sleep(max(0, t0 + at - time.time()))
+        if sig == "DOWN":
+            try:
+                ns = [n for n in json.load(open(f"{run_dir}/state.json"))["namespaces"]
+                      if n.endswith("-" + HOST[victim])]
+            except (OSError, ValueError, KeyError):
+                ns = []
+            for n in ns:
+                subprocess.run(["ip", "-n", n, "link", "set", "eth0", "down"], capture_output=True)
+                time.sleep(pause)
+                subprocess.run(["ip", "-n", n, "link", "set", "eth0", "up"], capture_output=True)
+            continue
         for pid in pids_of(run_dir, victim):
             try:
                 if sig == "KILL":
@@ -92,18 +110,27 @@ for i in range(a.first, a.first + a.runs):
     carrier = rng.choice(carriers)
     example = rng.choice(examples)
     port = 9000 + (i % 20) * 700
-    victims = ["node-a", "node-b", "sink", "loadgen"] if example == "pipeline" else \
-        ["node-a", "node-b", "node-b", "sink", "loadgen"]
-    span = 7 if example == "pipeline" else 3.5
-    schedule = sorted((round(rng.uniform(0.3, span), 2), rng.choice(victims), rng.choice(["KILL", "KILL", "STOP"]),
-                       round(rng.uniform(0.5, 3), 2)) for _ in range(rng.randint(1, 3)))
+    victims = ["node-a", "node-b", "node-b", "sink", "loadgen"] if example == "esper" else \
+        ["node-a", "node-b", "sink", "loadgen"]
+    span = 3.5 if example == "esper" else 7
+    kinds = ["KILL", "KILL", "STOP"] + (["DOWN", "DOWN"] if example == "cluster" else [])
+    schedule = []
+    for _ in range(rng.randint(1, 3)):
+        kind = rng.choice(kinds)
+        schedule.append((round(rng.uniform(0.3, span), 2), rng.choice(victims), kind,
+                         round(rng.uniform(0.5, 4 if kind == "DOWN" else 3), 2)))
+    schedule.sort()
+    if example == "cluster":
+        carrier = "tcp-opt"  # its hosts' links: tcp (fabric and ucx here are shared memory)
     sets = list(CARRIERS[carrier])
     if example == "esper":
         sets += ["checkpoint_interval_ms=50", "rate=2000"]
     else:
-        if any(v == "sink" for _, v, _, _ in schedule) or rng.random() < 0.5:
+        if any(v == "sink" and k == "KILL" for _, v, k, _ in schedule) or rng.random() < 0.5:
             sets.append("checkpoint_interval_ms=50")
-        if a.rates and rng.random() < 0.3:
+        if example == "cluster":
+            sets.append("rate=20000")
+        elif a.rates and rng.random() < 0.3:
             sets.append(f"rate={rng.choice([2000, 20000, 200000])}")
     if rng.random() < 0.3:
         sets.append("threads=" + rng.choice(["dedicated", "shared"]))
@@ -132,7 +159,8 @@ for i in range(a.first, a.first + a.runs):
     except (ValueError, KeyError, OSError) as e:
         ok, what = False, f"no report ({e}): {err[-300:]}"
     failed += not ok
-    faults = ", ".join(f"{s} {v} at {t} s" + (f" for {p} s" if s == "STOP" else "") for t, v, s, p in schedule)
+    faults = ", ".join((f"{s} {v}" if s != "DOWN" else f"DOWN {HOST[v]}'s wire") + f" at {t} s" +
+                       (f" for {p} s" if s in ("STOP", "DOWN") else "") for t, v, s, p in schedule)
     print(f"run {i}: {'ok' if ok else 'FAILED'}: {example} over {carrier} {' '.join(sets[len(CARRIERS[carrier]):])}; "
           f"{faults}: {what}{'' if ok else '; kept in ' + run_dir}", flush=True)
     if ok:

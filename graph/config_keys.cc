@@ -219,6 +219,11 @@ const std::vector<LinkKey>& link_keys() {
          e << YAML::Key << "congestion" << YAML::Value
            << (l.tcp.congestion.empty() ? std::string("default") : l.tcp.congestion);
        }},
+      link_uint("tcp_rto_max_ms", "tcp", +[](LinkOptions& l) -> uint32_t& { return l.tcp.rto_max_ms; },
+                "the cap of TCP's retransmission back-off on the link's sockets (TCP_RTO_MAX_MS, "
+                "Linux 6.15+), in milliseconds: a wire that was down carries the stream again "
+                "within about this much of coming back (the system's cap is 120 s); 0: the "
+                "system's; else 1000-120000"),
       link_uint("slot_bytes", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.slot_bytes; },
                 "bytes of one receiver slot: the largest frame a link carries (an event must fit)"),
       link_uint("slots", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.slots; },

@@ -226,6 +226,9 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
     if (o.slots < 1) return err("slots", "must be at least 1");
     if (o.slot_bytes < 1) return err("slot_bytes", "must be at least 1");
     if (o.tcp.read_bytes < 1) return err("read_bytes", "must be at least 1");
+    if (o.tcp.rto_max_ms && (o.tcp.rto_max_ms < 1000 || o.tcp.rto_max_ms > 120000))
+      return err("tcp_rto_max_ms", fmt::format("{} is outside 1000-120000 (the kernel's range; 0 keeps "
+                                               "the system's)", o.tcp.rto_max_ms));
     if (d.checkpoint_interval_ms && !o.acks)
       return err("acks", "checkpoint_interval_ms needs acks: on on every link (a snapshot "
                          "releases what upstreams keep for replay; without acks they keep nothing)");

@@ -149,6 +149,11 @@ TEST(Config, RangeChecks) {
   parse_ok(std::string("tuple_bytes: 12\n") + kChain);
   EXPECT_HAS(parse_err(std::string("slots: 0\n") + kChain),
              "test.yaml:1: key 'slots': link 0 (loadgen -> node-a): must be at least 1");
+  EXPECT_HAS(parse_err(std::string("tcp_rto_max_ms: 500\n") + kChain),
+             "test.yaml:1: key 'tcp_rto_max_ms': link 0 (loadgen -> node-a): 500 is outside 1000-120000");
+  EXPECT_HAS(parse_err(std::string("tcp_rto_max_ms: 120001\n") + kChain), "120001 is outside 1000-120000");
+  parse_ok(std::string("tcp_rto_max_ms: 0\n") + kChain);
+  parse_ok(std::string("tcp_rto_max_ms: 120000\n") + kChain);
   EXPECT_HAS(parse_err(std::string("ring_slots: 1000\n") + kChain),
              "test.yaml:1: key 'ring_slots': must be a power of two >= 2, got 1000");
   EXPECT_HAS(parse_err(std::string("ring_slots: 1\n") + kChain), "power of two");

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <system_error>
 #include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <fstream>
 #include <mutex>
@@ -34,6 +35,26 @@ asio::error_code set_congestion(int fd, const SocketOptions& so) {
   return {};
 }
 
+
+// The retransmission timeout's cap (TCP_RTO_MAX_MS, Linux 6.15+; 44 in
+// linux/tcp.h, which Debian 12's headers predate). A kernel without it keeps
+// its own cap, said once per process: the link works, only its recovery
+// after an outage is TCP's own back-off.
+#ifndef TCP_RTO_MAX_MS
+#define TCP_RTO_MAX_MS 44
+#endif
+void set_rto_max(int fd, const SocketOptions& so, const std::string& who) {
+  if (so.rto_max_ms == 0) return;
+  const int v = static_cast<int>(so.rto_max_ms);
+  if (setsockopt(fd, IPPROTO_TCP, TCP_RTO_MAX_MS, &v, sizeof v) == 0) return;
+  static std::once_flag said;
+  const int e = errno;
+  std::call_once(said, [&] {
+    spdlog::info("{}: setsockopt(TCP_RTO_MAX_MS, {}) failed ({}; Linux 6.15 and later have it): "
+                 "after an outage TCP's own back-off, up to 120 s, says when a link carries again",
+                 who, v, strerror(e));
+  });
+}
 
 std::string endpoint_text(const tcp::endpoint& e) {
   return fmt::format("{}:{}", e.address().to_string(), e.port());
@@ -82,6 +103,7 @@ Status connect_with_retry(const std::string& host, uint16_t port, uint32_t timeo
       if (attempt != asio::error::timed_out || !last) last = attempt;
       if (attempt) continue;
       s.set_option(tcp::no_delay(true), ec);
+      if (!ec) set_rto_max(s.native_handle(), so, who);
       if (!ec) s.non_blocking(false, ec);  // the async connect left the fd non-blocking
       if (ec)
         return Status::Error(fmt::format("{}: setting up the socket to {}:{} failed: {}", who, host,
@@ -205,6 +227,7 @@ struct Acceptor::Impl {
       }
       asio::error_code ignore;
       s.set_option(tcp::no_delay(true), ignore);
+      set_rto_max(s.native_handle(), so, who);
       s.non_blocking(false, ignore);
       const auto peer = s.remote_endpoint(ignore);
       const std::string peer_addr = ignore ? std::string("?") : endpoint_text(peer);

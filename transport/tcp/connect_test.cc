@@ -11,8 +11,13 @@
 
 #include <gtest/gtest.h>
 
+#ifndef TCP_RTO_MAX_MS  // linux/tcp.h from 6.15; Debian 12's headers predate it
+#define TCP_RTO_MAX_MS 44
+#endif
+
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <thread>
 
@@ -90,6 +95,46 @@ TEST(Connect, RetriesUntilTheListenerIsUp) {
   ASSERT_GE(fd, 0);
   expect_link_socket(fd);
   ::close(fd);
+}
+
+// tcp_rto_max_ms: both ends of a link cap TCP's retransmission back-off
+// (TCP_RTO_MAX_MS), so a wire that was down carries again soon after it is
+// back; 0 leaves the system's cap. A kernel before 6.15 has no such option:
+// the link still connects, and the value is not checked.
+TEST(Connect, BothEndsCapTheRetransmissionTimeout) {
+  auto rto_max = [](int fd) {
+    int v = -1;
+    socklen_t len = sizeof v;
+    return ::getsockopt(fd, IPPROTO_TCP, TCP_RTO_MAX_MS, &v, &len) == 0 ? v : -1;
+  };
+  for (uint32_t cap : {1500u, 0u}) {
+    Status st;
+    SocketOptions so;
+    so.rto_max_ms = cap;
+    auto a = Acceptor::bind("127.0.0.1", 0, so, "node-b", &st);
+    ASSERT_TRUE(a) << st.message();
+    int got = -1;
+    Status ast;
+    std::thread t([&] { got = a->accept(one_byte, &ast); });
+    int fd = -1;
+    st = connect_with_retry("127.0.0.1", a->port(), 10000, so, "link a -> b", &fd);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(::send(fd, "Y", 1, 0), 1);
+    t.join();
+    ASSERT_GE(got, 0) << ast.message();
+    const int system = rto_max(got);
+    if (system < 0) {
+      std::printf("this kernel has no TCP_RTO_MAX_MS (Linux 6.15+): values not checked\n");
+    } else if (cap) {
+      EXPECT_EQ(rto_max(fd), static_cast<int>(cap));
+      EXPECT_EQ(rto_max(got), static_cast<int>(cap));
+    } else {
+      EXPECT_GT(rto_max(fd), 1500);  // the system's, 120 s by default
+      EXPECT_GT(rto_max(got), 1500);
+    }
+    ::close(fd);
+    ::close(got);
+  }
 }
 
 TEST(Connect, NobodyListeningFailsNamingTheAddress) {

@@ -24,6 +24,11 @@ struct TcpOptions {
   uint32_t read_bytes = 65536;    // capnp/copy: bytes asked of each read
   uint32_t poll_timeout_us = 1000;
   std::string congestion;         // TCP_CONGESTION per socket ("" = system default)
+  // TCP_RTO_MAX_MS per socket (Linux 6.15+): the cap of the retransmission
+  // timeout's back-off, so a wire that was down carries the stream again
+  // within about this much of coming back up (the system's cap: 120 s).
+  // 0: the system's; else 1000-120000 (the kernel's range).
+  uint32_t rto_max_ms = 1000;
 };
 
 }  // namespace sluice

@@ -838,6 +838,7 @@ class TcpListener final : public Listener {
                                        me, opts_.slot_bytes, opts_.tuple_bytes));
     SocketOptions so;
     so.congestion = opts_.tcp.congestion;
+    so.rto_max_ms = opts_.tcp.rto_max_ms;
     so.handshake_timeout_ms = opts_.connect_timeout_ms;
     Status st;
     acceptor_ = Acceptor::bind(opts_.bind_address(), opts_.port, so, me, &st);
@@ -924,6 +925,7 @@ std::unique_ptr<Sender> make_sender(const LinkOptions& opts, SlotPool& pool, Sta
   Connector connect = [opts, &pool, link](uint32_t timeout_ms, Connection* c) -> Status {
     SocketOptions so;
     so.congestion = opts.tcp.congestion;
+    so.rto_max_ms = opts.tcp.rto_max_ms;
     so.handshake_timeout_ms = opts.connect_timeout_ms;
     int raw = -1;
     Status st = connect_with_retry(opts.host, opts.port, timeout_ms, so, link, &raw);

@@ -171,10 +171,6 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
   return {};
 }
 
-}  // namespace
-
-namespace {
-
 // Started again after a death (--restarted), without snapshots: what the
 // process it replaces counted or kept in its operators died with it, so a
 // sink would count every tuple before as lost and a group-by would start

@@ -619,10 +619,10 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
       if (p.error.empty()) {
         std::string why = last_error_line(p.log_path);
         p.error = fmt::format("{}{}{}", describe_exit(c.status), why.empty() ? "" : ": ", why);
-        if (restarts_on_failure(d, d.processes[c.index]) && !restartable_death(c.status))
-          p.error += "; not restarted: exit 2 would come again";
-        else if (restarts_on_failure(d, d.processes[c.index]))
-          p.error += fmt::format("; restarts exhausted ({} of {})", p.restarts, d.restart_limit);
+        if (restarts_on_failure(d, d.processes[c.index]))
+          p.error += restartable_death(c.status)
+                         ? fmt::format("; restarts exhausted ({} of {})", p.restarts, d.restart_limit)
+                         : std::string("; not restarted: exit 2 would come again");
       }
       if (WIFSIGNALED(c.status) && (!first || c.exit_order < first->exit_order)) first = &c;
     }

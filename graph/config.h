@@ -209,10 +209,6 @@ struct Deployment {
   // acknowledged, so it survives the machine, not only the process.
   std::string snapshot_sync = "off";
   std::string run_token;
-  // Times the supervisor started this process again after a death (set by
-  // the programs from --restarted, not a key): state that lives only in
-  // memory died with the process it replaces.
-  uint32_t restarted = 0;
 
   uint16_t base_port = 17100;
   // Where the processes run. Without `hosts:` every process's `host` is an

@@ -176,9 +176,9 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
 // sink would count every tuple before as lost and a group-by would start
 // its groups empty. Refused (exit 2: the supervisor does not try again),
 // not run to a wrong result.
-Status refuse_restart(const Deployment& d, size_t index) {
+Status refuse_restart(const Deployment& d, size_t index, uint32_t restarted) {
   const ProcessConfig& pc = d.processes[index];
-  if (!d.restarted || d.checkpoint_interval_ms || pc.role == Role::kLoadgen) return {};
+  if (!restarted || d.checkpoint_interval_ms || pc.role == Role::kLoadgen) return {};
   if (pc.role == Role::kSink)
     return Status::Error(fmt::format(
         "{}: started again after a death, but without checkpoint_interval_ms a sink's counts and "
@@ -520,8 +520,7 @@ int process_main(Role role, int argc, char** argv) {
     if (d.state_dir.empty()) d.state_dir = std::filesystem::path(summary).parent_path().string();
   }
   if (d.state_dir.empty()) d.state_dir = ".";
-  d.restarted = restarted;
-  if (st = refuse_restart(d, static_cast<size_t>(index)); !st.ok()) {
+  if (st = refuse_restart(d, static_cast<size_t>(index), restarted); !st.ok()) {
     spdlog::error("{}", st.message());
     return 2;
   }

@@ -257,10 +257,14 @@ std::string pod(const Deployment& d, size_t i, const std::string& prefix,
   e << YAML::Key << "image" << YAML::Value << o.image;
   // No --summary: the program then prints its JSON summary as the last line
   // of its output, which `kubectl logs` still reads after the pod ended (a
-  // file in the pod would go with it).
+  // file in the pod would go with it). --starts: the kubelet restarts a
+  // container without saying so; the count on the pod's emptyDir, which
+  // outlives the container, does (a restarted sink without snapshots then
+  // refuses to run instead of counting every earlier tuple as lost).
   e << YAML::Key << "command" << YAML::Value << YAML::Flow << YAML::BeginSeq << program_of(p.role)
     << "--deployment" << std::string(kConfigDir) + "/" + kConfigKey << "--process"
-    << YAML::DoubleQuoted << p.name << YAML::EndSeq;
+    << YAML::DoubleQuoted << p.name << "--starts" << std::string(kRunDir) + "/starts"
+    << YAML::EndSeq;
   e << YAML::Key << "workingDir" << YAML::Value << kRunDir;
   const std::vector<Port> ports = ports_of(d, i);
   if (!ports.empty()) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -79,7 +80,8 @@ TEST(K8s, APodAndAHeadlessServicePerProcessAndOneConfigMap) {
     EXPECT_EQ(c["image"].as<std::string>(), kImage);
     const auto cmd = c["command"].as<std::vector<std::string>>();
     EXPECT_EQ(cmd, (std::vector<std::string>{program.at(p.name), "--deployment",
-                                             "/etc/sluice/deployment.yaml", "--process", p.name}));
+                                             "/etc/sluice/deployment.yaml", "--process", p.name,
+                                             "--starts", "/var/run/sluice/starts"}));
     EXPECT_EQ(pod["spec"]["restartPolicy"].as<std::string>(), "Never");
     EXPECT_EQ(c["readinessProbe"]["httpGet"]["port"].as<std::string>(), "metrics");
     EXPECT_EQ(pod["metadata"]["annotations"]["prometheus.io/scrape"].as<std::string>(), "true");
@@ -169,6 +171,22 @@ TEST(K8s, PinStagesListsBecomeOnAndRestartBecomesOnFailure) {
   auto objs = objects(render(d, options()));
   EXPECT_EQ(objs["Pod/cluster-node-b"]["spec"]["restartPolicy"].as<std::string>(), "OnFailure");
   EXPECT_EQ(objs["Pod/cluster-node-a"]["spec"]["restartPolicy"].as<std::string>(), "Never");
+  // The kubelet restarts node-b's container in its pod without telling it;
+  // --starts counts its starts in a file on a volume of the pod, not of the
+  // container (an emptyDir), so the second start knows it is a restart.
+  const YAML::Node spec = objs["Pod/cluster-node-b"]["spec"];
+  const auto cmd = spec["containers"][0]["command"].as<std::vector<std::string>>();
+  const auto at = std::find(cmd.begin(), cmd.end(), "--starts");
+  ASSERT_NE(at, cmd.end());
+  ASSERT_NE(at + 1, cmd.end());
+  std::string volume;
+  for (const auto& m : spec["containers"][0]["volumeMounts"])
+    if ((at + 1)->starts_with(m["mountPath"].as<std::string>() + "/")) volume = m["name"].as<std::string>();
+  ASSERT_FALSE(volume.empty()) << *(at + 1) << " is on no volume of the pod";
+  bool empty_dir = false;
+  for (const auto& v : spec["volumes"])
+    if (v["name"].as<std::string>() == volume) empty_dir = bool(v["emptyDir"]);
+  EXPECT_TRUE(empty_dir) << volume;
 }
 
 TEST(K8s, RdmaResourceOnlyOnPodsWithFabricOrUcxLinksAndHostNetworkOnAll) {

@@ -10,9 +10,11 @@
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -194,6 +196,44 @@ Status refuse_restart(const Deployment& d, size_t index, uint32_t restarted) {
           "lost its state with the process it replaces: its results would start over; set "
           "checkpoint_interval_ms (with acks: on) to restart it",
           pc.name, i, chain.op(i).name()));
+  return {};
+}
+
+// --starts FILE: this process's starts, counted in FILE, for a supervisor
+// that starts it again without saying so. Kubernetes restarts a container
+// in its pod, whose emptyDir (and FILE on it) outlives the container: a
+// start that finds N in the file is restart N. The count goes to a file
+// beside it and is renamed over it, so a death mid-write leaves the old
+// count or the new one, never a torn one.
+Status count_start(const std::string& path, uint32_t* restarted) {
+  uint64_t before = 0;
+  if (std::ifstream in(path); in) {
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    size_t used = 0;
+    try {
+      before = std::stoull(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (text.empty() || used != text.size() || before >= UINT32_MAX)
+      return Status::Error(fmt::format(
+          "--starts {}: holds '{}', not a count of starts; remove it to start afresh", path,
+          text.substr(0, 40)));
+  } else if (std::error_code ec; std::filesystem::exists(path, ec)) {
+    return Status::Error(fmt::format("--starts {}: cannot read it", path));
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << before + 1 << "\n";
+    out.flush();
+    if (!out) return Status::Error(fmt::format("--starts {}: cannot write {}", path, tmp));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return Status::Error(fmt::format("--starts {}: cannot rename {} over it: {}", path, tmp, ec.message()));
+  *restarted = std::max<uint32_t>(*restarted, static_cast<uint32_t>(before));
   return {};
 }
 
@@ -407,7 +447,8 @@ int process_main(Role role, int argc, char** argv) {
       "  0  ok, or --help\n"
       "  1  the run failed\n"
       "  2  a bad option or value, a deployment file that cannot be read or is invalid,\n"
-      "     no such process in it, or (--restarted) state a restart cannot bring back{}",
+      "     no such process in it, an unreadable --starts file, or (--restarted, --starts)\n"
+      "     state a restart cannot bring back{}",
       prog, role == Role::kLoadgen ? "load generator" : role == Role::kSink ? "sink" : "node",
       role == Role::kSink ? "\n  3  the stream ended, and the sink counted lost, duplicated or corrupt tuples" : "")};
   app.failure_message([prog](const CLI::App*, const CLI::Error& e) {
@@ -424,6 +465,11 @@ int process_main(Role role, int argc, char** argv) {
   app.add_option("--restarted", restarted,
                  "times this process was started again after a death (sluice-deploy's restart: "
                  "on-failure sets it); without snapshots a restarted sink or stateful node refuses to run");
+  std::string starts;
+  app.add_option("--starts", starts,
+                 "count this process's starts in FILE: a start after the first is a restart, as with "
+                 "--restarted (for a supervisor that restarts it without saying so: Kubernetes, "
+                 "systemd; render --k8s sets it)");
   if (role != Role::kLoadgen)
     app.add_option("--listen", listen, "standalone: HOST:PORT to receive on");
   if (role != Role::kSink)
@@ -520,6 +566,13 @@ int process_main(Role role, int argc, char** argv) {
     if (d.state_dir.empty()) d.state_dir = std::filesystem::path(summary).parent_path().string();
   }
   if (d.state_dir.empty()) d.state_dir = ".";
+  if (!starts.empty()) {
+    if (st = count_start(starts, &restarted); !st.ok()) {
+      spdlog::error("{}", st.message());
+      return 2;
+    }
+    if (restarted) spdlog::info("restart {} (--starts {})", restarted, starts);
+  }
   if (st = refuse_restart(d, static_cast<size_t>(index), restarted); !st.ok()) {
     spdlog::error("{}", st.message());
     return 2;

@@ -6,7 +6,8 @@
 # command on the ConfigMap's deployment.yaml, all at once and the sink 2 s
 # late. Checks that every process exits 0 and that the sink's summary (the
 # last line of its log, which kubectl logs would show) counts every tuple
-# the load generator sent, none lost, duplicated or corrupt.
+# the load generator sent, none lost, duplicated or corrupt, and that each
+# program counted its one start on its pod's emptyDir (--starts).
 #
 # What it does not check: the cluster itself (scheduling, the CPU manager,
 # DNS, probes); scripts/k8s-validate.sh checks the manifests' schema.
@@ -28,7 +29,7 @@ while [[ $# -gt 0 ]]; do
     --build-dir) build_dir="${2:?--build-dir needs a directory}"; shift ;;
     --deploy) deploy="${2:?--deploy needs the path of sluice-deploy}"; shift ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "k8s-pods-local.sh: unknown argument: $1 (try --help)" >&2; exit 2 ;;
   esac
   shift
@@ -73,12 +74,18 @@ for d in docs:
     name, spec = d["metadata"]["name"], d["spec"]
     names.append(name)
     c = spec["containers"][0]
-    mount = next(m["mountPath"] for m in c["volumeMounts"] if m["name"] == "deployment")
-    cmd = [a.replace(mount + "/", work + "/") for a in c["command"]]
+    # Each volume where the pod mounts it: the ConfigMap's file in work/,
+    # the pod's own emptyDir (its working directory, --starts) in work/pods/NAME.
+    mounts = {}
+    for m in c["volumeMounts"]:
+        mounts[m["mountPath"]] = work if m["name"] == "deployment" else f"{work}/pods/{name}"
+    here = lambda a: next((a.replace(k, v, 1) for k, v in mounts.items() if a == k or a.startswith(k + "/")), a)
+    cmd = [here(a) for a in c["command"]]
     cmd[0] = f"{work}/bin/{cmd[0]}"
     steps = [f"timeout 30 {shlex.join(i['command'] + i['args'])}" for i in spec.get("initContainers", [])]
     if c["name"] == "sink":
         steps.insert(0, "sleep 2")  # the last pod to come up
+    steps.append(f"mkdir -p {shlex.quote(here(c['workingDir']))} && cd {shlex.quote(here(c['workingDir']))}")
     steps.append("exec " + shlex.join(cmd))
     lines.append(f"( {' && '.join(steps)} ) >{work}/logs/{name}.log 2>&1 & pids+=($!)")
 with open(f"{work}/pods.sh", "w") as f:
@@ -103,6 +110,12 @@ last = lambda n: json.loads(open(f"{work}/logs/cluster-{n}.log").read().strip().
 gen, sink = last("loadgen"), last("sink")
 ok = sink["lost"] == 0 and sink["duplicated"] == 0 and sink["corrupt"] == 0 and \
      sink["events_in"] == gen["events_out"] > 0
+# Each program counted its one start (--starts) on its pod's emptyDir.
+import glob
+starts = {f.split("/")[-2]: open(f).read().strip() for f in glob.glob(f"{work}/pods/*/starts")}
+if len(starts) != 4 or set(starts.values()) != {"1"}:
+    print(f"k8s-pods-local.sh: FAIL: the pods' counts of starts (--starts): {starts}")
+    ok = False
 print(f"k8s-pods-local.sh: {'ok' if ok else 'FAIL'}: loadgen sent {gen['events_out']} events, the sink "
       f"got {sink['events_in']}: lost {sink['lost']}, duplicated {sink['duplicated']}, corrupt {sink['corrupt']}")
 sys.exit(0 if ok else 1)

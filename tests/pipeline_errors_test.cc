@@ -103,8 +103,6 @@ int kill_mid_run(const std::string& name, int port, const std::string& victim_na
   return code;
 }
 
-// node-b dies mid-run: the run ends with an error naming it, the others are
-// stopped, their logs kept.
 // Started again after a death without snapshots (--restarted, as the
 // supervisor passes it), a sink and a node whose operators keep state have
 // lost what they counted or kept: each refuses to run (exit 2, which the
@@ -131,6 +129,40 @@ TEST(PipelineErrors, ARestartedSinkOrStatefulNodeWithoutSnapshotsRefusesToRun) {
   EXPECT_NE(said.find("set checkpoint_interval_ms"), std::string::npos) << said;
 }
 
+// --starts FILE counts a process's starts, for a supervisor that restarts
+// it without --restarted (Kubernetes, render --k8s): a start that finds a
+// count in the file is a restart, so a sink without snapshots refuses the
+// second one as above. A file that holds no count is named, not taken for 0.
+TEST(PipelineErrors, ACountOfStartsMakesTheSecondStartARestart) {
+  std::string dir = scratch("starts");
+  const std::string file = dir + "/sink.starts";
+  auto run = [&](const std::string& limit, std::string* said) {
+    int rc = std::system(("timeout " + limit + " " + SLUICE_SINK + " --deployment " + kExample +
+                          " --process sink --set base_port=21760 --starts " + file + " >" + dir +
+                          "/out 2>" + dir + "/err")
+                             .c_str());
+    *said = slurp(dir + "/err");
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  std::string said;
+  // The first start runs: it listens for its upstream until timeout ends it.
+  EXPECT_EQ(run("1", &said), 124) << said;
+  EXPECT_EQ(slurp(file), "1\n");
+  EXPECT_EQ(run("20", &said), 2) << said;
+  EXPECT_NE(said.find("restart 1 (--starts " + file + ")"), std::string::npos) << said;
+  EXPECT_NE(said.find("sink: started again after a death, but without checkpoint_interval_ms"),
+            std::string::npos)
+      << said;
+  EXPECT_EQ(slurp(file), "2\n");
+  std::ofstream(file) << "two\n";
+  EXPECT_EQ(run("20", &said), 2) << said;
+  EXPECT_NE(said.find("--starts " + file + ": holds 'two', not a count of starts"), std::string::npos)
+      << said;
+  EXPECT_EQ(slurp(file), "two\n");
+}
+
+// node-b dies mid-run: the run ends with an error naming it, the others are
+// stopped, their logs kept.
 TEST(PipelineErrors, APeerThatVanishesEndsTheRunWithItsName) {
   std::string out, err;
   int code = kill_mid_run("vanish", 28200, "node-b", &out, &err);

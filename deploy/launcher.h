@@ -115,7 +115,7 @@ struct ProcessOutcome {
   // summary): when its death was seen and when it was started again; and
   // the recovery's time, from the death to the first tuple at a sink after
   // the restart (a restarted sink: its own first event), -1 where no sink's
-  // pauses tell it (fill_recoveries).
+  // pauses tell it (fill_report, deploy/report.cc).
   std::vector<double> died_wall_s, restarted_wall_s, recovery_s;
   bool ok = false;
   std::string error;
@@ -175,6 +175,9 @@ std::vector<std::string> process_args(const std::string& resolved, const std::st
 std::string plan_text(const Deployment& d, const Programs& programs, const Executor& ex,
                       const std::string& run_dir);
 
+// The pipeline's figures (tuples, lost, CPE, ...) from the sinks' and every
+// process's summaries, and each restart's recovery_s (deploy/report.cc).
+void fill_report(RunReport* r);
 // One JSON object (field names are relied on by experiments/ tools).
 std::string report_json(const RunReport& r);
 // A table, one row per process, then the pipeline line and the verdict.

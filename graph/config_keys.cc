@@ -224,6 +224,11 @@ const std::vector<LinkKey>& link_keys() {
                 "Linux 6.15+), in milliseconds: a wire that was down carries the stream again "
                 "within about this much of coming back (the system's cap is 120 s); 0: the "
                 "system's; else 1000-120000"),
+      link_uint("tcp_keepalive_s", "tcp", +[](LinkOptions& l) -> uint32_t& { return l.tcp.keepalive_s; },
+                "TCP keepalive on the link's sockets: an idle link probes its peer after this many "
+                "seconds, then every second, so a peer whose process died unseen (its reset lost "
+                "in a cut, its host rebooted) breaks the link at once, and one silent for 60 "
+                "probes breaks it then, instead of the link waiting forever; 0: off; else 1-7200"),
       link_uint("slot_bytes", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.slot_bytes; },
                 "bytes of one receiver slot: the largest frame a link carries (an event must fit)"),
       link_uint("slots", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.slots; },

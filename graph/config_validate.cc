@@ -229,6 +229,9 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
     if (o.tcp.rto_max_ms && (o.tcp.rto_max_ms < 1000 || o.tcp.rto_max_ms > 120000))
       return err("tcp_rto_max_ms", fmt::format("{} is outside 1000-120000 (the kernel's range; 0 keeps "
                                                "the system's)", o.tcp.rto_max_ms));
+    if (o.tcp.keepalive_s > 7200)
+      return err("tcp_keepalive_s", fmt::format("{} is beyond 7200 (the system's own idle time; 0 turns "
+                                                "it off)", o.tcp.keepalive_s));
     if (d.checkpoint_interval_ms && !o.acks)
       return err("acks", "checkpoint_interval_ms needs acks: on on every link (a snapshot "
                          "releases what upstreams keep for replay; without acks they keep nothing)");

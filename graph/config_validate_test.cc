@@ -154,6 +154,9 @@ TEST(Config, RangeChecks) {
   EXPECT_HAS(parse_err(std::string("tcp_rto_max_ms: 120001\n") + kChain), "120001 is outside 1000-120000");
   parse_ok(std::string("tcp_rto_max_ms: 0\n") + kChain);
   parse_ok(std::string("tcp_rto_max_ms: 120000\n") + kChain);
+  EXPECT_HAS(parse_err(std::string("tcp_keepalive_s: 7201\n") + kChain),
+             "test.yaml:1: key 'tcp_keepalive_s': link 0 (loadgen -> node-a): 7201 is beyond 7200");
+  parse_ok(std::string("tcp_keepalive_s: 0\n") + kChain);
   EXPECT_HAS(parse_err(std::string("ring_slots: 1000\n") + kChain),
              "test.yaml:1: key 'ring_slots': must be a power of two >= 2, got 1000");
   EXPECT_HAS(parse_err(std::string("ring_slots: 1\n") + kChain), "power of two");

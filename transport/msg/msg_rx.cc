@@ -265,6 +265,7 @@ class MsgListener final : public Listener {
     if (Status st = check_link_fits_pool(opts_, pool_, first_slot_); !st) return st;
     tcp::SocketOptions so;
     so.handshake_timeout_ms = opts_.connect_timeout_ms;
+    so.keepalive_s = opts_.tcp.keepalive_s;  // the control connection says when the peer is gone
     Status st;
     acceptor_ = tcp::Acceptor::bind(opts_.bind_address(), opts_.port, so, me, &st);
     return acceptor_ ? Status() : st;

@@ -377,6 +377,7 @@ Status connect_tx(const LinkOptions& opts, SlotPool& pool, Factory& factory, con
                   uint32_t timeout_ms, Connection* c) {
   tcp::SocketOptions so;
   so.handshake_timeout_ms = opts.connect_timeout_ms;
+  so.keepalive_s = opts.tcp.keepalive_s;  // the control connection says when the peer is gone
   int raw = -1;
   Status st = tcp::connect_with_retry(opts.host, opts.port, timeout_ms, so, link, &raw);
   if (!st) return st;

@@ -56,6 +56,20 @@ void set_rto_max(int fd, const SocketOptions& so, const std::string& who) {
   });
 }
 
+// TcpOptions::keepalive_s: an idle connection whose peer is gone (its
+// process died and its reset was lost, or its host rebooted) answers the
+// first probe with a reset. Without it such a link waits forever.
+asio::error_code set_keepalive(int fd, const SocketOptions& so) {
+  if (so.keepalive_s == 0) return {};
+  const int on = 1, idle = static_cast<int>(so.keepalive_s), every = 1, probes = kKeepaliveProbes;
+  if (setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on) != 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle) != 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &every, sizeof every) != 0 ||
+      setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &probes, sizeof probes) != 0)
+    return asio::error_code(errno, asio::system_category());
+  return {};
+}
+
 std::string endpoint_text(const tcp::endpoint& e) {
   return fmt::format("{}:{}", e.address().to_string(), e.port());
 }
@@ -104,6 +118,7 @@ Status connect_with_retry(const std::string& host, uint16_t port, uint32_t timeo
       if (attempt) continue;
       s.set_option(tcp::no_delay(true), ec);
       if (!ec) set_rto_max(s.native_handle(), so, who);
+      if (!ec) ec = set_keepalive(s.native_handle(), so);
       if (!ec) s.non_blocking(false, ec);  // the async connect left the fd non-blocking
       if (ec)
         return Status::Error(fmt::format("{}: setting up the socket to {}:{} failed: {}", who, host,
@@ -228,6 +243,8 @@ struct Acceptor::Impl {
       asio::error_code ignore;
       s.set_option(tcp::no_delay(true), ignore);
       set_rto_max(s.native_handle(), so, who);
+      if (asio::error_code k = set_keepalive(s.native_handle(), so))
+        spdlog::warn("{}: keepalive on the connection from {}:{} not set: {}", who, address, port, k.message());
       s.non_blocking(false, ignore);
       const auto peer = s.remote_endpoint(ignore);
       const std::string peer_addr = ignore ? std::string("?") : endpoint_text(peer);

@@ -30,6 +30,7 @@ namespace sluice::tcp {
 struct SocketOptions {
   std::string congestion;          // "" = the system's default; else TCP_CONGESTION
   uint32_t rto_max_ms = 0;         // 0 = the system's; else TCP_RTO_MAX_MS (TcpOptions)
+  uint32_t keepalive_s = 0;        // 0 = no keepalive; else TcpOptions::keepalive_s
   uint32_t handshake_timeout_ms = 10000;
 };
 

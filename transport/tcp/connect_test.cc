@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <thread>
 
@@ -134,6 +136,62 @@ TEST(Connect, BothEndsCapTheRetransmissionTimeout) {
     }
     ::close(fd);
     ::close(got);
+  }
+}
+
+// tcp_keepalive_s: both ends of a link probe an idle peer. Its process died
+// and its reset never came (lost in a cut, or its host rebooted): made here
+// by closing the accepted end in TCP_REPAIR mode, which sends nothing. With
+// keepalive the connecting end hears the peer's kernel reset the connection
+// at the first probe; without it, it waits on as if the peer were there.
+TEST(Connect, AnIdlePeerThatVanishedUnseenIsFoundByTheKeepalive) {
+  for (uint32_t keepalive : {1u, 0u}) {
+    Status st;
+    SocketOptions so;
+    so.keepalive_s = keepalive;
+    auto a = Acceptor::bind("127.0.0.1", 0, so, "node-b", &st);
+    ASSERT_TRUE(a) << st.message();
+    int got = -1;
+    Status ast;
+    std::thread t([&] { got = a->accept(one_byte, &ast); });
+    int fd = -1;
+    st = connect_with_retry("127.0.0.1", a->port(), 10000, so, "link a -> b", &fd);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(::send(fd, "Y", 1, 0), 1);
+    t.join();
+    ASSERT_GE(got, 0) << ast.message();
+    for (int end : {fd, got}) {
+      int on = -1, idle = -1;
+      socklen_t len = sizeof on;
+      ASSERT_EQ(::getsockopt(end, SOL_SOCKET, SO_KEEPALIVE, &on, &len), 0);
+      EXPECT_EQ(on != 0, keepalive != 0);
+      len = sizeof idle;
+      if (keepalive) {
+        ASSERT_EQ(::getsockopt(end, IPPROTO_TCP, TCP_KEEPIDLE, &idle, &len), 0);
+        EXPECT_EQ(idle, static_cast<int>(keepalive));
+      }
+    }
+    const int repair = 1;
+    if (::setsockopt(got, IPPROTO_TCP, TCP_REPAIR, &repair, sizeof repair) != 0) {
+      ::close(fd);
+      ::close(got);
+      GTEST_SKIP() << "TCP_REPAIR needs CAP_NET_ADMIN: " << std::strerror(errno);
+    }
+    ::close(got);  // in repair mode: no FIN, no reset
+    pollfd p{fd, POLLIN, 0};
+    const auto t0 = std::chrono::steady_clock::now();
+    const int r = ::poll(&p, 1, keepalive ? 6000 : 2500);
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (keepalive) {
+      ASSERT_EQ(r, 1) << "no reset after " << waited << " s";
+      char c;
+      EXPECT_EQ(::recv(fd, &c, 1, MSG_DONTWAIT), -1);
+      EXPECT_EQ(errno, ECONNRESET) << std::strerror(errno);
+      EXPECT_LT(waited, 4.0);
+    } else {
+      EXPECT_EQ(r, 0) << "without keepalive the vanished peer is not heard of";
+    }
+    ::close(fd);
   }
 }
 

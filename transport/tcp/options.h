@@ -29,6 +29,16 @@ struct TcpOptions {
   // within about this much of coming back up (the system's cap: 120 s).
   // 0: the system's; else 1000-120000 (the kernel's range).
   uint32_t rto_max_ms = 1000;
+  // TCP keepalive per socket: an idle link probes its peer after this many
+  // seconds, then every second. A peer whose process died answers with a
+  // reset (its own reset lost, as in a cut, or its host rebooted): the link
+  // breaks at once, instead of a sender waiting for credits, or a receiver
+  // for frames, forever on a connection that is gone. A peer host that
+  // stays silent breaks it after kKeepaliveProbes more seconds. 0: off.
+  uint32_t keepalive_s = 1;
 };
+
+// Unanswered keepalive probes, one a second, before an idle link is broken.
+inline constexpr int kKeepaliveProbes = 60;
 
 }  // namespace sluice

@@ -839,6 +839,7 @@ class TcpListener final : public Listener {
     SocketOptions so;
     so.congestion = opts_.tcp.congestion;
     so.rto_max_ms = opts_.tcp.rto_max_ms;
+    so.keepalive_s = opts_.tcp.keepalive_s;
     so.handshake_timeout_ms = opts_.connect_timeout_ms;
     Status st;
     acceptor_ = Acceptor::bind(opts_.bind_address(), opts_.port, so, me, &st);
@@ -926,6 +927,7 @@ std::unique_ptr<Sender> make_sender(const LinkOptions& opts, SlotPool& pool, Sta
     SocketOptions so;
     so.congestion = opts.tcp.congestion;
     so.rto_max_ms = opts.tcp.rto_max_ms;
+    so.keepalive_s = opts.tcp.keepalive_s;
     so.handshake_timeout_ms = opts.connect_timeout_ms;
     int raw = -1;
     Status st = connect_with_retry(opts.host, opts.port, timeout_ms, so, link, &raw);

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""A sink that dies while its reset is lost: does its upstream ever hear of it?
+
+deploy/examples/cluster.yaml in network namespaces (--launcher netns), acks
+on, restart: on-failure, snapshots every 50 ms, 2,000 one-tuple events/s.
+3 s in, the sink is stopped (SIGSTOP) for 1 s: node-b spends its credits,
+and everything it sent is in the sink's socket, acknowledged by TCP, so
+node-b's connection is idle, waiting for credits. Then the bridge drops
+every TCP reset from the sink's host (an nftables rule in the bridge's
+namespace), the sink is killed, and 1 s later the rule goes. The reset
+the sink's kernel sent when it died is lost, as one can be in a cut or
+when a host reboots; the sink is restarted and waits for node-b.
+
+Without keepalive node-b's connection looks alive for ever: nothing goes
+over it, so nothing comes back to say it is gone, and the run hangs to
+its --timeout. With tcp_keepalive_s 1 (the default) node-b probes the idle
+connection after a second, the sink's host answers with a reset, and node-b
+connects to the restarted sink and replays.
+
+  python3 experiments/lost_reset.py [--build build] [--rounds 2] [--timeout 40]
+
+Needs root and nft (Debian: nftables). Alternates tcp_keepalive_s 0 and 1.
+"""
+import argparse, json, os, shutil, signal, subprocess, sys, tempfile, time
+
+from procs import pids_of
+
+ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument("--build", default="build")
+ap.add_argument("--rounds", type=int, default=2)
+ap.add_argument("--timeout", type=int, default=40)
+a = ap.parse_args()
+if not shutil.which("nft"):
+    sys.exit("lost_reset.py: needs nft (apt-get install nftables)")
+repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+failed = 0
+for r in range(a.rounds):
+    for keep in ("0", "1") if r % 2 == 0 else ("1", "0"):
+        d = tempfile.mkdtemp(prefix="sluice-lost-reset-")
+        run_dir = d + "/run"
+        p = subprocess.Popen([f"{a.build}/deploy/sluice-deploy", "run", "deploy/examples/cluster.yaml",
+                              "--launcher", "netns", "--json", "--run-dir", run_dir, "--timeout", str(a.timeout),
+                              "--set", "duration_s=10", "--set", "rate=2000", "--set", "event_bytes=0",
+                              "--set", "acks=on", "--set", "restart=on-failure", "--set", "restart_backoff_ms=100",
+                              "--set", "checkpoint_interval_ms=50", "--set", f"tcp_keepalive_s={keep}",
+                              "--set", "progress_s=0"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=repo)
+        time.sleep(3)
+        try:
+            net = [n for n in json.load(open(run_dir + "/state.json"))["namespaces"] if n.endswith("-net")][0]
+        except (OSError, ValueError, KeyError, IndexError) as e:
+            p.kill()
+            sys.exit(f"lost_reset.py: no bridge namespace in {run_dir}/state.json ({e}): {p.communicate()[1][-300:]}")
+
+        def nft(*args):
+            subprocess.run(["ip", "netns", "exec", net, "nft", *args], check=True)
+
+        sink = pids_of(run_dir, "sink")
+        for pid in sink:
+            os.kill(pid, signal.SIGSTOP)
+        time.sleep(1)
+        # h3 is the bridge's port of h4, the sink's host.
+        nft("add", "table", "bridge", "lost")
+        nft("add chain bridge lost resets { type filter hook forward priority 0; }")
+        nft("add rule bridge lost resets iifname h3 tcp flags & rst == rst drop")
+        killed = time.time()
+        for pid in sink:
+            os.kill(pid, signal.SIGKILL)
+        time.sleep(1)
+        nft("delete", "table", "bridge", "lost")
+        out, err = p.communicate()
+        took = time.time() - killed
+        try:
+            j = json.loads(out)
+        except ValueError:
+            sys.exit(f"lost_reset.py: the run wrote no report: {err[-400:]}")
+        sink_j = [q for q in j["processes"] if q["role"] == "sink"][0]
+        rec = sink_j.get("recovery_s") or [None]
+        failed += keep == "1" and not j["ok"]
+        print(f"round {r + 1}, tcp_keepalive_s {keep}: ok {j['ok']}, lost {j['lost']}, duplicated "
+              f"{j['duplicated']}, restarts {sink_j.get('restarts')}, recovery {rec[0]} s, run ended "
+              f"{took:.1f} s after the kill{'' if j['ok'] else ': ' + j.get('error', '')[:160]}", flush=True)
+        shutil.rmtree(d, ignore_errors=True)
+sys.exit(1 if failed else 0)

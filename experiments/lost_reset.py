@@ -23,7 +23,7 @@ Needs root and nft (Debian: nftables). Alternates tcp_keepalive_s 0 and 1.
 """
 import argparse, json, os, shutil, signal, subprocess, sys, tempfile, time
 
-from procs import pids_of
+from procs import bridge_netns, nft, pids_of
 
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 ap.add_argument("--build", default="build")
@@ -47,28 +47,23 @@ for r in range(a.rounds):
                               "--set", "progress_s=0"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=repo)
         time.sleep(3)
-        try:
-            net = [n for n in json.load(open(run_dir + "/state.json"))["namespaces"] if n.endswith("-net")][0]
-        except (OSError, ValueError, KeyError, IndexError) as e:
+        net = bridge_netns(run_dir)
+        if not net:
             p.kill()
-            sys.exit(f"lost_reset.py: no bridge namespace in {run_dir}/state.json ({e}): {p.communicate()[1][-300:]}")
-
-        def nft(*args):
-            subprocess.run(["ip", "netns", "exec", net, "nft", *args], check=True)
-
+            sys.exit(f"lost_reset.py: no bridge namespace in {run_dir}/state.json: {p.communicate()[1][-300:]}")
         sink = pids_of(run_dir, "sink")
         for pid in sink:
             os.kill(pid, signal.SIGSTOP)
         time.sleep(1)
         # h3 is the bridge's port of h4, the sink's host.
-        nft("add", "table", "bridge", "lost")
-        nft("add chain bridge lost resets { type filter hook forward priority 0; }")
-        nft("add rule bridge lost resets iifname h3 tcp flags & rst == rst drop")
+        nft(net, "add", "table", "bridge", "lost")
+        nft(net, "add chain bridge lost resets { type filter hook forward priority 0; }")
+        nft(net, "add rule bridge lost resets iifname h3 tcp flags & rst == rst drop")
         killed = time.time()
         for pid in sink:
             os.kill(pid, signal.SIGKILL)
         time.sleep(1)
-        nft("delete", "table", "bridge", "lost")
+        nft(net, "delete", "table", "bridge", "lost")
         out, err = p.communicate()
         took = time.time() - killed
         try:

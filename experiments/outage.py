@@ -19,6 +19,8 @@ bridge's port: h0..h3 for hosts h1..h4 (h2: node-b's host).
 """
 import argparse, json, shutil, statistics, subprocess, sys, tempfile, time
 
+from procs import bridge_netns, nft
+
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 ap.add_argument("--build", default="build")
 ap.add_argument("--rounds", type=int, default=3)
@@ -40,21 +42,16 @@ for down in [float(x) for x in a.down.split(",")]:
                                   "--set", f"tcp_rto_max_ms={cap}", "--set", "progress_s=0"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             time.sleep(3)
-            try:
-                net = [n for n in json.load(open(d + "/run/state.json"))["namespaces"] if n.endswith("-net")][0]
-            except (OSError, ValueError, KeyError, IndexError) as e:
+            net = bridge_netns(d + "/run")
+            if not net:
                 p.kill()
-                sys.exit(f"outage.py: no bridge namespace in {d}/run/state.json ({e}): {p.communicate()[1][-300:]}")
-
-            def nft(*args):
-                subprocess.run(["ip", "netns", "exec", net, "nft", *args], check=True)
-
-            nft("add", "table", "bridge", "outage")
-            nft("add chain bridge outage cut { type filter hook forward priority 0; }")
-            nft("add", "rule", "bridge", "outage", "cut", "iifname", a.port, "drop")
-            nft("add", "rule", "bridge", "outage", "cut", "oifname", a.port, "drop")
+                sys.exit(f"outage.py: no bridge namespace in {d}/run/state.json: {p.communicate()[1][-300:]}")
+            nft(net, "add", "table", "bridge", "outage")
+            nft(net, "add chain bridge outage cut { type filter hook forward priority 0; }")
+            nft(net, "add", "rule", "bridge", "outage", "cut", "iifname", a.port, "drop")
+            nft(net, "add", "rule", "bridge", "outage", "cut", "oifname", a.port, "drop")
             time.sleep(down)
-            nft("delete", "table", "bridge", "outage")
+            nft(net, "delete", "table", "bridge", "outage")
             out, err = p.communicate()
             try:
                 j = json.loads(out)

@@ -16,3 +16,19 @@ def pids_of(run_dir, name):
         if f"{run_dir}/" in cl and f"--process {name} " in cl:
             out.append(int(pid))
     return out
+
+
+def bridge_netns(run_dir):
+    """The network namespace of the bridge that joins a --launcher netns
+    run's hosts (its state.json names it, "...-net"); None if there is none yet."""
+    import json
+    try:
+        return [n for n in json.load(open(f"{run_dir}/state.json"))["namespaces"] if n.endswith("-net")][0]
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+
+
+def nft(netns, *args):
+    """nft ARGS in the namespace netns (root; Debian: nftables)."""
+    import subprocess
+    subprocess.run(["ip", "netns", "exec", netns, "nft", *args], check=True)

@@ -99,6 +99,22 @@ TEST(Connect, RetriesUntilTheListenerIsUp) {
   ::close(fd);
 }
 
+// Both ends of a link made with `so`: *fd connected, *got accepted (after
+// one byte that one_byte accepts).
+void connected(const SocketOptions& so, int* fd, int* got) {
+  Status st;
+  auto a = Acceptor::bind("127.0.0.1", 0, so, "node-b", &st);
+  ASSERT_TRUE(a) << st.message();
+  Status ast;
+  std::thread t([&] { *got = a->accept(one_byte, &ast); });
+  st = connect_with_retry("127.0.0.1", a->port(), 10000, so, "link a -> b", fd);
+  if (st.ok()) EXPECT_EQ(::send(*fd, "Y", 1, 0), 1);
+  else a->shutdown();
+  t.join();
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_GE(*got, 0) << ast.message();
+}
+
 // tcp_rto_max_ms: both ends of a link cap TCP's retransmission back-off
 // (TCP_RTO_MAX_MS), so a wire that was down carries again soon after it is
 // back; 0 leaves the system's cap. A kernel before 6.15 has no such option:
@@ -110,20 +126,10 @@ TEST(Connect, BothEndsCapTheRetransmissionTimeout) {
     return ::getsockopt(fd, IPPROTO_TCP, TCP_RTO_MAX_MS, &v, &len) == 0 ? v : -1;
   };
   for (uint32_t cap : {1500u, 0u}) {
-    Status st;
     SocketOptions so;
     so.rto_max_ms = cap;
-    auto a = Acceptor::bind("127.0.0.1", 0, so, "node-b", &st);
-    ASSERT_TRUE(a) << st.message();
-    int got = -1;
-    Status ast;
-    std::thread t([&] { got = a->accept(one_byte, &ast); });
-    int fd = -1;
-    st = connect_with_retry("127.0.0.1", a->port(), 10000, so, "link a -> b", &fd);
-    ASSERT_TRUE(st.ok()) << st.message();
-    ASSERT_EQ(::send(fd, "Y", 1, 0), 1);
-    t.join();
-    ASSERT_GE(got, 0) << ast.message();
+    int fd = -1, got = -1;
+    ASSERT_NO_FATAL_FAILURE(connected(so, &fd, &got));
     const int system = rto_max(got);
     if (system < 0) {
       std::printf("this kernel has no TCP_RTO_MAX_MS (Linux 6.15+): values not checked\n");
@@ -146,20 +152,10 @@ TEST(Connect, BothEndsCapTheRetransmissionTimeout) {
 // at the first probe; without it, it waits on as if the peer were there.
 TEST(Connect, AnIdlePeerThatVanishedUnseenIsFoundByTheKeepalive) {
   for (uint32_t keepalive : {1u, 0u}) {
-    Status st;
     SocketOptions so;
     so.keepalive_s = keepalive;
-    auto a = Acceptor::bind("127.0.0.1", 0, so, "node-b", &st);
-    ASSERT_TRUE(a) << st.message();
-    int got = -1;
-    Status ast;
-    std::thread t([&] { got = a->accept(one_byte, &ast); });
-    int fd = -1;
-    st = connect_with_retry("127.0.0.1", a->port(), 10000, so, "link a -> b", &fd);
-    ASSERT_TRUE(st.ok()) << st.message();
-    ASSERT_EQ(::send(fd, "Y", 1, 0), 1);
-    t.join();
-    ASSERT_GE(got, 0) << ast.message();
+    int fd = -1, got = -1;
+    ASSERT_NO_FATAL_FAILURE(connected(so, &fd, &got));
     for (int end : {fd, got}) {
       int on = -1, idle = -1;
       socklen_t len = sizeof on;

@@ -14,7 +14,11 @@ that fails can be repeated exactly (--seed S --first I --runs 1):
             the same carrier without faults (one per carrier, made first)
   cluster   deploy/examples/cluster.yaml in network namespaces (--launcher
             netns: root), 8 s at 20,000 events/s, tcp only; its faults also
-            take a host's wire down (ip link set eth0 down) for 0.5-4 s
+            take a host's wire down (ip link set eth0 down) for 0.5-4 s;
+            with --cuts also CUT (the bridge drops the host's port, neither
+            end sees an error) and RESETS (the bridge drops the TCP resets
+            the host sends: a death then goes unseen), 0.5-4 s, overlapping
+            the faults after them
 
 and 1-3 faults in the run: SIGKILL (twice as likely) or SIGSTOP for 0.5-3 s
 of node-a, node-b, the sink or the load generator (started again, it makes
@@ -26,14 +30,15 @@ directory is kept under --keep and named in its line.
 
   python3 experiments/soak.py [--runs 40] [--seed 1] [--first 0] [--build build]
       [--carriers tcp-opt,fabric shm,ucx sm,tcp capnp,tcp copy] [--examples pipeline,esper,cluster]
+      [--rates] [--cuts]
       [--keep /tmp/sluice-soak]
 
 One run at a time, ports from 9000 (each run 700 apart, 20 in turn, all
 below the ephemeral range). Exit status 1 when a run failed.
 """
-import argparse, json, os, random, shutil, signal, subprocess, sys, tempfile, time
+import argparse, json, os, random, shutil, signal, subprocess, sys, tempfile, threading, time
 
-from procs import pids_of
+from procs import bridge_netns, nft, pids_of
 
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 ap.add_argument("--runs", type=int, default=40)
@@ -43,6 +48,10 @@ ap.add_argument("--build", default="build")
 ap.add_argument("--carriers", default="tcp-opt,fabric shm,ucx sm,tcp capnp,tcp copy")
 ap.add_argument("--examples", default="pipeline,esper")
 ap.add_argument("--rates", action="store_true", help="pipeline runs sometimes paced (2,000-200,000 events/s)")
+ap.add_argument("--cuts", action="store_true",
+                help="cluster runs also get CUT (the bridge drops a host's port, as outage.py) and RESETS "
+                     "(the bridge drops the TCP resets a host sends, as lost_reset.py) for 0.5-4 s, "
+                     "overlapping the faults after them (needs nft)")
 ap.add_argument("--keep", default=os.path.join(tempfile.gettempdir(), "sluice-soak"))
 a = ap.parse_args()
 
@@ -76,8 +85,27 @@ def run(example, sets, schedule, port, rng):
         cmd += ["--set", s]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     t0 = time.time()
-    for at, victim, sig, pause in schedule:
+    undo = []
+    for k, (at, victim, sig, pause) in enumerate(schedule):
         time.sleep(max(0, t0 + at - time.time()))
+        if sig in ("CUT", "RESETS"):
+            net = bridge_netns(run_dir)
+            if not net:
+                continue
+            port = "h%d" % (int(HOST[victim][1:]) - 1)  # the bridge's port of host hN
+            table = f"soak{k}"
+            nft(net, "add", "table", "bridge", table)
+            nft(net, f"add chain bridge {table} f {{ type filter hook forward priority 0; }}")
+            if sig == "CUT":
+                nft(net, f"add rule bridge {table} f iifname {port} drop")
+                nft(net, f"add rule bridge {table} f oifname {port} drop")
+            else:
+                nft(net, f"add rule bridge {table} f iifname {port} tcp flags & rst == rst drop")
+            t = threading.Timer(pause, lambda n=net, tb=table: subprocess.run(
+                ["ip", "netns", "exec", n, "nft", "delete", "table", "bridge", tb], capture_output=True))
+            t.start()
+            undo.append(t)
+            continue
         if sig == "DOWN":
             try:
                 ns = [n for n in json.load(open(f"{run_dir}/state.json"))["namespaces"]
@@ -99,6 +127,8 @@ def run(example, sets, schedule, port, rng):
                     os.kill(pid, signal.SIGCONT)
             except ProcessLookupError:  # it died meanwhile: the report says why
                 pass
+    for t in undo:
+        t.join()
     out, err = p.communicate()
     return out, err, run_dir
 
@@ -114,11 +144,13 @@ for i in range(a.first, a.first + a.runs):
         ["node-a", "node-b", "sink", "loadgen"]
     span = 3.5 if example == "esper" else 7
     kinds = ["KILL", "KILL", "STOP"] + (["DOWN", "DOWN"] if example == "cluster" else [])
+    if example == "cluster" and a.cuts:
+        kinds += ["CUT", "RESETS", "RESETS"]
     schedule = []
     for _ in range(rng.randint(1, 3)):
         kind = rng.choice(kinds)
         schedule.append((round(rng.uniform(0.3, span), 2), rng.choice(victims), kind,
-                         round(rng.uniform(0.5, 4 if kind == "DOWN" else 3), 2)))
+                         round(rng.uniform(0.5, 4 if kind in ("DOWN", "CUT", "RESETS") else 3), 2)))
     schedule.sort()
     if example == "cluster":
         carrier = "tcp-opt"  # its hosts' links: tcp (fabric and ucx here are shared memory)
@@ -159,8 +191,9 @@ for i in range(a.first, a.first + a.runs):
     except (ValueError, KeyError, OSError) as e:
         ok, what = False, f"no report ({e}): {err[-300:]}"
     failed += not ok
-    faults = ", ".join((f"{s} {v}" if s != "DOWN" else f"DOWN {HOST[v]}'s wire") + f" at {t} s" +
-                       (f" for {p} s" if s in ("STOP", "DOWN") else "") for t, v, s, p in schedule)
+    words = {"DOWN": "DOWN {}'s wire", "CUT": "CUT {}'s bridge port", "RESETS": "DROP {}'s resets"}
+    faults = ", ".join((words[s].format(HOST[v]) if s in words else f"{s} {v}") + f" at {t} s" +
+                       (f" for {p} s" if s != "KILL" else "") for t, v, s, p in schedule)
     print(f"run {i}: {'ok' if ok else 'FAILED'}: {example} over {carrier} {' '.join(sets[len(CARRIERS[carrier]):])}; "
           f"{faults}: {what}{'' if ok else '; kept in ' + run_dir}", flush=True)
     if ok:

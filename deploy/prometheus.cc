@@ -19,6 +19,7 @@
 #include <fstream>
 #include <thread>
 
+#include "base/file.h"
 #include "deploy/executor.h"
 
 namespace fs = std::filesystem;
@@ -54,19 +55,6 @@ std::string url_encode(const std::string& s) {
     else out += fmt::format("%{:02X}", c);
   }
   return out;
-}
-
-Status write_whole(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << text;
-    if (!f) return Status::Error(fmt::format("cannot write {}", tmp.string()));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Status::Error(fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(), ec.message()));
-  return {};
 }
 
 }  // namespace
@@ -161,7 +149,7 @@ std::unique_ptr<PrometheusServer> PrometheusServer::start(const std::string& run
   for (const Target& t : targets)
     yml += fmt::format("      - targets: ['{}']\n        labels: {{process: '{}', role: '{}'}}\n",
                        t.hostport, t.process, t.role);
-  if (Status w = write_whole(dir / "prometheus.yml", yml); !w) {
+  if (Status w = write_atomically(dir / "prometheus.yml", yml); !w) {
     *st = w;
     return nullptr;
   }

@@ -19,6 +19,7 @@
 #include <sstream>
 #include <thread>
 
+#include "base/file.h"
 #include "deploy/slurm.h"
 
 namespace sluice {
@@ -74,19 +75,6 @@ std::string state_json(const State& s) {
             {"error", s.error},
             {"processes", std::move(procs)}};
   return j.dump(1, ' ', false, Json::error_handler_t::replace) + "\n";
-}
-
-Status write_atomically(const fs::path& path, const std::string& text) {
-  const fs::path tmp = path.string() + fmt::format(".tmp.{}", getpid());
-  {
-    std::ofstream out(tmp);
-    out << text;
-    if (!out) return Status::Error(fmt::format("cannot write {}", tmp.string()));
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Status::Error(fmt::format("cannot rename {} to {}: {}", tmp.string(), path.string(), ec.message()));
-  return {};
 }
 
 // "metrics at URL" from the first lines of a process's log ("" if none yet).

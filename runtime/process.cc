@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "base/fd.h"
+#include "base/file.h"
 #include "loadgen/generator.h"
 #include "node/node.h"
 #include "sink/verifier.h"
@@ -202,9 +203,8 @@ Status refuse_restart(const Deployment& d, size_t index, uint32_t restarted) {
 // --starts FILE: this process's starts, counted in FILE, for a supervisor
 // that starts it again without saying so. Kubernetes restarts a container
 // in its pod, whose emptyDir (and FILE on it) outlives the container: a
-// start that finds N in the file is restart N. The count goes to a file
-// beside it and is renamed over it, so a death mid-write leaves the old
-// count or the new one, never a torn one.
+// start that finds N in the file is restart N (written atomically: a death
+// mid-write leaves the old count or the new one).
 Status count_start(const std::string& path, uint32_t* restarted) {
   uint64_t before = 0;
   if (std::ifstream in(path); in) {
@@ -223,16 +223,8 @@ Status count_start(const std::string& path, uint32_t* restarted) {
   } else if (std::error_code ec; std::filesystem::exists(path, ec)) {
     return Status::Error(fmt::format("--starts {}: cannot read it", path));
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << before + 1 << "\n";
-    out.flush();
-    if (!out) return Status::Error(fmt::format("--starts {}: cannot write {}", path, tmp));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::Error(fmt::format("--starts {}: cannot rename {} over it: {}", path, tmp, ec.message()));
+  if (Status st = write_atomically(path, std::to_string(before + 1) + "\n"); !st)
+    return Status::Error(fmt::format("--starts {}: {}", path, st.message()));
   *restarted = std::max<uint32_t>(*restarted, static_cast<uint32_t>(before));
   return {};
 }

@@ -244,7 +244,8 @@ struct Acceptor::Impl {
       s.set_option(tcp::no_delay(true), ignore);
       set_rto_max(s.native_handle(), so, who);
       if (asio::error_code k = set_keepalive(s.native_handle(), so))
-        spdlog::warn("{}: keepalive on the connection from {}:{} not set: {}", who, address, port, k.message());
+        spdlog::warn("{}: keepalive not set on a connection accepted on {}:{}: {}", who, address, port,
+                     k.message());
       s.non_blocking(false, ignore);
       const auto peer = s.remote_endpoint(ignore);
       const std::string peer_addr = ignore ? std::string("?") : endpoint_text(peer);

@@ -24,6 +24,8 @@ import argparse, os, re, subprocess, sys, tempfile, time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "experiments"))
+from sweep import free_ports  # noqa: E402
 LINE = re.compile(r"thread (\d+) (\w+) -> (\w+) n=(\d+) p50=([\d.]+) p90=([\d.]+) p99=([\d.]+)")
 
 
@@ -55,9 +57,8 @@ def show(title, procs):
     print()
 
 
-def env_with(shim, d):
-    e = dict(os.environ, LD_PRELOAD=str(shim), SLUICE_GAPS_DIR=str(d))
-    return e
+def env_with(shim, d, **extra):
+    return dict(os.environ, LD_PRELOAD=str(shim), SLUICE_GAPS_DIR=str(d), **extra)
 
 
 def run_sluice(args, shim):
@@ -73,24 +74,31 @@ def run_sluice(args, shim):
     return read_dir(d)
 
 
-def run_plain(args, shim, relays):
+def run_plain(args, shim, relays, logs=None, min_count=None):
+    """The plain relays' pairs (read_dir); each program's stderr into logs
+    (a list) when given; min_count: report pairs seen this often (default
+    the library's 200)."""
     d = Path(tempfile.mkdtemp(prefix="syscall-gaps-plain-"))
     relay = args.build / "experiments/sluice-plainrelay"
-    base = 23700
     common = ["--message-bytes", str(16 + 64 + args.tuple_bytes), "--congestion", "reno"]
-    ports = [base + i for i in range(relays + 1)]
+    # Ports the kernel says are free: a fixed base met a test's node on it
+    # (tests/pipeline_processes_test.cc listens on 23700) when ctest ran both.
+    ports = free_ports(relays + 1)
     cmds = [[relay, "sink", "--listen", str(ports[-1])]]
     for i in range(relays - 1, -1, -1):
         cmds.append([relay, "relay", "--listen", str(ports[i]), "--connect", f"127.0.0.1:{ports[i + 1]}"])
     cmds.append([relay, "source", "--connect", f"127.0.0.1:{ports[0]}", "--duration", str(args.duration),
                  "--rate", str(args.rate)])
+    extra = {"SLUICE_GAPS_MIN_COUNT": str(min_count)} if min_count is not None else {}
     procs = []
     for c in cmds:
-        procs.append(subprocess.Popen([str(x) for x in c] + common, env=env_with(shim, d),
+        procs.append(subprocess.Popen([str(x) for x in c] + common, env=env_with(shim, d, **extra),
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
         time.sleep(0.05)
     for p in procs:
         _, err = p.communicate(timeout=args.duration + 30)
+        if logs is not None:
+            logs.append(err)
         if p.returncode != 0:
             sys.exit(f"gaps.py: sluice-plainrelay failed ({p.returncode}): {err.strip()[-400:]}")
     return read_dir(d)

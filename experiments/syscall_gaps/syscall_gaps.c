@@ -5,7 +5,8 @@
 // sendmsg its time from waking to sending. Each call costs two vDSO clock
 // reads (~40 ns); the kernel's own time is not in the gaps. At exit each
 // process writes $SLUICE_GAPS_DIR/PID.txt (default /tmp/syscall-gaps):
-// one line per thread and pair seen at least 200 times, p50/p90/p99 in us.
+// one line per thread and pair seen at least 200 times (or
+// $SLUICE_GAPS_MIN_COUNT), p50/p90/p99 in us.
 // experiments/syscall_gaps/gaps.py runs a pipeline and the plain relays
 // with it; docs in experiments/README.md.
 #define _GNU_SOURCE
@@ -116,6 +117,8 @@ __attribute__((destructor)) static void report(void) {
     fclose(c);
   }
   fputc('\n', f);
+  const char* min_env = getenv("SLUICE_GAPS_MIN_COUNT");
+  const uint32_t min_count = min_env && *min_env ? (uint32_t)strtoul(min_env, NULL, 10) : kMinCount;
   static uint32_t v[kMaxGaps];
   for (int i = 0; i < nthreads; ++i) {
     const Thread* t = threads[i];
@@ -124,7 +127,7 @@ __attribute__((destructor)) static void report(void) {
         uint32_t k = 0;
         for (uint32_t j = 0; j < t->n; ++j)
           if (t->pair_from[j] == a && t->pair_to[j] == b) v[k++] = t->gap_ns[j];
-        if (k < kMinCount) continue;
+        if (k == 0 || k < min_count) continue;
         qsort(v, k, sizeof v[0], by_value);
         fprintf(f, "thread %d %s -> %s n=%u p50=%.2f p90=%.2f p99=%.2f\n", i, kNames[a], kNames[b], k,
                 v[k / 2] / 1e3, v[(uint64_t)k * 9 / 10] / 1e3, v[(uint64_t)k * 99 / 100] / 1e3);

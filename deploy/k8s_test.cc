@@ -189,6 +189,18 @@ TEST(K8s, PinStagesListsBecomeOnAndRestartBecomesOnFailure) {
   EXPECT_TRUE(empty_dir) << volume;
 }
 
+// A sink without snapshots would refuse to run started again (exit 2), so
+// its pod does not ask the kubelet for a restart, which would only loop
+// into CrashLoopBackOff: restartPolicy Never, and the deployment's warning
+// says why. With checkpoint_interval_ms it restarts like the nodes.
+TEST(K8s, APodThatWouldRefuseARestartIsNotRestarted) {
+  auto objs = objects(render(load({"restart=on-failure"}), options()));
+  EXPECT_EQ(objs["Pod/cluster-sink"]["spec"]["restartPolicy"].as<std::string>(), "Never");
+  EXPECT_EQ(objs["Pod/cluster-node-b"]["spec"]["restartPolicy"].as<std::string>(), "OnFailure");
+  objs = objects(render(load({"restart=on-failure", "acks=on", "checkpoint_interval_ms=100"}), options()));
+  EXPECT_EQ(objs["Pod/cluster-sink"]["spec"]["restartPolicy"].as<std::string>(), "OnFailure");
+}
+
 TEST(K8s, RdmaResourceOnlyOnPodsWithFabricOrUcxLinksAndHostNetworkOnAll) {
   K8sOptions o = options();
   o.host_network = true;

@@ -4,6 +4,10 @@
 #include "graph/config_test_util.h"
 
 #include <gtest/gtest.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "graph/operator.h"
 
 namespace sluice {
 namespace {
@@ -61,6 +65,34 @@ TEST(Graph, TheGraphSaysWhichOperatorsEachProcessRuns) {
   EXPECT_HAS(g, "#   node-a runs: filter\n");
   EXPECT_HAS(g, "#   node-b runs: groupby\n");
   EXPECT_EQ(g.find("loadgen runs"), std::string::npos) << g;
+}
+
+// restart: on-failure on a process that could not go on started again
+// (a sink, or a node whose operators keep state, without snapshots) is
+// said when the file is read, naming the process, its line and the key to
+// set, not found out at its first death; the runtime refuses that restart
+// with the same reason. A load generator and a filter restart as they are.
+TEST(Graph, ARestartThatWouldLoseStateIsAWarning) {
+  const std::string esper = std::string(SLUICE_SOURCE_DIR) + "/deploy/examples/esper.yaml";
+  Deployment d;
+  Status st = load_deployment(esper, {"restart=on-failure"}, &d);
+  ASSERT_TRUE(st.ok()) << st.message();
+  ASSERT_EQ(d.warnings.size(), 2u) << fmt::format("{}", fmt::join(d.warnings, "\n"));
+  EXPECT_HAS(d.warnings[0], "esper.yaml:29: process 'node-b' has restart: on-failure");
+  EXPECT_HAS(d.warnings[0], "operator 0 (groupby) loses its state");
+  EXPECT_HAS(d.warnings[1], "esper.yaml:34: process 'sink' has restart: on-failure");
+  EXPECT_HAS(d.warnings[1], "set checkpoint_interval_ms");
+  EXPECT_TRUE(restart_loses_state(d, 0).ok());  // loadgen
+  EXPECT_TRUE(restart_loses_state(d, 1).ok());  // node-a: a filter keeps nothing
+  EXPECT_FALSE(restart_loses_state(d, 2).ok());
+  EXPECT_FALSE(restart_loses_state(d, 3).ok());
+  // Without restart the same processes say nothing; with snapshots every
+  // one of them restarts.
+  ASSERT_TRUE(load_deployment(esper, {}, &d).ok());
+  EXPECT_TRUE(d.warnings.empty());
+  ASSERT_TRUE(load_deployment(esper, {"restart=on-failure", "acks=on", "checkpoint_interval_ms=50"}, &d).ok());
+  EXPECT_TRUE(d.warnings.empty()) << d.warnings[0];
+  for (size_t i = 0; i < d.processes.size(); ++i) EXPECT_TRUE(restart_loses_state(d, i).ok()) << i;
 }
 
 TEST(Graph, SplitAndCopy) {

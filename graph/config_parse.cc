@@ -606,6 +606,15 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
   if (Status st = validate(*d, places, link_places, process_places); !st) return st;
   if (Status st = resolve_schemas(d, places); !st) return st;
   if (Status st = validate_split_keys(*d, process_places); !st) return st;
+  // Said before a run, not found out at the first death.
+  for (size_t i = 0; i < d->processes.size(); ++i) {
+    const ProcessConfig& p = d->processes[i];
+    if (!restarts_on_failure(*d, p)) continue;
+    if (Status st = restart_loses_state(*d, i); !st)
+      d->warnings.push_back(fmt::format("{}: process '{}' has restart: on-failure, but {}; until then its "
+                                        "death ends the run",
+                                        p.source_line, p.name, st.message()));
+  }
   for (size_t l = 0; l < d->links.size(); ++l) {
     const LinkOptions o = d->link_options(l, 0);
     d->links[l].options.tuple_bytes = o.tuple_bytes;

@@ -316,4 +316,25 @@ uint32_t OperatorChain::emit_slots() const {
   return n;
 }
 
+Status restart_loses_state(const Deployment& d, size_t index) {
+  const ProcessConfig& pc = d.processes[index];
+  if (d.checkpoint_interval_ms || pc.role == Role::kLoadgen) return {};
+  if (pc.role == Role::kSink)
+    return Status::Error(
+        "without checkpoint_interval_ms a sink's counts and positions die with its process, so a "
+        "restarted one would count every tuple before the restart as lost; set "
+        "checkpoint_interval_ms (with acks: on) to restart a sink");
+  OperatorChain chain;
+  // A chain that cannot be made is the runtime's error to report, not this one.
+  if (Status st = OperatorChain::make(pc.operators, pc.in_schema, &chain); !st) return {};
+  for (size_t i = 0; i < chain.size(); ++i)
+    if (chain.op(i).state() != Operator::State::kNone)
+      return Status::Error(fmt::format(
+          "without checkpoint_interval_ms operator {} ({}) loses its state with its process, so a "
+          "restarted one's results would start over; set checkpoint_interval_ms (with acks: on) to "
+          "restart it",
+          i, chain.op(i).name()));
+  return {};
+}
+
 }  // namespace sluice

@@ -236,4 +236,13 @@ class OperatorChain {
   std::vector<Cost> costs_;
 };
 
+// Why process `index` could not go on if it were started again after a
+// death: without snapshots (checkpoint_interval_ms 0) a sink's counts and
+// positions, or the state of an operator that keeps some, die with the
+// process. Ok for a load generator, a node whose operators keep no state,
+// and any process with snapshots. The runtime refuses such a restart
+// (exit 2); render --k8s does not ask the kubelet for one; a deployment
+// that sets restart: on-failure on such a process gets a warning.
+Status restart_loses_state(const Deployment& d, size_t index);
+
 }  // namespace sluice

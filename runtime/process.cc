@@ -180,23 +180,10 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
 // its groups empty. Refused (exit 2: the supervisor does not try again),
 // not run to a wrong result.
 Status refuse_restart(const Deployment& d, size_t index, uint32_t restarted) {
-  const ProcessConfig& pc = d.processes[index];
-  if (!restarted || d.checkpoint_interval_ms || pc.role == Role::kLoadgen) return {};
-  if (pc.role == Role::kSink)
-    return Status::Error(fmt::format(
-        "{}: started again after a death, but without checkpoint_interval_ms a sink's counts and "
-        "positions died with the process it replaces: it would count every tuple before the "
-        "restart as lost; set checkpoint_interval_ms (with acks: on) to restart a sink",
-        pc.name));
-  OperatorChain chain;
-  if (Status st = OperatorChain::make(pc.operators, pc.in_schema, &chain); !st) return {};  // run_process says why
-  for (size_t i = 0; i < chain.size(); ++i)
-    if (chain.op(i).state() != Operator::State::kNone)
-      return Status::Error(fmt::format(
-          "{}: started again after a death, but without checkpoint_interval_ms operator {} ({}) "
-          "lost its state with the process it replaces: its results would start over; set "
-          "checkpoint_interval_ms (with acks: on) to restart it",
-          pc.name, i, chain.op(i).name()));
+  if (!restarted) return {};
+  if (Status st = restart_loses_state(d, index); !st)
+    return Status::Error(
+        fmt::format("{}: started again after a death, but {}", d.processes[index].name, st.message()));
   return {};
 }
 

@@ -18,6 +18,19 @@ connection after a second, the sink's host answers with a reset, and node-b
 connects to the restarted sink and replays.
 
   python3 experiments/lost_reset.py [--build build] [--rounds 2] [--timeout 40]
+      [--carrier tcp|fabric|ucx] [--drop rst|fin-rst|power]
+
+--carrier fabric (libfabric's tcp provider) or ucx (UCX's tcp transport)
+puts every link on that carrier. Their data connections are the library's;
+a peer's death reaches the carrier through its control connection, a TCP
+connection of sluice's own that gets the same keepalive. The control
+connection holds no unread data when the sink dies, so its kernel closes it
+with a FIN, not a reset: --drop fin-rst drops both. The sink's kernel
+sends that FIN again until it is answered (a reset is sent once), so it
+arrives once the rule goes. --drop power also makes the host forget its
+half of every connection to node-b (ss -K in its namespace, which sends
+one more reset, dropped too), as a host that lost its power has: then
+nothing will come from it again, and only a probe finds the link gone.
 
 Needs root and nft (Debian: nftables). Alternates tcp_keepalive_s 0 and 1.
 """
@@ -29,9 +42,14 @@ ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDe
 ap.add_argument("--build", default="build")
 ap.add_argument("--rounds", type=int, default=2)
 ap.add_argument("--timeout", type=int, default=40)
+ap.add_argument("--carrier", choices=["tcp", "fabric", "ucx"], default="tcp")
+ap.add_argument("--drop", choices=["rst", "fin-rst", "power"], default="rst",
+                help="what the bridge drops from the sink's host while it dies (default rst)")
 a = ap.parse_args()
 if not shutil.which("nft"):
     sys.exit("lost_reset.py: needs nft (apt-get install nftables)")
+CARRIER = {"tcp": [], "fabric": ["transport=fabric", "fabric_provider=tcp"], "ucx": ["transport=ucx", "ucx_tls=tcp"]}
+carrier_sets = [x for kv in CARRIER[a.carrier] for x in ("--set", kv)]
 repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 failed = 0
@@ -44,7 +62,7 @@ for r in range(a.rounds):
                               "--set", "duration_s=10", "--set", "rate=2000", "--set", "event_bytes=0",
                               "--set", "acks=on", "--set", "restart=on-failure", "--set", "restart_backoff_ms=100",
                               "--set", "checkpoint_interval_ms=50", "--set", f"tcp_keepalive_s={keep}",
-                              "--set", "progress_s=0"],
+                              "--set", "progress_s=0"] + carrier_sets,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=repo)
         time.sleep(3)
         net = bridge_netns(run_dir)
@@ -58,10 +76,19 @@ for r in range(a.rounds):
         # h3 is the bridge's port of h4, the sink's host.
         nft(net, "add", "table", "bridge", "lost")
         nft(net, "add chain bridge lost resets { type filter hook forward priority 0; }")
-        nft(net, "add rule bridge lost resets iifname h3 tcp flags & rst == rst drop")
+        flags = "rst" if a.drop == "rst" else "fin | rst"
+        nft(net, f"add rule bridge lost resets iifname h3 tcp flags & ({flags}) != 0 drop")
         killed = time.time()
         for pid in sink:
             os.kill(pid, signal.SIGKILL)
+        if a.drop == "power":
+            time.sleep(0.2)  # the process is gone and its sockets orphaned
+            st = json.load(open(f"{run_dir}/state.json"))
+            where = {q["name"]: q["where"] for q in st["processes"]}
+            host = where["sink"].split("netns ")[1].rstrip(")")
+            node_b = where["node-b"].split("(")[1].split(",")[0]
+            subprocess.run(["ip", "netns", "exec", host, "ss", "-K", "-t", "dst", node_b],
+                           check=True, stdout=subprocess.DEVNULL)
         time.sleep(1)
         nft(net, "delete", "table", "bridge", "lost")
         out, err = p.communicate()
@@ -73,8 +100,9 @@ for r in range(a.rounds):
         sink_j = [q for q in j["processes"] if q["role"] == "sink"][0]
         rec = sink_j.get("recovery_s") or [None]
         failed += keep == "1" and not j["ok"]
-        print(f"round {r + 1}, tcp_keepalive_s {keep}: ok {j['ok']}, lost {j['lost']}, duplicated "
+        print(f"round {r + 1}, {a.carrier}, drop {a.drop}, tcp_keepalive_s {keep}: ok {j['ok']}, lost {j['lost']}, duplicated "
               f"{j['duplicated']}, restarts {sink_j.get('restarts')}, recovery {rec[0]} s, run ended "
               f"{took:.1f} s after the kill{'' if j['ok'] else ': ' + j.get('error', '')[:160]}", flush=True)
-        shutil.rmtree(d, ignore_errors=True)
+        if os.environ.get("KEEP"): print("kept", d)
+        else: shutil.rmtree(d, ignore_errors=True)
 sys.exit(1 if failed else 0)

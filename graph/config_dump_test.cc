@@ -72,6 +72,21 @@ processes:
   EXPECT_EQ(c2.link.tcp.congestion, "");
 }
 
+// A fabric or ucx link's control connection is TCP and takes the keepalive
+// too: the key is read on every carrier, said without a warning, and kept
+// in the file the processes read (which left it out as a tcp key, so the
+// processes ran with the default whatever the file said).
+TEST(Config, TcpKeepaliveReachesFabricAndUcxLinks) {
+  for (const char* t : {"fabric", "ucx"}) {
+    Deployment a = parse_ok(std::string("tcp_keepalive_s: 0\ntransport: ") + t + "\n" + kChain);
+    EXPECT_TRUE(a.warnings.empty()) << t << ": " << a.warnings[0];
+    ASSERT_FALSE(a.links.empty());
+    EXPECT_EQ(a.links[0].options.tcp.keepalive_s, 0u) << t;
+    Deployment b = parse_ok(dump_deployment(a));
+    EXPECT_EQ(b.links[0].options.tcp.keepalive_s, 0u) << t << ":\n" << dump_deployment(a);
+  }
+}
+
 TEST(Config, ExamplePipelineParses) {
   Deployment d;
   Status st = load_deployment(SLUICE_SOURCE_DIR "/deploy/examples/pipeline.yaml", {}, &d);

@@ -224,8 +224,11 @@ const std::vector<LinkKey>& link_keys() {
                 "Linux 6.15+), in milliseconds: a wire that was down carries the stream again "
                 "within about this much of coming back (the system's cap is 120 s); 0: the "
                 "system's; else 1000-120000"),
-      link_uint("tcp_keepalive_s", "tcp", +[](LinkOptions& l) -> uint32_t& { return l.tcp.keepalive_s; },
-                "TCP keepalive on the link's sockets: an idle link probes its peer after this many "
+      // Every carrier: fabric and ucx links learn that their peer is gone
+      // through their control connection, a TCP connection of their own.
+      link_uint("tcp_keepalive_s", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.tcp.keepalive_s; },
+                "TCP keepalive on the link's TCP connections (a tcp link's socket, a fabric or "
+                "ucx link's control connection): an idle link probes its peer after this many "
                 "seconds, then every second, so a peer whose process died unseen (its reset lost "
                 "in a cut, its host rebooted) breaks the link at once, and one silent for 60 "
                 "probes breaks it then, instead of the link waiting forever; 0: off; else 1-7200"),

@@ -33,6 +33,7 @@ one more reset, dropped too), as a host that lost its power has: then
 nothing will come from it again, and only a probe finds the link gone.
 
 Needs root and nft (Debian: nftables). Alternates tcp_keepalive_s 0 and 1.
+KEEP=1 keeps each run's directory (printed) for its logs.
 """
 import argparse, json, os, shutil, signal, subprocess, sys, tempfile, time
 

@@ -1,10 +1,13 @@
 #include "deploy/netns.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -98,6 +101,7 @@ class NetnsExecutor : public Executor {
     ip_ = find_tool("ip");
     tc_ = find_tool("tc");
     if (Status st = check(); !st) return st;
+    remove_stale();
     Status st = make();
     if (!st) down();
     return st;
@@ -206,6 +210,31 @@ class NetnsExecutor : public Executor {
     uint32_t network = 0;
     if (!d_.subnet.empty()) parse_subnet(d_.subnet, &network, &len);
     return len;
+  }
+
+  // Namespaces that a sluice-deploy which is gone left (killed with SIGKILL,
+  // or its machine stopped mid-run: nothing ran its down()) stay until
+  // removed, and a later run given the same pid could not make its own
+  // ("File exists"). Each sl<PID>-... whose PID is no process, or is this
+  // one before it made any, is removed and said. A PID that some other
+  // process holds now is left alone: it cannot be told from a live run.
+  void remove_stale() {
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator("/var/run/netns", ec)) {
+      const std::string n = e.path().filename().string();
+      const size_t dash = n.find('-');
+      if (n.rfind("sl", 0) != 0 || dash == std::string::npos || dash == 2 || dash + 1 == n.size() ||
+          n.find_first_not_of("0123456789", 2) != dash)
+        continue;
+      const long pid = std::strtol(n.c_str() + 2, nullptr, 10);
+      const bool gone = pid == getpid() ? made_.empty() : kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+      if (!gone) continue;
+      if (Status st = run_command({ip_, "netns", "del", n}); st)
+        say("removed namespace {}, left by sluice-deploy pid {}, which is gone", n, pid);
+      else
+        say("namespace {} was left by sluice-deploy pid {}, which is gone, and is not removed: {}", n, pid,
+            st.message());
+    }
   }
 
   // Runs up_steps(): plan prints the same list. A namespace is recorded as

@@ -199,6 +199,29 @@ TEST_F(Netns, AProcessKilledMidRunIsNamedAndNothingIsLeft) {
   EXPECT_EQ(leftovers(deploy_pid_), "");
 }
 
+// A sluice-deploy killed with SIGKILL runs no down(): its namespaces stay.
+// The next run removes them, saying whose they were, before making its own
+// (a run given the dead one's pid could not make its own otherwise).
+TEST_F(Netns, NamespacesLeftByAKilledRunAreRemovedByTheNext) {
+  start({"--set", "duration_s=1"});
+  ASSERT_GT(pid_in("h1", "loadgen"), 0) << slurp(dir_ + "/err");
+  const pid_t killed = pid_;
+  ASSERT_EQ(kill(killed, SIGKILL), 0);
+  waitpid(killed, nullptr, 0);
+  pid_ = -1;
+  ASSERT_NE(leftovers(killed), "");
+  // Its processes, orphaned, end with their duration.
+  for (const char* host : {"h1", "h2", "h3", "h4"})
+    for (int i = 0; i < 500 && !shell("ip netns pids sl" + std::to_string(killed) + "-" + host).empty(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  start({"--set", "duration_s=1"});
+  ASSERT_EQ(finish(), 0) << err_ << out_;
+  EXPECT_EQ(leftovers(killed), "");
+  const std::string k = std::to_string(killed);
+  EXPECT_HAS(err_, "removed namespace sl" + k + "-net, left by sluice-deploy pid " + k + ", which is gone");
+  EXPECT_EQ(leftovers(deploy_pid_), "");
+}
+
 TEST_F(Netns, StoppedBySigtermNothingIsLeft) {
   start({"--set", "duration_s=30"});
   ASSERT_GT(pid_in("h1", "loadgen"), 0) << slurp(dir_ + "/err");  // the load generator runs: all are up

@@ -18,7 +18,9 @@ that fails can be repeated exactly (--seed S --first I --runs 1):
             with --cuts also CUT (the bridge drops the host's port, neither
             end sees an error) and RESETS (the bridge drops the TCP resets
             the host sends: a death then goes unseen), 0.5-4 s, overlapping
-            the faults after them
+            the faults after them; --cluster-carriers picks its links'
+            carrier from a list (fabric tcp: libfabric's tcp provider, ucx
+            tcp: UCX's tcp transport, each across the namespaces' bridge)
 
 and 1-3 faults in the run: SIGKILL (twice as likely) or SIGSTOP for 0.5-3 s
 of node-a, node-b, the sink or the load generator (started again, it makes
@@ -30,7 +32,7 @@ directory is kept under --keep and named in its line.
 
   python3 experiments/soak.py [--runs 40] [--seed 1] [--first 0] [--build build]
       [--carriers tcp-opt,fabric shm,ucx sm,tcp capnp,tcp copy] [--examples pipeline,esper,cluster]
-      [--rates] [--cuts]
+      [--rates] [--cuts] [--cluster-carriers tcp-opt,fabric tcp,ucx tcp]
       [--keep /tmp/sluice-soak]
 
 One run at a time, ports from 9000 (each run 700 apart, 20 in turn, all
@@ -52,16 +54,25 @@ ap.add_argument("--cuts", action="store_true",
                 help="cluster runs also get CUT (the bridge drops a host's port, as outage.py) and RESETS "
                      "(the bridge drops the TCP resets a host sends, as lost_reset.py) for 0.5-4 s, "
                      "overlapping the faults after them (needs nft)")
+ap.add_argument("--cluster-carriers", default="tcp-opt",
+                help="the carriers cluster runs pick from (tcp-opt, fabric tcp, ucx tcp; default tcp-opt, "
+                     "which draws nothing, so earlier seeds choose as before)")
 ap.add_argument("--keep", default=os.path.join(tempfile.gettempdir(), "sluice-soak"))
 a = ap.parse_args()
 
 CARRIERS = {"tcp-opt": [], "fabric shm": ["transport=fabric", "fabric_provider=shm"],
             "ucx sm": ["transport=ucx", "ucx_tls=sm"], "tcp capnp": ["encoding=capnp"],
-            "tcp copy": ["encoding=copy"]}
+            "tcp copy": ["encoding=copy"], "fabric tcp": ["transport=fabric", "fabric_provider=tcp"],
+            "ucx tcp": ["transport=ucx", "ucx_tls=tcp"]}
 carriers = [c for c in a.carriers.split(",") if c]
 for c in carriers:
     if c not in CARRIERS:
         sys.exit(f"--carriers: no carrier {c!r} (known: {', '.join(CARRIERS)})")
+cluster_carriers = [c for c in a.cluster_carriers.split(",") if c]
+for c in cluster_carriers:
+    if c not in ("tcp-opt", "fabric tcp", "ucx tcp", "tcp capnp", "tcp copy"):
+        sys.exit(f"--cluster-carriers: no carrier {c!r} across namespaces (known: tcp-opt, fabric tcp, "
+                 "ucx tcp, tcp capnp, tcp copy)")
 examples = [e for e in a.examples.split(",") if e]
 for e in examples:
     if e not in ("pipeline", "esper", "cluster"):
@@ -153,7 +164,8 @@ for i in range(a.first, a.first + a.runs):
                          round(rng.uniform(0.5, 4 if kind in ("DOWN", "CUT", "RESETS") else 3), 2)))
     schedule.sort()
     if example == "cluster":
-        carrier = "tcp-opt"  # its hosts' links: tcp (fabric and ucx here are shared memory)
+        # Its hosts are namespaces: shared memory does not join them.
+        carrier = cluster_carriers[0] if len(cluster_carriers) == 1 else rng.choice(cluster_carriers)
     sets = list(CARRIERS[carrier])
     if example == "esper":
         sets += ["checkpoint_interval_ms=50", "rate=2000"]

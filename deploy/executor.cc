@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <thread>
 
 #include "deploy/netns.h"
@@ -140,7 +141,7 @@ class LocalExecutor : public Executor {
                const std::string& log_path, pid_t* pid) override {
     const HostConfig* h = d_.host_of(i);
     return spawn_program(command(i, program, args), log_path,
-                         h ? h->cpus : std::vector<unsigned>{}, pid);
+                         h ? h->cpus : std::vector<unsigned>{}, pid, /*child=*/true);
   }
 
   std::string where(size_t i) const override {
@@ -157,7 +158,16 @@ class LocalExecutor : public Executor {
 }  // namespace
 
 Status spawn_program(const std::vector<std::string>& argv_in, const std::string& log_path,
-                     const std::vector<unsigned>& cpus, pid_t* pid) {
+                     const std::vector<unsigned>& cpus, pid_t* pid, bool child) {
+  // The environment as it is, but for the supervisor's pid: this one's for
+  // a child, none for a program that is not one.
+  const std::string me = fmt::format("{}={}", kSupervisorPidEnv, getpid());
+  const std::string_view key = std::string_view(me).substr(0, me.find('=') + 1);
+  std::vector<char*> envp;
+  for (char** e = environ; *e; ++e)
+    if (!std::string_view(*e).starts_with(key)) envp.push_back(*e);
+  if (child) envp.push_back(const_cast<char*>(me.c_str()));
+  envp.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t attr;
   posix_spawn_file_actions_init(&fa);
@@ -180,7 +190,7 @@ Status spawn_program(const std::vector<std::string>& argv_in, const std::string&
   int rc = 0;
   {
     PinnedForSpawn pin(cpus);
-    rc = pin.error() ? pin.error() : posix_spawn(pid, argv[0], &fa, &attr, argv.data(), environ);
+    rc = pin.error() ? pin.error() : posix_spawn(pid, argv[0], &fa, &attr, argv.data(), envp.data());
     if (pin.error()) {
       posix_spawn_file_actions_destroy(&fa);
       posix_spawnattr_destroy(&attr);

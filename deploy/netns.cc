@@ -113,7 +113,7 @@ class NetnsExecutor : public Executor {
     if (!h || made_.empty())
       return Status::Error(fmt::format("process '{}': no namespace for its host",
                                        d_.processes[i].name));
-    return spawn_program(command(i, program, args), log_path, h->cpus, pid);
+    return spawn_program(command(i, program, args), log_path, h->cpus, pid, /*child=*/true);
   }
 
   std::vector<std::string> command(size_t i, const std::string& program,

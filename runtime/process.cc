@@ -5,13 +5,17 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -409,6 +413,31 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
   return s.ok ? Status() : Status::Error(errors);
 }
 
+// Started by sluice-deploy as its child (SLUICE_SUPERVISOR_PID, which its
+// local and netns launchers set): when the supervisor dies, even by SIGKILL
+// with no chance to stop anything, the kernel sends this process SIGTERM,
+// which ends its part of the stream as Ctrl-C does. Without it the
+// processes ran on, unsupervised, holding their ports (and, with netns,
+// their namespaces) for the rest of their duration. A supervisor already
+// gone by now is an error. ok without the variable (started by hand, over
+// ssh or srun, by Kubernetes).
+namespace {
+Status follow_supervisor() {
+  const char* v = std::getenv("SLUICE_SUPERVISOR_PID");
+  if (!v || !*v) return {};
+  char* end = nullptr;
+  const long want = std::strtol(v, &end, 10);
+  if (*end || want <= 1) return Status::Error(fmt::format("SLUICE_SUPERVISOR_PID='{}' is not a pid", v));
+  if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0)
+    return Status::Error(fmt::format("prctl(PR_SET_PDEATHSIG): {}", std::strerror(errno)));
+  if (getppid() != static_cast<pid_t>(want))
+    return Status::Error(fmt::format("started by sluice-deploy (pid {}), which is gone: not running "
+                                     "without its supervisor",
+                                     want));
+  return {};
+}
+}  // namespace
+
 int process_main(Role role, int argc, char** argv) {
   // First thing: a Ctrl-C (or sluice-deploy down) that comes while the file
   // is still being read must end the stream, not kill the load generator
@@ -416,6 +445,10 @@ int process_main(Role role, int argc, char** argv) {
   if (role == Role::kLoadgen) {
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
+  }
+  if (Status st = follow_supervisor(); !st) {
+    spdlog::error("{}", st.message());
+    return 1;
   }
   const std::string prog = fmt::format("sluice-{}", role_name(role));
   CLI::App app{fmt::format(

@@ -10,12 +10,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -366,6 +368,53 @@ TEST(Faults, AKilledSinkWithoutSnapshotsIsNotRunAgainAndTheRunSaysWhy) {
   EXPECT_NE(e.find("without checkpoint_interval_ms"), std::string::npos) << e;
   EXPECT_EQ(o.json["processes"][3]["restarts"].as<int>(), 1);
   EXPECT_LT(took, 20.0);  // not the timeout: 3 s of run, 1 s to the kill, the back-off
+}
+
+// sluice-deploy killed with SIGKILL stops nothing on its way out: its
+// programs, told its pid (SLUICE_SUPERVISOR_PID), have the kernel send them
+// SIGTERM when it dies, instead of running on unsupervised for the rest of
+// a 60 s run with their ports held. A program told of a supervisor that is
+// not its parent (gone before it started) does not run.
+TEST(Faults, ProcessesEndWhenTheirSupervisorIsKilled) {
+  fs::path dir = fs::temp_directory_path() / ("sluice-faults-orphans-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string run_dir = (dir / "run").string();
+  pid_t d = fork();
+  if (d == 0) {
+    const std::string out = (dir / "out").string();
+    freopen(out.c_str(), "w", stdout);
+    freopen(out.c_str(), "a", stderr);
+    execl(kDeploy.c_str(), kDeploy.c_str(), "run", kExample.c_str(), "--run-dir", run_dir.c_str(), "--set",
+          "base_port=21770", "--set", "duration_s=60", "--set", "rate=2000", "--set", "progress_s=0",
+          static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  std::vector<pid_t> pids;
+  for (const char* name : {"loadgen", "node-a", "node-b", "sink"}) {
+    pids.push_back(find_process(run_dir, name));
+    ASSERT_GT(pids.back(), 0) << name << " never started: " << slurp(dir / "out");
+  }
+  ASSERT_EQ(kill(d, SIGKILL), 0);
+  waitpid(d, nullptr, 0);
+  for (size_t i = 0; i < pids.size(); ++i) {
+    bool gone = false;
+    for (int t = 0; t < 200 && !gone; ++t) {
+      gone = kill(pids[i], 0) != 0 && errno == ESRCH;
+      if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_TRUE(gone) << "process " << i << " (pid " << pids[i] << ") still runs 10 s after its supervisor died";
+    if (!gone) kill(pids[i], SIGKILL);
+  }
+  const std::string cmd = std::string("SLUICE_SUPERVISOR_PID=") + std::to_string(d) + " " + SLUICE_SINK +
+                          " --deployment " + kExample + " --process sink --set base_port=21770 >" +
+                          (dir / "err").string() + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 1) << rc;
+  EXPECT_NE(slurp(dir / "err").find("started by sluice-deploy (pid " + std::to_string(d) + "), which is gone"),
+            std::string::npos)
+      << slurp(dir / "err");
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "deploy/netns.h"
+#include "runtime/process.h"
 #include "deploy/slurm.h"
 #include "deploy/ssh.h"
 
@@ -161,8 +162,8 @@ Status spawn_program(const std::vector<std::string>& argv_in, const std::string&
                      const std::vector<unsigned>& cpus, pid_t* pid, bool child) {
   // The environment as it is, but for the supervisor's pid: this one's for
   // a child, none for a program that is not one.
-  const std::string me = fmt::format("{}={}", kSupervisorPidEnv, getpid());
-  const std::string_view key = std::string_view(me).substr(0, me.find('=') + 1);
+  const std::string key = std::string(kSupervisorPidEnv) + "=";
+  const std::string me = key + std::to_string(getpid());
   std::vector<char*> envp;
   for (char** e = environ; *e; ++e)
     if (!std::string_view(*e).starts_with(key)) envp.push_back(*e);

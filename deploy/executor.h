@@ -84,10 +84,9 @@ Status make_executor(const Deployment& d, std::FILE* progress, std::unique_ptr<E
 // its own process group, signals at their defaults, pinned to `cpus` when
 // given. Every executor's start() ends here. `child`: argv[0] runs as this
 // process's own child (local; netns, whose `ip netns exec` execs it): it
-// gets SLUICE_SUPERVISOR_PID=<this pid>, so that a sluice program ends when
+// gets kSupervisorPidEnv=<this pid>, so that a sluice program ends when
 // its supervisor dies, even by SIGKILL (runtime/process.cc). Not for ssh or
 // srun, whose programs are not this process's children.
-constexpr const char* kSupervisorPidEnv = "SLUICE_SUPERVISOR_PID";
 Status spawn_program(const std::vector<std::string>& argv, const std::string& log_path,
                      const std::vector<unsigned>& cpus, pid_t* pid, bool child = false);
 

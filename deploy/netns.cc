@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -216,18 +217,17 @@ class NetnsExecutor : public Executor {
   // or its machine stopped mid-run: nothing ran its down()) stay until
   // removed, and a later run given the same pid could not make its own
   // ("File exists"). Each sl<PID>-... whose PID is no process, or is this
-  // one before it made any, is removed and said. A PID that some other
-  // process holds now is left alone: it cannot be told from a live run.
+  // one (called before it makes any), is removed and said. A PID that some
+  // other process holds now is left alone: it cannot be told from a live run.
   void remove_stale() {
+    static const std::regex kOurs("sl([0-9]{1,9})-.+");
     std::error_code ec;
     for (const auto& e : std::filesystem::directory_iterator("/var/run/netns", ec)) {
       const std::string n = e.path().filename().string();
-      const size_t dash = n.find('-');
-      if (n.rfind("sl", 0) != 0 || dash == std::string::npos || dash == 2 || dash + 1 == n.size() ||
-          n.find_first_not_of("0123456789", 2) != dash)
-        continue;
-      const long pid = std::strtol(n.c_str() + 2, nullptr, 10);
-      const bool gone = pid == getpid() ? made_.empty() : kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+      std::smatch m;
+      if (!std::regex_match(n, m, kOurs)) continue;
+      const long pid = std::stol(m[1].str());
+      const bool gone = pid == getpid() || (kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH);
       if (!gone) continue;
       if (Status st = run_command({ip_, "netns", "del", n}); st)
         say("removed namespace {}, left by sluice-deploy pid {}, which is gone", n, pid);

@@ -210,7 +210,7 @@ TEST_F(Netns, NamespacesLeftByAKilledRunAreRemovedByTheNext) {
   waitpid(killed, nullptr, 0);
   pid_ = -1;
   ASSERT_NE(leftovers(killed), "");
-  // Its processes, orphaned, end with their duration.
+  // Its processes end with it (SIGTERM from the kernel), or else with their duration.
   for (const char* host : {"h1", "h2", "h3", "h4"})
     for (int i = 0; i < 500 && !shell("ip netns pids sl" + std::to_string(killed) + "-" + host).empty(); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -37,7 +37,7 @@ KEEP=1 keeps each run's directory (printed) for its logs.
 """
 import argparse, json, os, shutil, signal, subprocess, sys, tempfile, time
 
-from procs import bridge_netns, nft, pids_of
+from procs import bridge_netns, host_netns, nft, pids_of
 
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 ap.add_argument("--build", default="build")
@@ -84,11 +84,8 @@ for r in range(a.rounds):
             os.kill(pid, signal.SIGKILL)
         if a.drop == "power":
             time.sleep(0.2)  # the process is gone and its sockets orphaned
-            st = json.load(open(f"{run_dir}/state.json"))
-            where = {q["name"]: q["where"] for q in st["processes"]}
-            host = where["sink"].split("netns ")[1].rstrip(")")
-            node_b = where["node-b"].split("(")[1].split(",")[0]
-            subprocess.run(["ip", "netns", "exec", host, "ss", "-K", "-t", "dst", node_b],
+            # h4 is the sink's host; 10.77.0.3 is node-b's (cluster.yaml's).
+            subprocess.run(["ip", "netns", "exec", host_netns(run_dir, "h4"), "ss", "-K", "-t", "dst", "10.77.0.3"],
                            check=True, stdout=subprocess.DEVNULL)
         time.sleep(1)
         nft(net, "delete", "table", "bridge", "lost")

@@ -28,6 +28,16 @@ def bridge_netns(run_dir):
         return None
 
 
+def host_netns(run_dir, host):
+    """The network namespace of host `host` of a --launcher netns run
+    ("...-HOST" in its state.json); None if there is none yet."""
+    import json
+    try:
+        return [n for n in json.load(open(f"{run_dir}/state.json"))["namespaces"] if n.endswith("-" + host)][0]
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+
+
 def nft(netns, *args):
     """nft ARGS in the namespace netns (root; Debian: nftables)."""
     import subprocess

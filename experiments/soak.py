@@ -40,7 +40,7 @@ below the ephemeral range). Exit status 1 when a run failed.
 """
 import argparse, json, os, random, shutil, signal, subprocess, sys, tempfile, threading, time
 
-from procs import bridge_netns, nft, pids_of
+from procs import bridge_netns, host_netns, nft, pids_of
 
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 ap.add_argument("--runs", type=int, default=40)
@@ -118,12 +118,8 @@ def run(example, sets, schedule, port, rng):
             undo.append(t)
             continue
         if sig == "DOWN":
-            try:
-                ns = [n for n in json.load(open(f"{run_dir}/state.json"))["namespaces"]
-                      if n.endswith("-" + HOST[victim])]
-            except (OSError, ValueError, KeyError):
-                ns = []
-            for n in ns:
+            n = host_netns(run_dir, HOST[victim])
+            if n:
                 subprocess.run(["ip", "-n", n, "link", "set", "eth0", "down"], capture_output=True)
                 time.sleep(pause)
                 subprocess.run(["ip", "-n", n, "link", "set", "eth0", "up"], capture_output=True)

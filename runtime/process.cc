@@ -423,11 +423,11 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
 // ssh or srun, by Kubernetes).
 namespace {
 Status follow_supervisor() {
-  const char* v = std::getenv("SLUICE_SUPERVISOR_PID");
+  const char* v = std::getenv(kSupervisorPidEnv);
   if (!v || !*v) return {};
   char* end = nullptr;
   const long want = std::strtol(v, &end, 10);
-  if (*end || want <= 1) return Status::Error(fmt::format("SLUICE_SUPERVISOR_PID='{}' is not a pid", v));
+  if (*end || want <= 1) return Status::Error(fmt::format("{}='{}' is not a pid", kSupervisorPidEnv, v));
   if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0)
     return Status::Error(fmt::format("prctl(PR_SET_PDEATHSIG): {}", std::strerror(errno)));
   if (getppid() != static_cast<pid_t>(want))

@@ -20,6 +20,11 @@ namespace sluice {
 Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* stop,
                    ProcessSummary* out, const std::string& bursts_path = "");
 
+// The environment variable that tells a program the pid of the supervisor
+// that started it as its child (sluice-deploy's local and netns launchers
+// set it): the program ends when that process dies (process_main).
+constexpr const char* kSupervisorPidEnv = "SLUICE_SUPERVISOR_PID";
+
 // main() of the three programs: parses the command line (a deployment file,
 // or standalone flags), runs, writes the summary. Returns the exit code.
 int process_main(Role role, int argc, char** argv);

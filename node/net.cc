@@ -169,11 +169,13 @@ Status NetSource::link_broke(size_t i, const Status& why) {
     watching_[i] = false;
   }
   rejoin_[i]->down = true;
+  ++down_;
   rejoin_[i]->down_ns = rejoin_[i]->said_ns = mono_ns();
   return {};
 }
 
 Status NetSource::tend_broken() {
+  if (down_ == 0) return {};
   for (size_t i = 0; i < links_.size(); ++i) {
     Rejoin& r = *rejoin_[i];
     if (!r.down) continue;
@@ -208,6 +210,7 @@ Status NetSource::tend_broken() {
     }
     listeners_[i]->turn_away(true);
     r.down = false;
+    --down_;
     ready_[i] = true;
     ++reconnects_;
     epoll_event ev{};

@@ -188,11 +188,11 @@ class NetSource final : public Source, private SlotPool::FreedHook {
   std::vector<std::unique_ptr<Listener>> listeners_;
   std::vector<std::unique_ptr<Receiver>> links_;
   std::vector<uint16_t> owner_;                   // slot -> link
-  std::vector<bool> watching_;                    // link's fd in the epoll set
+  std::vector<uint8_t> watching_;                 // link's fd in the epoll set
   // epoll said the link's fd is readable since it was last polled; a link
   // whose carrier read it empty (Receiver::drained) is not polled without
   // this, which saves a read that would only say EAGAIN per wake-up.
-  std::vector<bool> ready_;
+  std::vector<uint8_t> ready_;
   int epfd_ = -1;
   size_t rr_ = 0, ended_ = 0, wake_threshold_ = 1;
   bool waited_ = true;
@@ -216,6 +216,7 @@ class NetSource final : public Source, private SlotPool::FreedHook {
     Status error;
   };
   std::vector<std::unique_ptr<Rejoin>> rejoin_;
+  size_t down_ = 0;  // links down now: tend_broken has nothing to do without one
   uint64_t reconnects_ = 0;
 };
 

@@ -159,7 +159,7 @@ class LocalExecutor : public Executor {
 }  // namespace
 
 Status spawn_program(const std::vector<std::string>& argv_in, const std::string& log_path,
-                     const std::vector<unsigned>& cpus, pid_t* pid, bool child) {
+                     const std::vector<unsigned>& cpus, pid_t* pid, bool child, int stdin_fd) {
   // The environment as it is, but for the supervisor's pid: this one's for
   // a child, none for a program that is not one.
   const std::string key = std::string(kSupervisorPidEnv) + "=";
@@ -173,7 +173,10 @@ Status spawn_program(const std::vector<std::string>& argv_in, const std::string&
   posix_spawnattr_t attr;
   posix_spawn_file_actions_init(&fa);
   posix_spawnattr_init(&attr);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  if (stdin_fd >= 0)
+    posix_spawn_file_actions_adddup2(&fa, stdin_fd, 0);
+  else
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_adddup2(&fa, 1, 2);
   sigset_t none, defaults;

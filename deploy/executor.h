@@ -86,9 +86,11 @@ Status make_executor(const Deployment& d, std::FILE* progress, std::unique_ptr<E
 // process's own child (local; netns, whose `ip netns exec` execs it): it
 // gets kSupervisorPidEnv=<this pid>, so that a sluice program ends when
 // its supervisor dies, even by SIGKILL (runtime/process.cc). Not for ssh or
-// srun, whose programs are not this process's children.
+// srun, whose programs are not this process's children. `stdin_fd` >= 0:
+// the child's stdin instead of /dev/null (the ssh launcher's lifeline).
 Status spawn_program(const std::vector<std::string>& argv, const std::string& log_path,
-                     const std::vector<unsigned>& cpus, pid_t* pid, bool child = false);
+                     const std::vector<unsigned>& cpus, pid_t* pid, bool child = false,
+                     int stdin_fd = -1);
 
 // Runs a helper command (ip, tc) to the end in a process group of its own, so
 // a Ctrl-C at the terminal does not kill it halfway; its output in *output.

@@ -11,11 +11,15 @@
 //      the hosts see this machine's paths (a shared or mirrored tree) and
 //      nothing is copied.
 //   3. start(): `ssh [-p PORT] [-i KEY] [OPTIONS] [USER@]ADDRESS 'cd RUN &&
-//      echo $$ > NAME.pid && exec PROGRAM ARGS'`. The local ssh client is
-//      the child the run waits for, its output the process's log (streamed
-//      as it runs), its exit status the program's (255: ssh itself failed,
-//      or the program died by a signal). The remote shell execs the program,
-//      so NAME.pid is the program's pid and its process group.
+//      echo $$ > NAME.pid && SLUICE_LIFELINE=stdin exec PROGRAM ARGS'`. The
+//      local ssh client is the child the run waits for, its output the
+//      process's log (streamed as it runs), its exit status the program's
+//      (255: ssh itself failed, or the program died by a signal). The remote
+//      shell execs the program, so NAME.pid is the program's pid and its
+//      process group. The client's stdin is a pipe this process holds open
+//      and never writes: if it dies (even by SIGKILL) the program reads end
+//      of file on its stdin and stops itself (runtime/process.h,
+//      kLifelineEnv).
 //   4. signal(): `ssh HOST kill -SIG -- -PID` reaches the remote program and
 //      what it started; SIGKILL also ends the local client.
 //   5. fetch(): scp of the summary back, when the paths are not shared.

@@ -233,4 +233,44 @@ TEST_F(Ssh, StoppingTheRunStopsTheRemotePrograms) {
   }
 }
 
+// sluice-deploy killed outright (SIGKILL: nothing stops anything): its ssh
+// clients read end of file on their stdin (the launcher's lifeline) and pass
+// it on, and each remote program stops itself. Before the lifeline they ran
+// on, unsupervised, for the rest of their 60 s, holding their ports.
+TEST_F(Ssh, KillingTheSupervisorEndsTheRemotePrograms) {
+  const std::string cmd = "exec " + kDeploy + " run " + kCluster + " --run-dir " + run_ + g_cluster->sets() +
+                          " --set duration_s=60 --set rate=2000 >" + run_ + ".out 2>&1";
+  const pid_t d = fork();
+  if (d == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_GT(d, 0);
+  const char* names[] = {"loadgen", "node-a", "node-b", "sink"};
+  std::vector<pid_t> pids;
+  for (const char* n : names) {
+    pid_t pid = 0;
+    for (int t = 0; t < 300 && pid <= 0; ++t) {
+      const std::string s = slurp(run_ + "/" + n + ".pid");
+      if (!s.empty() && s.back() == '\n') pid = std::stoi(s);
+      if (pid <= 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    pids.push_back(pid);
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // the stream flows
+  ASSERT_EQ(kill(d, SIGKILL), 0);
+  waitpid(d, nullptr, 0);
+  for (size_t i = 0; i < pids.size(); ++i) {
+    ASSERT_GT(pids[i], 0) << names[i] << " never started: " << slurp(run_ + ".out");
+    bool gone = false;
+    for (int t = 0; t < 200 && !gone; ++t) {
+      gone = kill(pids[i], 0) != 0 && errno == ESRCH;
+      if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_TRUE(gone) << names[i] << " (pid " << pids[i] << ") still runs on its host 10 s after its supervisor died";
+    if (!gone) kill(pids[i], SIGKILL);
+  }
+  EXPECT_HAS(slurp(run_ + "/sink.log"), "its supervisor is gone; stopping");
+}
+
 }  // namespace

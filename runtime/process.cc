@@ -21,6 +21,7 @@
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -436,6 +437,37 @@ Status follow_supervisor() {
                                      want));
   return {};
 }
+
+// Started over ssh (SLUICE_LIFELINE=stdin, which the ssh launcher sets): the
+// remote program is no child of sluice-deploy, so no PR_SET_PDEATHSIG; its
+// stdin is the ssh channel from the supervisor's end of a pipe that nobody
+// writes to. When sluice-deploy dies, even by SIGKILL, that end closes, the
+// ssh client passes the end of file on, and this thread sends the process
+// SIGTERM. Without it the remote programs ran on for the rest of their
+// duration, holding their ports on the hosts, and the next run failed there.
+// Checked first thing; the thread starts once the log has its name (its line
+// must not race the logger's set-up: a closed stdin is read at once).
+Status check_lifeline() {
+  const char* v = std::getenv(kLifelineEnv);
+  if (!v || !*v || std::string_view(v) == "stdin") return {};
+  return Status::Error(fmt::format("{}='{}': the only value is 'stdin'", kLifelineEnv, v));
+}
+void follow_lifeline() {
+  const char* v = std::getenv(kLifelineEnv);
+  if (!v || std::string_view(v) != "stdin") return;
+  std::thread([] {
+    char buf[256];
+    for (;;) {
+      const ssize_t r = ::read(0, buf, sizeof buf);
+      if (r > 0 || (r < 0 && errno == EINTR)) continue;
+      break;
+    }
+    spdlog::warn("stdin (sluice-deploy's connection, {}=stdin) closed: its supervisor is gone; "
+                 "stopping",
+                 kLifelineEnv);
+    ::kill(::getpid(), SIGTERM);
+  }).detach();
+}
 }  // namespace
 
 int process_main(Role role, int argc, char** argv) {
@@ -446,9 +478,11 @@ int process_main(Role role, int argc, char** argv) {
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
   }
-  if (Status st = follow_supervisor(); !st) {
-    spdlog::error("{}", st.message());
-    return 1;
+  for (Status (*follow)() : {follow_supervisor, check_lifeline}) {
+    if (Status st = follow(); !st) {
+      spdlog::error("{}", st.message());
+      return 1;
+    }
   }
   const std::string prog = fmt::format("sluice-{}", role_name(role));
   CLI::App app{fmt::format(
@@ -495,6 +529,7 @@ int process_main(Role role, int argc, char** argv) {
   }
   spdlog::set_default_logger(spdlog::stderr_color_mt(process.empty() ? prog : process));
   spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e [%n] %l: %v");
+  follow_lifeline();
 
   Deployment d;
   Status st;

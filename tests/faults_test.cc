@@ -417,4 +417,26 @@ TEST(Faults, ProcessesEndWhenTheirSupervisorIsKilled) {
   if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
+// The ssh launcher's lifeline (SLUICE_LIFELINE=stdin): a program whose stdin
+// reaches end of file, its supervisor gone, stops itself (SIGTERM) and says
+// why; a value it does not know is an error, not ignored. The ssh side end to
+// end: Ssh.KillingTheSupervisorEndsTheRemotePrograms.
+TEST(Faults, AProgramWhoseLifelineClosesStops) {
+  const fs::path err = fs::temp_directory_path() / ("sluice-lifeline-" + std::to_string(getpid()));
+  const std::string sink = std::string(SLUICE_SINK) + " --deployment " + kExample +
+                           " --process sink --set base_port=21780 --set duration_s=30 <";
+  const auto t0 = std::chrono::steady_clock::now();
+  int rc = std::system(("timeout 20 env SLUICE_LIFELINE=stdin " + sink + "/dev/null >" + err.string() + " 2>&1")
+                           .c_str());
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 128 + SIGTERM) << rc << ": " << slurp(err);
+  EXPECT_LT(s, 10) << "a sink with nothing upstream waits; it should have stopped at once";
+  EXPECT_NE(slurp(err).find("its supervisor is gone; stopping"), std::string::npos) << slurp(err);
+  rc = std::system(("env SLUICE_LIFELINE=pipe " + sink + "/dev/null >" + err.string() + " 2>&1").c_str());
+  EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 1) << rc;
+  EXPECT_NE(slurp(err).find("SLUICE_LIFELINE='pipe': the only value is 'stdin'"), std::string::npos)
+      << slurp(err);
+  fs::remove(err);
+}
+
 }  // namespace

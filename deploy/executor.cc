@@ -158,16 +158,36 @@ class LocalExecutor : public Executor {
 
 }  // namespace
 
+Lifeline::Lifeline() {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    error_ = errno;
+    return;
+  }
+  read_ = Fd(fds[0]);
+  write_ = Fd(fds[1]);
+}
+
+Status Lifeline::fd(int* out) const {
+  *out = read_.get();
+  if (error_) return Status::Error(fmt::format("pipe2 for the programs' lifeline failed: {}", strerror(error_)));
+  return {};
+}
+
 Status spawn_program(const std::vector<std::string>& argv_in, const std::string& log_path,
                      const std::vector<unsigned>& cpus, pid_t* pid, bool child, int stdin_fd) {
   // The environment as it is, but for the supervisor's pid: this one's for
   // a child, none for a program that is not one.
   const std::string key = std::string(kSupervisorPidEnv) + "=";
   const std::string me = key + std::to_string(getpid());
+  const std::string life_key = std::string(kLifelineEnv) + "=";
+  const std::string life = life_key + "stdin";
   std::vector<char*> envp;
   for (char** e = environ; *e; ++e)
-    if (!std::string_view(*e).starts_with(key)) envp.push_back(*e);
+    if (!std::string_view(*e).starts_with(key) && !std::string_view(*e).starts_with(life_key))
+      envp.push_back(*e);
   if (child) envp.push_back(const_cast<char*>(me.c_str()));
+  if (stdin_fd >= 0) envp.push_back(const_cast<char*>(life.c_str()));
   envp.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t attr;

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "base/fd.h"
 #include "base/status.h"
 #include "graph/config.h"
 
@@ -80,6 +81,24 @@ class Executor {
 // gets a line per thing made or removed (nullptr: quiet).
 Status make_executor(const Deployment& d, std::FILE* progress, std::unique_ptr<Executor>* out);
 
+// For programs that are not this process's children (ssh, srun): a pipe
+// whose read end is their launcher client's stdin and whose write end this
+// process holds open and never writes. When this process dies, even by
+// SIGKILL, the clients read end of file and pass it on to the programs,
+// which were started with kLifelineEnv=stdin and stop themselves
+// (runtime/process.cc). Both ends are close-on-exec; spawn_program makes
+// the read end a client's fd 0 alone.
+class Lifeline {
+ public:
+  Lifeline();
+  // The read end; the error, if the pipe could not be made.
+  Status fd(int* out) const;
+
+ private:
+  Fd read_, write_;
+  int error_ = 0;
+};
+
 // Starts argv[0] with argv: stdin /dev/null, stdout and stderr to log_path,
 // its own process group, signals at their defaults, pinned to `cpus` when
 // given. Every executor's start() ends here. `child`: argv[0] runs as this
@@ -87,7 +106,10 @@ Status make_executor(const Deployment& d, std::FILE* progress, std::unique_ptr<E
 // gets kSupervisorPidEnv=<this pid>, so that a sluice program ends when
 // its supervisor dies, even by SIGKILL (runtime/process.cc). Not for ssh or
 // srun, whose programs are not this process's children. `stdin_fd` >= 0:
-// the child's stdin instead of /dev/null (the ssh launcher's lifeline).
+// the child's stdin instead of /dev/null (a Lifeline's), and kLifelineEnv
+// =stdin in its environment (srun passes it on to the program; ssh's
+// remote command sets it itself). Inherited values of either variable are
+// removed.
 Status spawn_program(const std::vector<std::string>& argv, const std::string& log_path,
                      const std::vector<unsigned>& cpus, pid_t* pid, bool child = false,
                      int stdin_fd = -1);

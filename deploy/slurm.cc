@@ -102,7 +102,9 @@ class SlurmExecutor : public Executor {
                const std::string& log_path, pid_t* pid) override {
     if (Status st = resolve(); !st) return st;
     const std::string step = fmt::format("sluice-{}-{}-{}", d_.processes[i].name, getpid(), ++steps_);
-    Status st = spawn_program(srun_argv(i, step, program, args), log_path, {}, pid);
+    int life = -1;
+    if (Status st = lifeline_.fd(&life); !st) return st;
+    Status st = spawn_program(srun_argv(i, step, program, args), log_path, {}, pid, false, life);
     if (st) {
       started_[*pid] = Step{i, step, ""};
       say("{} on node {}: step {}", d_.processes[i].name, node(i), step);
@@ -226,6 +228,7 @@ class SlurmExecutor : public Executor {
   mutable bool resolved_ = false;
   mutable SlurmAllocation alloc_;
   mutable std::map<std::string, size_t> map_;
+  Lifeline lifeline_;              // ends the steps' programs if this process dies
   std::map<pid_t, Step> started_;  // local srun -> its step
   unsigned steps_ = 0;
 };

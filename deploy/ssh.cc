@@ -1,6 +1,5 @@
 #include "deploy/ssh.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,7 +12,6 @@
 #include <set>
 #include <sstream>
 
-#include "base/fd.h"
 #include "runtime/process.h"
 
 namespace fs = std::filesystem;
@@ -29,15 +27,6 @@ class SshExecutor : public Executor {
     scp_ = find_tool("scp");
     std::istringstream in(d.ssh_options);
     for (std::string w; in >> w;) options_.push_back(w);
-    // The lifeline: every ssh client's stdin is the read end; the write end
-    // stays here, unwritten, both close-on-exec (the read end reaches a
-    // client as its fd 0 alone). When this process dies, the clients read
-    // end of file and pass it on to the remote programs (kLifelineEnv).
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) == 0) {
-      lifeline_read_ = Fd(fds[0]);
-      lifeline_write_ = Fd(fds[1]);
-    }
   }
   ~SshExecutor() override {
     // Whatever still runs on a host goes (the run signals each process;
@@ -78,8 +67,9 @@ class SshExecutor : public Executor {
     const HostConfig* h = d_.host_of(i);
     if (!h) return Status::Error(fmt::format("process '{}': no host", d_.processes[i].name));
     if (Status st = prepare(*h, program, args); !st) return st;
-    if (!lifeline_read_.valid()) return Status::Error(fmt::format("pipe2 failed: {}", strerror(errno)));
-    Status st = spawn_program(command(i, program, args), log_path, {}, pid, false, lifeline_read_.get());
+    int life = -1;
+    if (Status st = lifeline_.fd(&life); !st) return st;
+    Status st = spawn_program(command(i, program, args), log_path, {}, pid, false, life);
     if (st) {
       started_[*pid] = i;
       run_dirs_[i] = remote_run_dir(args);
@@ -252,7 +242,7 @@ class SshExecutor : public Executor {
   std::string ssh_, scp_;
   std::vector<std::string> options_;
   std::set<std::string> prepared_, copied_;
-  Fd lifeline_read_, lifeline_write_;
+  Lifeline lifeline_;  // ends the remote programs if this process dies
   std::map<pid_t, size_t> started_;      // local ssh client -> process
   std::map<size_t, std::string> run_dirs_;  // process -> its run folder on its host
 };

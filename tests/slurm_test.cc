@@ -249,6 +249,37 @@ TEST_F(SlurmCluster, AStepKilledWithScancelIsNamedWithItsNode) {
   EXPECT_EQ(steps_left(), "");
 }
 
+// sluice-deploy killed outright (SIGKILL: it stops nothing): each srun reads
+// end of file on its stdin (the launcher's lifeline) and passes it on, and
+// each program stops itself, so its step ends. Before the lifeline the sruns
+// and their steps ran on for the rest of the 60 s.
+TEST_F(SlurmCluster, KillingTheSupervisorEndsTheSteps) {
+  const std::string dir = run_dir("orphaned");
+  fs::create_directories(fs::path(dir).parent_path());
+  const std::string cmd = "exec " + kDeploy + " run " + kCluster +
+                          " --launcher slurm --set duration_s=60 --set rate=2000 --set progress_s=0"
+                          " --run-dir " + dir + " >" + dir + ".out 2>&1";
+  const pid_t d = fork();
+  if (d == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_GT(d, 0);
+  size_t running = 0;
+  for (int i = 0; i < 100 && running < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::istringstream in(shell("squeue -h -s -j " + job_ + " -o '%j'"));
+    running = 0;
+    for (std::string name; in >> name;) running += name.rfind("sluice-", 0) == 0;
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // tuples are flowing
+  ASSERT_EQ(kill(d, SIGKILL), 0);
+  waitpid(d, nullptr, 0);
+  ASSERT_EQ(running, 4u) << slurp(dir + ".out");
+  EXPECT_EQ(steps_left(), "") << "steps still running 5 s after their supervisor died";
+  EXPECT_HAS(slurp(dir + "/sink.log"), "its supervisor is gone; stopping");
+}
+
 // restart: on-failure through the same executor: the killed process comes
 // back as a new step on the same node, and with acks nothing is lost.
 TEST_F(SlurmCluster, AKilledStepIsRestartedAsAStepOnItsNode) {

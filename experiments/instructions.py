@@ -1,0 +1,187 @@
+#!/usr/bin/env python3
+"""Instructions per event, per process: sluice against the plain relays.
+
+Each process of loadgen -> node-a -> node-b -> sink (deploy/examples/
+pipeline.yaml, one-tuple events) and of the plain relays (source -> relay ->
+relay -> sink, sluice-plainrelay in latency mode, messages as large as
+sluice's frames) runs under valgrind's callgrind, which counts the user-space
+instructions each one executes (the kernel's are not counted). Each system
+runs twice, with N1 and N2 events; a process's instructions per event is
+
+    (instructions with N2 events - instructions with N1 events) / (N2 - N1)
+
+so start-up (reading the file, making pools, connecting) cancels out and
+what is left is what one more event costs, on every thread of the process.
+
+Unlike a time, the count does not depend on what else the machine runs:
+the same binaries and settings give the same figures within a few
+instructions, on a shared 2-core VM as on a quiet 16-core host. It is not
+a time: cache misses and system calls cost cycles it does not show. Read
+it beside the latency script (experiments/latency.py), as what each hop
+executes, and as a regression signal for a change to the per-event path
+(--before DIR runs another build in the same script).
+
+    python3 experiments/instructions.py [--build build] [--before OLD]
+        [--rate 2000] [--events 2000,6000] [--tuple-bytes 128]
+        [--set KEY=VALUE ...] [--no-plain] [--out DIR]
+
+Needs valgrind (Debian's `valgrind`). Each run is N/rate seconds under
+callgrind (about 50x slower per instruction, so keep the rate moderate: at
+2,000 events/s every process keeps up). Holds /tmp/cpu.lock per run.
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from reproduce import git_commit  # noqa: E402
+from sweep import find_binary, free_ports, kill_group  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+PIPELINE = ROOT / "deploy" / "examples" / "pipeline.yaml"
+SLUICE = ["loadgen", "node-a", "node-b", "sink"]
+PLAIN = ["source", "relay1", "relay2", "sink"]
+FRAME_HEADER, EVENT_HEADER = 16, 64  # as experiments/latency.py
+
+
+def callgrind_total(path):
+    """Instructions in a callgrind output file (its `totals:` or `summary:` line)."""
+    text = Path(path).read_text(errors="replace")
+    m = re.search(r"^(?:totals|summary):\s*(\d+)", text, re.M)
+    if not m:
+        raise RuntimeError(f"{path}: no totals line")
+    return int(m.group(1))
+
+
+def wrapper(bin_dir, out_dir, program, real):
+    """A script named like the program that runs it under callgrind, its
+    output file named after the process (--process NAME)."""
+    script = bin_dir / program
+    script.write_text(
+        "#!/bin/bash\n"
+        'name=$(echo "$@" | sed -n \'s/.*--process \\([^ ]*\\).*/\\1/p\')\n'
+        f'exec valgrind --tool=callgrind --callgrind-out-file={out_dir}/cg.$name {real} "$@"\n')
+    script.chmod(0o755)
+
+
+def run_sluice(build, events, rate, tuple_bytes, sets, work):
+    """Instructions per process for one run of `events` one-tuple events."""
+    deploy = find_binary(build, "deploy", "sluice-deploy")
+    out = Path(tempfile.mkdtemp(prefix="cg-", dir=work))
+    bins = out / "bin"
+    bins.mkdir()
+    for sub, prog in (("loadgen", "sluice-loadgen"), ("node", "sluice-node"), ("sink", "sluice-sink")):
+        wrapper(bins, out, prog, find_binary(build, sub, prog))
+    port = free_ports(1)[0]
+    cmd = ["flock", "/tmp/cpu.lock", str(deploy), "run", str(PIPELINE), "--bin-dir", str(bins),
+           "--run-dir", str(out / "run"), "--set", "event_bytes=0", "--set", f"tuple_bytes={tuple_bytes}",
+           "--set", f"rate={rate}", "--set", f"tuples={events}", "--set", "duration_s=0",
+           "--set", "progress_s=0", "--set", f"base_port={port}"]
+    for s in sets:
+        cmd += ["--set", s]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=events / rate * 4 + 120)
+    if p.returncode != 0:
+        raise RuntimeError(f"sluice run failed ({p.returncode}): {p.stderr[-2000:]}{p.stdout[-2000:]}")
+    m = re.search(r"lost (\d+), duplicated (\d+)", p.stdout)
+    if not m or m.groups() != ("0", "0"):
+        raise RuntimeError(f"sluice run lost or duplicated tuples: {p.stdout[-1000:]}")
+    return {n: callgrind_total(out / f"cg.{n}") for n in SLUICE}
+
+
+def run_plain(build, events, rate, tuple_bytes, work):
+    relay = find_binary(build, "experiments", "sluice-plainrelay")
+    out = Path(tempfile.mkdtemp(prefix="cg-plain-", dir=work))
+    mb = FRAME_HEADER + EVENT_HEADER + tuple_bytes
+    common = ["--message-bytes", str(mb), "--congestion", "reno"]
+    p1, p2, p3 = free_ports(3)
+    vg = lambda name: ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/cg.{name}", str(relay)]
+    cmds = [
+        ("sink", vg("sink") + ["sink", "--listen", str(p3), "--json"] + common),
+        ("relay2", vg("relay2") + ["relay", "--listen", str(p2), "--connect", f"127.0.0.1:{p3}"] + common),
+        ("relay1", vg("relay1") + ["relay", "--listen", str(p1), "--connect", f"127.0.0.1:{p2}"] + common),
+        ("source", vg("source") + ["source", "--connect", f"127.0.0.1:{p1}", "--duration",
+                                   f"{events / rate:g}", "--rate", f"{rate:g}"] + common),
+    ]
+    procs = {}
+    with open(out / "stderr", "w") as err:
+        try:
+            for name, cmd in cmds:
+                procs[name] = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err,
+                                               stdin=subprocess.DEVNULL, start_new_session=True)
+                if name != "source":
+                    time.sleep(1.0)  # listening (valgrind starts slowly) before its upstream connects
+            for name, p in procs.items():
+                if p.wait(timeout=events / rate * 4 + 120) != 0:
+                    raise RuntimeError(f"plain {name} exited {p.returncode}: {(out / 'stderr').read_text()[-2000:]}")
+        finally:
+            for p in procs.values():
+                if p.returncode is None:
+                    kill_group(p)
+    return {n: callgrind_total(out / f"cg.{n}") for n in PLAIN}
+
+
+def per_event(small, large, n1, n2):
+    return {k: (large[k] - small[k]) / (n2 - n1) for k in small}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=str(ROOT / "build"))
+    ap.add_argument("--before", help="another build (the commit before a change), run in the same script")
+    ap.add_argument("--rate", type=float, default=2000)
+    ap.add_argument("--events", default="2000,6000", help="N1,N2 (default 2000,6000)")
+    ap.add_argument("--tuple-bytes", type=int, default=128)
+    ap.add_argument("--set", action="append", default=[], help="KEY=VALUE for the sluice runs (repeatable)")
+    ap.add_argument("--no-plain", action="store_true", help="sluice only")
+    ap.add_argument("--out", help="write DIR/instructions.md too")
+    a = ap.parse_args()
+    if not shutil.which("valgrind"):
+        sys.exit("instructions.py: needs valgrind (apt-get install valgrind)")
+    n1, n2 = (int(x) for x in a.events.split(","))
+    if not 0 < n1 < n2:
+        sys.exit("instructions.py: --events N1,N2 with 0 < N1 < N2")
+    work = Path(tempfile.mkdtemp(prefix="sluice-instructions-"))
+    rows = []  # (system, {process: per event})
+    try:
+        builds = [("sluice", a.build)] + ([("sluice@before", a.before)] if a.before else [])
+        for label, b in builds:
+            print(f"{label}: {n1} and {n2} events at {a.rate:g}/s under callgrind ...", flush=True)
+            rows.append((label, per_event(run_sluice(b, n1, a.rate, a.tuple_bytes, a.set, work),
+                                          run_sluice(b, n2, a.rate, a.tuple_bytes, a.set, work), n1, n2)))
+        if not a.no_plain:
+            print(f"plain relays: {n1} and {n2} messages ...", flush=True)
+            rows.append(("plain", per_event(run_plain(a.build, n1, a.rate, a.tuple_bytes, work),
+                                            run_plain(a.build, n2, a.rate, a.tuple_bytes, work), n1, n2)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    sets = "".join(f" --set {s}" for s in a.set)
+    md = [f"# Instructions per event (callgrind)\n",
+          f"`python3 experiments/instructions.py --rate {a.rate:g} --events {n1},{n2} --tuple-bytes "
+          f"{a.tuple_bytes}{sets}{' --before ' + a.before if a.before else ''}`, commit {git_commit()}; "
+          f"one-tuple events of {a.tuple_bytes} B; user-space instructions per event, every thread, "
+          f"start-up cancelled out ((I({n2}) - I({n1})) / {n2 - n1}).\n",
+          "| system | source | hop 1 | hop 2 | sink | all four |", "|---|---|---|---|---|---|"]
+    for label, r in rows:
+        v = list(r.values())
+        md.append(f"| {label} | " + " | ".join(f"{x:,.0f}" for x in v) + f" | {sum(v):,.0f} |")
+    if len(rows) > 1:
+        base = [r for l, r in rows if l == "sluice"][0]
+        for label, r in rows[1:]:
+            v, b = list(r.values()), list(base.values())
+            md.append(f"| sluice / {label} | " + " | ".join(f"{x / y:.2f}" for x, y in zip(b, v)) +
+                      f" | {sum(b) / sum(v):.2f} |")
+    text = "\n".join(md) + "\n"
+    print(text)
+    if a.out:
+        Path(a.out).mkdir(parents=True, exist_ok=True)
+        (Path(a.out) / "instructions.md").write_text(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -247,6 +247,23 @@ bool NetSource::merge_end(const Descriptor& d) {
 // which then returns whatever came back: so freed slots cost no wake-up of
 // their own unless an upstream would otherwise wait.
 Status NetSource::sleep() {
+  // One upstream, none of its slots out of this stage's hands, no timer:
+  // nothing but a frame (or its EOF, or shutdown()) can give this stage
+  // work, so the link's read is the wait, as a plain relay's blocking read
+  // is: one system call per wake-up where epoll_wait and the read are two,
+  // and the kernel wakes this thread from the socket itself. Where the
+  // carrier offers it (tcp); not with acks, whose credits carry
+  // acknowledgements that slots coming back make due.
+  if (links_.size() == 1 && !end_out_ && watching_[0] && !opts_[0].acks && !rejoin_[0]->down) {
+    if (Status st = links_[0]->send_due(); !st) return link_broke(0, st);
+    if (links_[0]->poll_period_ms() < 0 && links_[0]->outstanding() == 0 &&
+        (!idle_ || !idle_->busy()) && links_[0]->wait_in_next_poll()) {
+      waited_ = true;
+      ready_[0] = true;
+      read_next_ = true;
+      return {};
+    }
+  }
   int timeout = -1;
   size_t threshold = end_out_ ? 1 : pool_->reserve_first();
   // The releasing threads give slots back while this stage sleeps (not
@@ -301,20 +318,6 @@ Status NetSource::sleep() {
     if (opts_[i].acks && l.outstanding() > 0)
       threshold = std::min<size_t>(threshold, std::min<uint64_t>(l.credit_batch(), l.outstanding()));
   }
-  // One upstream, none of its slots out of this stage's hands, no timer:
-  // nothing but a frame (or its EOF, or shutdown()) can give this stage
-  // work, so the link's read is the wait, as a plain relay's blocking read
-  // is: one system call per wake-up where epoll_wait and the read are two,
-  // and the kernel wakes this thread from the socket itself. Where the
-  // carrier offers it (tcp); not with acks, whose credits carry
-  // acknowledgements that slots coming back make due.
-  if (links_.size() == 1 && timeout < 0 && !end_out_ && watching_[0] && !opts_[0].acks &&
-      links_[0]->outstanding() == 0 && (!idle_ || !idle_->busy()) &&
-      links_[0]->wait_in_next_poll()) {
-    waited_ = true;
-    ready_[0] = true;
-    return {};
-  }
   if (threshold != wake_threshold_) pool_->set_wake_threshold(wake_threshold_ = threshold);
   EventCount& freed = pool_->freed();
   // asleep_ holds for this wait only, whichever way it ends; clearing it
@@ -366,10 +369,14 @@ Status NetSource::next(std::span<Descriptor> out, size_t* n) {
   waited_ = false;
   for (;;) {
     if (pool_->closed()) return Status::Error("receive stage shut down");
-    Status st = give_back_freed();
-    if (!st) return st;
-    st = tend_broken();
-    if (!st) return st;
+    Status st;
+    // After sleep() chose to wait in the read, no slot is out of this
+    // stage's hands (none to give back) and the link has no acks (none
+    // goes down): straight to the read.
+    if (!std::exchange(read_next_, false)) {
+      if (st = give_back_freed(); !st) return st;
+      if (st = tend_broken(); !st) return st;
+    }
     if (end_out_) {
       // The stream has ended; stay until every END slot came back, so each
       // link returns its last credits and finishes cleanly.

@@ -196,6 +196,7 @@ class NetSource final : public Source, private SlotPool::FreedHook {
   int epfd_ = -1;
   size_t rr_ = 0, ended_ = 0, wake_threshold_ = 1;
   bool waited_ = true;
+  bool read_next_ = false;  // sleep() chose the link's read as the wait: next() polls at once
   bool end_out_ = false;
   std::unique_ptr<EndOfStream> merged_;
   mutable std::mutex mu_;  // guards links_ against shutdown() and live_links() from other threads

@@ -13,9 +13,10 @@ runs twice, with N1 and N2 events; a process's instructions per event is
 so start-up (reading the file, making pools, connecting) cancels out and
 what is left is what one more event costs, on every thread of the process.
 
-Unlike a time, the count does not depend on what else the machine runs:
-the same binaries and settings give the same figures within a few
-instructions, on a shared 2-core VM as on a quiet 16-core host. It is not
+Unlike a time, the count hardly depends on what else the machine runs:
+the same binaries and settings give the same figures within 1-3% from run
+to run (what varies is how events fall against credit messages, timers and
+wake-ups), on a shared 2-core VM as on a quiet host. It is not
 a time: cache misses and system calls cost cycles it does not show. Read
 it beside the latency script (experiments/latency.py), as what each hop
 executes, and as a regression signal for a change to the per-event path

@@ -389,7 +389,8 @@ Status NetSource::next(std::span<Descriptor> out, size_t* n) {
     }
     size_t k = 0;
     for (size_t j = 0; j < links_.size() && k < out.size(); ++j) {
-      const size_t i = (rr_ + j) % links_.size();
+      size_t i = rr_ + j;  // (rr_ + j) % links, without a division per frame
+      if (i >= links_.size()) i -= links_.size();
       Receiver& l = *links_[i];
       if (l.ended() || rejoin_[i]->down) continue;
       if (!ready_[i] && l.drained()) continue;  // its fd wakes the sleep below
@@ -423,7 +424,7 @@ Status NetSource::next(std::span<Descriptor> out, size_t* n) {
       }
       k += got;
     }
-    rr_ = (rr_ + 1) % links_.size();
+    if (++rr_ >= links_.size()) rr_ = 0;
     if (k > 0) {
       *n = k;
       return {};

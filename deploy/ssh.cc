@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "runtime/process.h"
 
@@ -48,6 +49,11 @@ class SshExecutor : public Executor {
                                          tool));
     if (!d_.ssh_key.empty() && access(d_.ssh_key.c_str(), R_OK) != 0)
       return Status::Error(fmt::format("ssh_key {}: {}", d_.ssh_key, std::strerror(errno)));
+    if (const char f = stdin_flag(options_))
+      return Status::Error(fmt::format(
+          "ssh_options has -{}: it gives ssh no stdin, and a remote program reads the end of its "
+          "stdin as sluice-deploy gone (SLUICE_LIFELINE) and stops at once; leave -{} out",
+          f, f));
     for (const HostConfig& h : d_.hosts) {
       if (!used(h)) continue;
       std::vector<std::string> argv = ssh_argv(h);
@@ -138,6 +144,26 @@ class SshExecutor : public Executor {
   bool used(const HostConfig& h) const {
     return std::any_of(d_.processes.begin(), d_.processes.end(),
                        [&](const ProcessConfig& p) { return p.host_name == h.name; });
+  }
+
+  // -n or -f among ssh options (alone or in a group, "-nq"), or 0: either
+  // gives the client /dev/null for stdin. Letters after one that takes an
+  // argument are that argument ("-oBatchMode=yes"), and a flag that ends a
+  // word takes the next word.
+  static char stdin_flag(const std::vector<std::string>& opts) {
+    static constexpr std::string_view kWithArgument = "BbcDEeFIiJLlmOopQRSWw";
+    for (size_t i = 0; i < opts.size(); ++i) {
+      const std::string& w = opts[i];
+      if (w.size() < 2 || w[0] != '-' || w[1] == '-') continue;
+      for (size_t k = 1; k < w.size(); ++k) {
+        if (w[k] == 'n' || w[k] == 'f') return w[k];
+        if (kWithArgument.find(w[k]) != std::string_view::npos) {
+          if (k + 1 == w.size()) ++i;
+          break;
+        }
+      }
+    }
+    return 0;
   }
 
   std::string target(const HostConfig& h) const {

@@ -220,6 +220,22 @@ TEST_F(Ssh, CopiesTheProgramsAndBringsTheSummariesBack) {
   EXPECT_GT(json_["processes"][1]["events_in"].as<uint64_t>(), 0u);
 }
 
+// ssh -n (or -f) would give the remote programs a stdin already at its end,
+// which they read as sluice-deploy gone: refused before anything starts,
+// wherever the flag hides, and a word after -o is not read as flags.
+TEST_F(Ssh, AnSshOptionThatTakesStdinAwayIsRefused) {
+  for (const char* opts : {"-n", "-q -fT", "-o LogLevel=ERROR -n"}) {
+    EXPECT_EQ(run(std::string(" --set \"ssh_options=") + opts + "\""), 2) << opts << ": " << err_;
+    EXPECT_HAS(err_, "ssh_options has -");
+    EXPECT_HAS(err_, "stops at once");
+    EXPECT_FALSE(fs::exists(run_ + "/sink.log")) << opts << ": a process was started";
+  }
+  EXPECT_EQ(run(" --set duration_s=1 --set \"ssh_options=-o StrictHostKeyChecking=no -o "
+                "UserKnownHostsFile=/dev/null -o LogLevel=ERROR -o ServerAliveInterval=5\""),
+            0)
+      << err_;
+}
+
 TEST_F(Ssh, StoppingTheRunStopsTheRemotePrograms) {
   // A run far longer than its timeout: the launcher stops every process on
   // its host, and none is left.

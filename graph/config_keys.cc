@@ -405,7 +405,8 @@ const std::vector<Key>& keys() {
                "namespaces (one per host), over ssh, or as job steps of a Slurm allocation"),
       string_key("ssh_key", &Deployment::ssh_key, "ssh: the identity file (-i); unset: ssh's own choice"),
       string_key("ssh_options", &Deployment::ssh_options,
-                 "ssh: more options for every ssh and scp, split at spaces"),
+                 "ssh: more options for every ssh and scp, split at spaces; not -n or -f (the "
+                 "remote programs read their stdin's end as sluice-deploy gone)"),
       string_key("remote_dir", &Deployment::remote_dir,
                  "ssh: the folder on the hosts for the run's files and copied programs; unset: "
                  "the same paths as here"),

@@ -438,12 +438,12 @@ Status follow_supervisor() {
   return {};
 }
 
-// Started over ssh (SLUICE_LIFELINE=stdin, which the ssh launcher sets): the
-// remote program is no child of sluice-deploy, so no PR_SET_PDEATHSIG; its
-// stdin is the ssh channel from the supervisor's end of a pipe that nobody
-// writes to. When sluice-deploy dies, even by SIGKILL, that end closes, the
-// ssh client passes the end of file on, and this thread sends the process
-// SIGTERM. Without it the remote programs ran on for the rest of their
+// Started over ssh or srun (SLUICE_LIFELINE=stdin, which those launchers
+// set): the program is no child of sluice-deploy, so no PR_SET_PDEATHSIG;
+// its stdin is passed on by the ssh client or srun from a pipe that
+// sluice-deploy holds and never writes to (deploy/executor.h, Lifeline).
+// When sluice-deploy dies, even by SIGKILL, the pipe closes, the client
+// passes the end of file on, and this thread sends the process SIGTERM. Without it the remote programs ran on for the rest of their
 // duration, holding their ports on the hosts, and the next run failed there.
 // Checked first thing; the thread starts once the log has its name (its line
 // must not race the logger's set-up: a closed stdin is read at once).

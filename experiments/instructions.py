@@ -24,7 +24,7 @@ executes, and as a regression signal for a change to the per-event path
 
     python3 experiments/instructions.py [--build build] [--before OLD]
         [--rate 2000] [--events 2000,6000] [--tuple-bytes 128]
-        [--set KEY=VALUE ...] [--no-plain] [--out DIR]
+        [--set KEY=VALUE ...] [--no-plain] [--top N] [--out DIR]
 
 Needs valgrind (Debian's `valgrind`). Each run is N/rate seconds under
 callgrind (about 50x slower per instruction, so keep the rate moderate: at
@@ -92,7 +92,7 @@ def run_sluice(build, events, rate, tuple_bytes, sets, work):
     m = re.search(r"lost (\d+), duplicated (\d+)", p.stdout)
     if not m or m.groups() != ("0", "0"):
         raise RuntimeError(f"sluice run lost or duplicated tuples: {p.stdout[-1000:]}")
-    return {n: callgrind_total(out / f"cg.{n}") for n in SLUICE}
+    return {n: callgrind_total(out / f"cg.{n}") for n in SLUICE}, out
 
 
 def run_plain(build, events, rate, tuple_bytes, work):
@@ -124,11 +124,44 @@ def run_plain(build, events, rate, tuple_bytes, work):
             for p in procs.values():
                 if p.returncode is None:
                     kill_group(p)
-    return {n: callgrind_total(out / f"cg.{n}") for n in PLAIN}
+    return {n: callgrind_total(out / f"cg.{n}") for n in PLAIN}, out
 
 
 def per_event(small, large, n1, n2):
     return {k: (large[k] - small[k]) / (n2 - n1) for k in small}
+
+
+def functions(path):
+    """Instructions by function, the function's own (not its callees'): what
+    `callgrind_annotate` lists, as {name: instructions}."""
+    out = subprocess.run(["callgrind_annotate", "--threshold=100", "--auto=no", "--inclusive=no", str(path)],
+                         capture_output=True, text=True).stdout
+    by = {}
+    listing = False
+    for line in out.splitlines():
+        if re.match(r"^\s*Ir\s+file:function", line):
+            listing = True
+        if not listing:
+            continue
+        m = re.match(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S.*)$", line)
+        if not m or "PROGRAM TOTALS" in line:
+            continue
+        name = re.sub(r"\s*\[[^\]]*\]$", "", m.group(2))  # the object file
+        name = name.split(":", 1)[1] if ":" in name else name  # the source file
+        by[name] = by.get(name, 0) + int(m.group(1).replace(",", ""))
+    return by
+
+
+def top_functions(small_dir, large_dir, names, n1, n2, top):
+    """Per process, the `top` functions by their own instructions per event."""
+    lines = []
+    for p in names:
+        a, b = functions(small_dir / f"cg.{p}"), functions(large_dir / f"cg.{p}")
+        per = sorted(((b.get(f, 0) - a.get(f, 0)) / (n2 - n1), f) for f in b)
+        per = [x for x in reversed(per) if x[0] >= 1][:top]
+        lines.append(f"\n{p}: the {len(per)} functions with the most instructions of their own per event\n")
+        lines += [f"    {v:8,.0f}  {f[:110]}" for v, f in per]
+    return lines
 
 
 def main():
@@ -140,6 +173,9 @@ def main():
     ap.add_argument("--tuple-bytes", type=int, default=128)
     ap.add_argument("--set", action="append", default=[], help="KEY=VALUE for the sluice runs (repeatable)")
     ap.add_argument("--no-plain", action="store_true", help="sluice only")
+    ap.add_argument("--top", type=int, default=0,
+                    help="also list each sluice process's N functions with the most instructions of "
+                         "their own per event (this build)")
     ap.add_argument("--out", help="write DIR/instructions.md too")
     a = ap.parse_args()
     if not shutil.which("valgrind"):
@@ -149,16 +185,19 @@ def main():
         sys.exit("instructions.py: --events N1,N2 with 0 < N1 < N2")
     work = Path(tempfile.mkdtemp(prefix="sluice-instructions-"))
     rows = []  # (system, {process: per event})
+    top = []
     try:
         builds = [("sluice", a.build)] + ([("sluice@before", a.before)] if a.before else [])
         for label, b in builds:
             print(f"{label}: {n1} and {n2} events at {a.rate:g}/s under callgrind ...", flush=True)
-            rows.append((label, per_event(run_sluice(b, n1, a.rate, a.tuple_bytes, a.set, work),
-                                          run_sluice(b, n2, a.rate, a.tuple_bytes, a.set, work), n1, n2)))
+            (small, d1), (large, d2) = (run_sluice(b, n, a.rate, a.tuple_bytes, a.set, work) for n in (n1, n2))
+            rows.append((label, per_event(small, large, n1, n2)))
+            if a.top and label == "sluice":
+                top = top_functions(d1, d2, SLUICE, n1, n2, a.top)
         if not a.no_plain:
             print(f"plain relays: {n1} and {n2} messages ...", flush=True)
-            rows.append(("plain", per_event(run_plain(a.build, n1, a.rate, a.tuple_bytes, work),
-                                            run_plain(a.build, n2, a.rate, a.tuple_bytes, work), n1, n2)))
+            (small, _), (large, _) = (run_plain(a.build, n, a.rate, a.tuple_bytes, work) for n in (n1, n2))
+            rows.append(("plain", per_event(small, large, n1, n2)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     sets = "".join(f" --set {s}" for s in a.set)
@@ -177,6 +216,8 @@ def main():
             v, b = list(r.values()), list(base.values())
             md.append(f"| sluice / {label} | " + " | ".join(f"{x / y:.2f}" for x, y in zip(b, v)) +
                       f" | {sum(b) / sum(v):.2f} |")
+    if top:
+        md += ["", "```"] + top + ["```"]
     text = "\n".join(md) + "\n"
     print(text)
     if a.out:

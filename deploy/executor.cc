@@ -25,9 +25,9 @@
 #include <thread>
 
 #include "deploy/netns.h"
-#include "runtime/process.h"
 #include "deploy/slurm.h"
 #include "deploy/ssh.h"
+#include "runtime/process.h"
 
 extern char** environ;
 
@@ -168,10 +168,10 @@ Lifeline::Lifeline() {
   write_ = Fd(fds[1]);
 }
 
-Status Lifeline::fd(int* out) const {
-  *out = read_.get();
+Status Lifeline::spawn(const std::vector<std::string>& argv, const std::string& log_path,
+                       pid_t* pid) const {
   if (error_) return Status::Error(fmt::format("pipe2 for the programs' lifeline failed: {}", strerror(error_)));
-  return {};
+  return spawn_program(argv, log_path, {}, pid, /*child=*/false, read_.get());
 }
 
 Status spawn_program(const std::vector<std::string>& argv_in, const std::string& log_path,

@@ -91,8 +91,9 @@ Status make_executor(const Deployment& d, std::FILE* progress, std::unique_ptr<E
 class Lifeline {
  public:
   Lifeline();
-  // The read end; the error, if the pipe could not be made.
-  Status fd(int* out) const;
+  // spawn_program with the read end as stdin (and kLifelineEnv set); the
+  // error, if the pipe could not be made.
+  Status spawn(const std::vector<std::string>& argv, const std::string& log_path, pid_t* pid) const;
 
  private:
   Fd read_, write_;

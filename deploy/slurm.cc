@@ -102,9 +102,7 @@ class SlurmExecutor : public Executor {
                const std::string& log_path, pid_t* pid) override {
     if (Status st = resolve(); !st) return st;
     const std::string step = fmt::format("sluice-{}-{}-{}", d_.processes[i].name, getpid(), ++steps_);
-    int life = -1;
-    if (Status st = lifeline_.fd(&life); !st) return st;
-    Status st = spawn_program(srun_argv(i, step, program, args), log_path, {}, pid, false, life);
+    Status st = lifeline_.spawn(srun_argv(i, step, program, args), log_path, pid);
     if (st) {
       started_[*pid] = Step{i, step, ""};
       say("{} on node {}: step {}", d_.processes[i].name, node(i), step);

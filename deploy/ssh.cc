@@ -73,9 +73,7 @@ class SshExecutor : public Executor {
     const HostConfig* h = d_.host_of(i);
     if (!h) return Status::Error(fmt::format("process '{}': no host", d_.processes[i].name));
     if (Status st = prepare(*h, program, args); !st) return st;
-    int life = -1;
-    if (Status st = lifeline_.fd(&life); !st) return st;
-    Status st = spawn_program(command(i, program, args), log_path, {}, pid, false, life);
+    Status st = lifeline_.spawn(command(i, program, args), log_path, pid);
     if (st) {
       started_[*pid] = i;
       run_dirs_[i] = remote_run_dir(args);

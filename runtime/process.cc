@@ -443,8 +443,9 @@ Status follow_supervisor() {
 // its stdin is passed on by the ssh client or srun from a pipe that
 // sluice-deploy holds and never writes to (deploy/executor.h, Lifeline).
 // When sluice-deploy dies, even by SIGKILL, the pipe closes, the client
-// passes the end of file on, and this thread sends the process SIGTERM. Without it the remote programs ran on for the rest of their
-// duration, holding their ports on the hosts, and the next run failed there.
+// passes the end of file on, and this thread sends the process SIGTERM.
+// Without it the remote programs ran on for the rest of their duration,
+// holding their ports on the hosts, and the next run failed there.
 // Checked first thing; the thread starts once the log has its name (its line
 // must not race the logger's set-up: a closed stdin is read at once).
 Status check_lifeline() {

@@ -24,9 +24,9 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
 // that started it as its child (sluice-deploy's local and netns launchers
 // set it): the program ends when that process dies (process_main).
 constexpr const char* kSupervisorPidEnv = "SLUICE_SUPERVISOR_PID";
-// Set to "stdin" by sluice-deploy's ssh launcher: the program's stdin is
-// its supervisor's connection, never written to; end of file there (the
-// supervisor, its ssh client or the network gone) ends the program as the
+// Set to "stdin" by sluice-deploy's ssh and slurm launchers: the program's
+// stdin is its supervisor's connection, never written to; end of file there
+// (the supervisor, its ssh client or srun gone) ends the program as the
 // supervisor's death ends a local child (SIGTERM).
 constexpr const char* kLifelineEnv = "SLUICE_LIFELINE";
 

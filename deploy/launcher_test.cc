@@ -310,6 +310,38 @@ TEST_F(Launcher, ARestartThatRefusesIsNotTriedAgain) {
   expect_nothing_left(r);
 }
 
+// A sink without snapshots would refuse a restart (its counts died with
+// it): the supervisor knows that from the file and ends the run at the
+// first death, with the key to set, instead of starting it to hear exit 2.
+// With checkpoint_interval_ms the same death is restarted.
+TEST_F(Launcher, ARestartThatWouldBeRefusedIsNotTried) {
+  d_.restart = "on-failure";
+  d_.restart_backoff_ms = 50;
+  d_.restart_limit = 1;
+  RunReport r = run_with("sink:killed,loadgen:hang,node-a:hang,node-b:hang");
+  EXPECT_FALSE(r.ok);
+  const ProcessOutcome& s = r.processes[3];
+  EXPECT_EQ(s.restarts, 0u);
+  EXPECT_FALSE(fs::exists(s.log_path + ".1"));
+  EXPECT_HAS(r.error, "process 'sink' (role sink, pid " + std::to_string(s.pid) +
+                          ") was killed by signal 9 (Killed)");
+  EXPECT_HAS(r.error, "; not restarted: without checkpoint_interval_ms a sink's counts and "
+                      "positions die with its process");
+  expect_nothing_left(r);
+
+  ASSERT_TRUE(parse_deployment(kYaml, "test.yaml",
+                               {"acks=on", "checkpoint_interval_ms=100", "restart=on-failure",
+                                "restart_backoff_ms=50", "restart_limit=1"},
+                               &d_)
+                  .ok());
+  opts_.run_dir = dir_ + "/run2";
+  r = run_with("sink:killed,loadgen:hang,node-a:hang,node-b:hang");
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.processes[3].restarts, 1u);
+  EXPECT_HAS(r.error, "restarts exhausted (1 of 1)");
+  expect_nothing_left(r);
+}
+
 // A sink's verdict (exit 3: the stream ended, and it counted lost tuples)
 // is the end of the run, not a death: no restart, and the run says what the
 // sink counted, every process having done its part. A restarted sink would

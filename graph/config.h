@@ -152,6 +152,13 @@ struct LinkConfig {
   std::string source_line;    // "file:line" of the link (or of `processes` for the chain)
 };
 
+// Receiver slots of a link with acks whose file does not set `slots`: twice
+// the default. With acks a slot is held until the sinks acknowledge what
+// its frame became, not only while the frame is in flight, and 64 left the
+// load generator waiting for credits (acks_cost.py, 2 cores: 1.05-1.07x the
+// tuples/s with 128, where acks off gains nothing from them).
+inline constexpr uint32_t kAckedLinkSlots = 128;
+
 struct Deployment {
   std::string preset = "tcp-opt";  // original | tcp-opt | fabric-opt | ucx-opt
   LinkOptions link;                // top-level link keys: the defaults of every link

@@ -235,7 +235,9 @@ const std::vector<LinkKey>& link_keys() {
       link_uint("slot_bytes", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.slot_bytes; },
                 "bytes of one receiver slot: the largest frame a link carries (an event must fit)"),
       link_uint("slots", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.slots; },
-                "receiver slots per link: the credits a sender starts with"),
+                "receiver slots per link: the credits a sender starts with; unless set, 128 on "
+                "a link with acks: on, whose slots are held until the sinks acknowledge what "
+                "they became"),
       link_uint("credit_batch", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.credit_batch; },
                 "credits the receiver returns at a time; 0: a quarter of slots"),
       link_enum("credits", nullptr, &kCreditModes,

@@ -578,6 +578,11 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
       d->links.push_back(std::move(l));
     }
   }
+  // slots: a link with acks that no one sized gets kAckedLinkSlots.
+  for (size_t i = 0; i < d->links.size(); ++i) {
+    LinkOptions& o = d->links[i].options;
+    if (o.acks && !places.of.count("slots") && !link_places[i].of.count("slots")) o.slots = kAckedLinkSlots;
+  }
   // A top-level key is the default of every link it means something to
   // (`congestion` for the tcp links, `fabric_provider` for the fabric ones)
   // and is unused by the others, so `--set preset=fabric-opt` runs a file

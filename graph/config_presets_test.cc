@@ -86,6 +86,39 @@ TEST(Config, SetBeatsPresetAndFile) {
   EXPECT_EQ(f.link.tcp.encoding, Encoding::kCopy);
 }
 
+// With acks a receiver's slots are held until the sinks acknowledge, so a
+// link with acks that nothing sized gets kAckedLinkSlots; a value given
+// anywhere (top level, the link, --set) is kept, and a dump parses back to
+// the same.
+TEST(Config, ALinkWithAcksGetsMoreSlotsUnlessTheyAreSet) {
+  auto slots = [](const Deployment& d) {
+    std::vector<uint32_t> v;
+    for (const auto& l : d.links) v.push_back(l.options.slots);
+    return v;
+  };
+  using V = std::vector<uint32_t>;
+  const uint32_t def = LinkOptions().slots;
+  ASSERT_GT(kAckedLinkSlots, def);
+  EXPECT_EQ(slots(parse_ok(kChain)), (V{def, def}));
+  const Deployment acked = parse_ok(kChain, {"acks=on"});
+  EXPECT_EQ(slots(acked), (V{kAckedLinkSlots, kAckedLinkSlots}));
+  EXPECT_EQ(slots(parse_ok(std::string("acks: on\nslots: 32\n") + kChain)), (V{32, 32}));
+  EXPECT_EQ(slots(parse_ok(kChain, {"acks=on", "slots=64"})), (V{64, 64}));
+  const std::string linked = R"(acks: on
+processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node}
+  - {name: sink, role: sink}
+links:
+  - {from: loadgen, to: node-a}
+  - {from: node-a, to: sink, slots: 16}
+)";
+  EXPECT_EQ(slots(parse_ok(linked)), (V{kAckedLinkSlots, 16}));
+  EXPECT_EQ(slots(parse_ok(linked, {"links.0.acks=off"})), (V{def, 16}));
+  EXPECT_EQ(slots(parse_ok(dump_deployment(acked))), slots(acked));
+  EXPECT_EQ(slots(parse_ok(dump_deployment(parse_ok(linked)))), (V{kAckedLinkSlots, 16}));
+}
+
 TEST(Config, DottedOverrides) {
   Deployment d = parse_ok(kChain, {"processes.1.host=10.0.0.2", "processes.0.cores=1.5",
                                    "processes.2.port=9000", "send_queue=async", "rx_poll=select",

@@ -28,7 +28,9 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -39,6 +41,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <system_error>
@@ -140,10 +143,15 @@ class TcpRx final : public RxCarrier {
     return st;
   }
 
+  ~TcpRx() override { settle(); }
+
   // The END has passed through: half-close so the sender's close() sees EOF
   // after our last credits. Without this, credits arriving at a closed sender
   // turn into a reset that can cost this side unread frames.
-  void finish() override { ::shutdown(fd_.get(), SHUT_WR); }
+  void finish() override {
+    ::shutdown(fd_.get(), SHUT_WR);
+    finished_ = true;
+  }
 
   void shutdown() override {
     shut_down_.store(true, std::memory_order_release);
@@ -167,6 +175,31 @@ class TcpRx final : public RxCarrier {
     error_ = Status::Error(std::move(msg));
     ::shutdown(fd_.get(), SHUT_RDWR);
     return error_;
+  }
+
+  // Before a finished link's socket is closed: waits, at most 3 s, until the
+  // sender's kernel acknowledged our last credit message (the acknowledgement
+  // of every frame) and our FIN. A socket closed with bytes still out is
+  // left to the kernel, which retransmits them as an orphan, except when its
+  // retransmission timeout has reached tcp_rto_max_ms: then the kernel gives
+  // the orphan no retries and drops it at its next timer, with no reset
+  // (tcp_write_timeout: an orphan is "alive" only while its RTO is below the
+  // cap). The soak met that: h1's wire down 3 s took a credit message of
+  // node-a's, node-a got END 0.4 s after the wire came back, finished 15 ms
+  // later and exited, and the load generator, never acknowledged, tried to
+  // replay its last 79 frames to a node that was gone until the run failed.
+  void settle() {
+    if (!finished_ || !fd_.valid()) return;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    for (;;) {
+      int queued = 0;
+      if (::ioctl(fd_.get(), SIOCOUTQ, &queued) != 0 || queued == 0) return;
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) return;
+      if (std::chrono::steady_clock::now() >= deadline) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
 
   Status closed_error(size_t partial, size_t frame_len) {
@@ -442,6 +475,7 @@ class TcpRx final : public RxCarrier {
   std::string link_;
   Status error_;
   bool ended_ = false;
+  bool finished_ = false;  // finish(): credits and FIN written, the socket half-closed
   bool drained_ = false;  // the last read found the socket empty
   bool wait_next_ = false;  // wait_in_next_poll() asked: the next poll's...
   bool wait_now_ = false;   // ...first read waits, if nothing arrived before it

@@ -58,6 +58,9 @@ ap.add_argument("--cluster-carriers", default="tcp-opt",
                 help="the carriers cluster runs pick from (tcp-opt, fabric tcp, ucx tcp; default tcp-opt, "
                      "which draws nothing, so earlier seeds choose as before)")
 ap.add_argument("--keep", default=os.path.join(tempfile.gettempdir(), "sluice-soak"))
+ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                help="a deployment key for every run, after the run's own (repeatable); the "
+                     "seed's choices do not depend on it, so a run can be repeated with a key changed")
 a = ap.parse_args()
 
 CARRIERS = {"tcp-opt": [], "fabric shm": ["transport=fabric", "fabric_provider=shm"],
@@ -92,7 +95,7 @@ def run(example, sets, schedule, port, rng):
            "--set", "restart_backoff_ms=100", "--set", "progress_s=0"]
     if example == "cluster":
         cmd += ["--launcher", "netns"]
-    for s in sets:
+    for s in sets + a.set:
         cmd += ["--set", s]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     t0 = time.time()

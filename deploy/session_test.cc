@@ -121,6 +121,15 @@ class Session : public ::testing::Test {
     }
     return j;
   }
+  // The network namespace `up` made for a host (its name ends -HOST); "" if none.
+  static std::string namespace_of(const YAML::Node& j, const std::string& host) {
+    const std::string tail = "-" + host;
+    for (const auto& n : j["namespaces"]) {
+      const std::string s = n.as<std::string>();
+      if (s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0) return s;
+    }
+    return "";
+  }
   static YAML::Node process(const YAML::Node& j, const std::string& name) {
     for (const auto& p : j["processes"])
       if (p["name"].as<std::string>() == name) return p;
@@ -215,10 +224,7 @@ TEST_F(Session, NetnsALinkDownForTwoSecondsLosesNothing) {
                    "--set acks=on --set restart=on-failure --set progress_s=1 --run-dir " + run_, &j),
             0)
       << err_ << out_;
-  std::string h2;
-  for (const auto& n : j["namespaces"])
-    if (n.as<std::string>().size() > 3 && n.as<std::string>().substr(n.as<std::string>().size() - 3) == "-h2")
-      h2 = n.as<std::string>();
+  const std::string h2 = namespace_of(j, "h2");
   ASSERT_FALSE(h2.empty()) << out_;
   for (int i = 0; i < 100 && slurp(run_ + "/loadgen.log").find(" 1 s: ") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -265,10 +271,7 @@ TEST_F(Session, NetnsAWireDownAcrossTheEndOfTheStreamLosesNothing) {
                    "--set acks=on --set progress_s=1 --run-dir " + run_, &j),
             0)
       << err_ << out_;
-  std::string h1;
-  for (const auto& n : j["namespaces"])
-    if (n.as<std::string>().size() > 3 && n.as<std::string>().substr(n.as<std::string>().size() - 3) == "-h1")
-      h1 = n.as<std::string>();
+  const std::string h1 = namespace_of(j, "h1");
   ASSERT_FALSE(h1.empty()) << out_;
   for (int i = 0; i < 150 && slurp(run_ + "/loadgen.log").find(" 5 s: ") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -279,6 +279,10 @@ class End {
     }
   }
   void put(char c) { (void)!::send(ctl_.get(), &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL); }
+  // Before the control connection closes after what was put matters (the
+  // receiver's finish): until the peer's kernel acknowledged it, at most
+  // tcp::kSettleMs (tcp::wait_acknowledged says what is lost else).
+  void settle() { tcp::wait_acknowledged(ctl_.get(), tcp::kSettleMs); }
   // Sleeps on the wait set (at most ms); the caller armed first.
   void sleep(int ms) {
     epoll_event ev[3];

@@ -27,6 +27,11 @@ class MsgRx final : public RxCarrier {
         credit_bufs_(opts.slots + 2, rma_ ? opts.slots : 0),
         end_(std::move(ep), std::move(ctl), std::move(page), 0, opts, std::move(link),
              opts.slots + 2 * opts.slots + 8) {}
+  // The sender's close waits for our finish ('F'): it must not be lost with
+  // the socket (End::settle).
+  ~MsgRx() override {
+    if (finished_) end_.settle();
+  }
 
   Status post(uint32_t slot) override {
     if (!rma_) {  // rma: the slot is named by a credit message instead
@@ -224,6 +229,7 @@ class MsgRx final : public RxCarrier {
       if (got == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     end_.put(kFinish);
+    finished_ = true;
   }
   void shutdown() override { end_.shutdown(); }
   int wait_fd() const override { return end_.wait_fd(); }
@@ -249,6 +255,7 @@ class MsgRx final : public RxCarrier {
   End end_;
   size_t next_credit_ = 0;
   size_t credits_out_ = 0;  // credit messages not completed yet
+  bool finished_ = false;   // finish() put 'F' on the control connection
   Stats stats_;
 };
 

@@ -28,9 +28,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <linux/sockios.h>
 #include <poll.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -41,7 +39,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <chrono>
 #include <cstring>
 #include <mutex>
 #include <system_error>
@@ -177,29 +174,15 @@ class TcpRx final : public RxCarrier {
     return error_;
   }
 
-  // Before a finished link's socket is closed: waits, at most 3 s, until the
-  // sender's kernel acknowledged our last credit message (the acknowledgement
-  // of every frame) and our FIN. A socket closed with bytes still out is
-  // left to the kernel, which retransmits them as an orphan, except when its
-  // retransmission timeout has reached tcp_rto_max_ms: then the kernel gives
-  // the orphan no retries and drops it at its next timer, with no reset
-  // (tcp_write_timeout: an orphan is "alive" only while its RTO is below the
-  // cap). The soak met that: h1's wire down 3 s took a credit message of
-  // node-a's, node-a got END 0.4 s after the wire came back, finished 15 ms
-  // later and exited, and the load generator, never acknowledged, tried to
-  // replay its last 79 frames to a node that was gone until the run failed.
+  // Before a finished link's socket is closed: its last credits and FIN
+  // acknowledged by the sender's kernel (wait_acknowledged says why). The
+  // soak met the loss this prevents: h1's wire down 3 s took a credit
+  // message of node-a's, node-a got END 0.4 s after the wire came back and
+  // exited 15 ms later, and the load generator, never acknowledged, tried
+  // to replay its last 79 frames to a node that was gone until the run
+  // failed.
   void settle() {
-    if (!finished_ || !fd_.valid()) return;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-    for (;;) {
-      int queued = 0;
-      if (::ioctl(fd_.get(), SIOCOUTQ, &queued) != 0 || queued == 0) return;
-      int err = 0;
-      socklen_t len = sizeof err;
-      if (getsockopt(fd_.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) return;
-      if (std::chrono::steady_clock::now() >= deadline) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    if (finished_ && fd_.valid()) wait_acknowledged(fd_.get(), kSettleMs);
   }
 
   Status closed_error(size_t partial, size_t frame_len) {

@@ -155,8 +155,9 @@ struct LinkConfig {
 // Receiver slots of a link with acks whose file does not set `slots`: twice
 // the default. With acks a slot is held until the sinks acknowledge what
 // its frame became, not only while the frame is in flight, and 64 left the
-// load generator waiting for credits (acks_cost.py, 2 cores: 1.05-1.07x the
-// tuples/s with 128, where acks off gains nothing from them).
+// load generator waiting for credits (2 cores: 1.02-1.07x the tuples/s with
+// 128 over five runs, where acks off gains nothing from them;
+// experiments/results/2026-11-28-acked-slots).
 inline constexpr uint32_t kAckedLinkSlots = 128;
 
 struct Deployment {

@@ -4,8 +4,8 @@
 #define ASIO_NO_DEPRECATED 1
 #include <asio.hpp>
 
-#include <netinet/in.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>

@@ -140,7 +140,12 @@ class TcpRx final : public RxCarrier {
     return st;
   }
 
-  ~TcpRx() override { settle(); }
+  // A finished link's last credits and FIN, acknowledged by the sender's
+  // kernel before the socket closes (wait_acknowledged says what is lost
+  // otherwise).
+  ~TcpRx() override {
+    if (finished_ && fd_.valid()) wait_acknowledged(fd_.get(), kSettleMs);
+  }
 
   // The END has passed through: half-close so the sender's close() sees EOF
   // after our last credits. Without this, credits arriving at a closed sender
@@ -172,17 +177,6 @@ class TcpRx final : public RxCarrier {
     error_ = Status::Error(std::move(msg));
     ::shutdown(fd_.get(), SHUT_RDWR);
     return error_;
-  }
-
-  // Before a finished link's socket is closed: its last credits and FIN
-  // acknowledged by the sender's kernel (wait_acknowledged says why). The
-  // soak met the loss this prevents: h1's wire down 3 s took a credit
-  // message of node-a's, node-a got END 0.4 s after the wire came back and
-  // exited 15 ms later, and the load generator, never acknowledged, tried
-  // to replay its last 79 frames to a node that was gone until the run
-  // failed.
-  void settle() {
-    if (finished_ && fd_.valid()) wait_acknowledged(fd_.get(), kSettleMs);
   }
 
   Status closed_error(size_t partial, size_t frame_len) {

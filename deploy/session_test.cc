@@ -142,6 +142,37 @@ class Session : public ::testing::Test {
     return left;
   }
 
+  // NetnsAWireDownAcrossTheEndOfTheStreamLosesNothing, over the carrier
+  // that `sets` choose.
+  void wire_down_across_the_end(const std::string& sets) {
+    YAML::Node j;
+    ASSERT_EQ(deploy("up " + kCluster + " --launcher netns --json --set duration_s=8 --set rate=20000 "
+                       "--set acks=on --set progress_s=1" + sets + " --run-dir " + run_, &j),
+              0)
+        << err_ << out_;
+    const std::string h1 = namespace_of(j, "h1");
+    ASSERT_FALSE(h1.empty()) << out_;
+    for (int i = 0; i < 150 && slurp(run_ + "/loadgen.log").find(" 5 s: ") == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    ASSERT_EQ(shell("ip -n " + h1 + " link set eth0 down && echo down"), "down\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+    ASSERT_EQ(shell("ip -n " + h1 + " link set eth0 up && echo up"), "up\n");
+    j = status_until([](const YAML::Node& s) {
+      for (const auto& p : s["processes"])
+        if (p["state"].as<std::string>() == "running") return false;
+      return true;
+    });
+    YAML::Node report;
+    ASSERT_EQ(deploy("down --json " + run_, &report), 0)
+        << err_ << out_ << slurp(run_ + "/loadgen.log");
+    EXPECT_TRUE(report["ok"].as<bool>()) << report["error"];
+    EXPECT_GT(report["tuples"].as<uint64_t>(), 0u);
+    EXPECT_EQ(report["lost"].as<uint64_t>(), 0u);
+    EXPECT_EQ(report["duplicated"].as<uint64_t>(), 0u);
+    EXPECT_EQ(netns_left(j), "");
+  }
+
   std::string dir_, run_, out_, err_;
 };
 
@@ -266,31 +297,21 @@ TEST_F(Session, NetnsALinkDownForTwoSecondsLosesNothing) {
 // and failed the run (the soak, seed 49: 2 runs in 3).
 TEST_F(Session, NetnsAWireDownAcrossTheEndOfTheStreamLosesNothing) {
   if (std::string why = cannot_netns(); !why.empty()) GTEST_SKIP() << why;
-  YAML::Node j;
-  ASSERT_EQ(deploy("up " + kCluster + " --launcher netns --json --set duration_s=8 --set rate=20000 "
-                   "--set acks=on --set progress_s=1 --run-dir " + run_, &j),
-            0)
-      << err_ << out_;
-  const std::string h1 = namespace_of(j, "h1");
-  ASSERT_FALSE(h1.empty()) << out_;
-  for (int i = 0; i < 150 && slurp(run_ + "/loadgen.log").find(" 5 s: ") == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  ASSERT_EQ(shell("ip -n " + h1 + " link set eth0 down && echo down"), "down\n");
-  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
-  ASSERT_EQ(shell("ip -n " + h1 + " link set eth0 up && echo up"), "up\n");
-  j = status_until([](const YAML::Node& s) {
-    for (const auto& p : s["processes"])
-      if (p["state"].as<std::string>() == "running") return false;
-    return true;
-  });
-  YAML::Node report;
-  ASSERT_EQ(deploy("down --json " + run_, &report), 0) << err_ << out_ << slurp(run_ + "/loadgen.log");
-  EXPECT_TRUE(report["ok"].as<bool>()) << report["error"];
-  EXPECT_GT(report["tuples"].as<uint64_t>(), 0u);
-  EXPECT_EQ(report["lost"].as<uint64_t>(), 0u);
-  EXPECT_EQ(report["duplicated"].as<uint64_t>(), 0u);
-  EXPECT_EQ(netns_left(j), "");
+  wire_down_across_the_end("");
+}
+
+// The same over libfabric's and UCX's tcp: their receivers' finish ('F')
+// travels on the control connection, a TCP connection that the same cap
+// on its retransmission timeout applies to, and it waits the same way
+// before it closes (tcp::wait_acknowledged).
+TEST_F(Session, NetnsAWireDownAcrossTheEndOfTheStreamLosesNothingOverFabricTcp) {
+  if (std::string why = cannot_netns(); !why.empty()) GTEST_SKIP() << why;
+  wire_down_across_the_end(" --set transport=fabric --set fabric_provider=tcp");
+}
+
+TEST_F(Session, NetnsAWireDownAcrossTheEndOfTheStreamLosesNothingOverUcxTcp) {
+  if (std::string why = cannot_netns(); !why.empty()) GTEST_SKIP() << why;
+  wire_down_across_the_end(" --set transport=ucx --set ucx_tls=tcp");
 }
 
 // The supervisor is killed: status says it is gone (exit 1); down stops the

@@ -191,21 +191,79 @@ void Receiver::adapt(int64_t now) {
   period_rtt_ns_ = INT64_MAX;
 }
 
+namespace {
+// A claim's states (Receiver::claim_).
+constexpr uint8_t kClaimed = 1, kAckedDownstream = 2;
+// A kept piece that is a claim (Sender::claims_), not a slot.
+constexpr uint32_t kClaimedPiece = kNoSlot - 1;
+}  // namespace
+
+void Receiver::use_claims() {
+  claims_ = true;
+  claim_ = std::make_unique<std::atomic<uint8_t>[]>(back_.size());
+  for (size_t i = 0; i < back_.size(); ++i) claim_[i].store(0, std::memory_order_relaxed);
+}
+
+// The slot was handed out and is not back: frame_of_ holds its frame, and
+// the release that gives it back publishes the claim to the owner.
+uint64_t Receiver::claim(uint32_t slot) {
+  const uint64_t f = frame_of_[slot - first_slot_];
+  claim_[f & (back_.size() - 1)].store(kClaimed, std::memory_order_relaxed);
+  return f;
+}
+
+// The prefix cannot pass a claimed frame before this, so its entry is still
+// the frame's: the frame a ring's length later needs credit beyond it.
+void Receiver::ack_claimed(uint64_t frame) {
+  claim_[frame & (back_.size() - 1)].fetch_or(kAckedDownstream, std::memory_order_release);
+}
+
+void Receiver::advance() {
+  const uint64_t mask = back_.size() - 1;
+  while (acked_ < received_ && back_[acked_ & mask]) {
+    if (claims_) {
+      std::atomic<uint8_t>& c = claim_[acked_ & mask];
+      if (c.load(std::memory_order_acquire) == kClaimed) break;  // not yet safe downstream
+      c.store(0, std::memory_order_relaxed);
+    }
+    back_[acked_++ & mask] = 0;
+  }
+}
+
+bool Receiver::may_finish() const {
+  return !finished_ && end_back_ && returned_ == received_ && (!claims_ || acked_ == received_);
+}
+
+Status Receiver::collect_acks() {
+  if (!claims_ || finished_ || !error_.ok()) return {};
+  const uint64_t before = acked_;
+  advance();
+  if (acked_ == before || shut_down_.load(std::memory_order_acquire)) return {};
+  // Short of the end, what is owed goes before the owner sleeps (ack_due_ms)
+  // or with the next credit batch.
+  if (!may_finish()) return {};
+  Status st = send_pending(true);
+  carrier_->finish();
+  finished_ = true;
+  if (!st) return fail(st.message());
+  return {};
+}
+
 Status Receiver::give_back(uint32_t slot) {
   if (!owns(slot))
     return Status::Error(fmt::format("{}: slot {} given back is not one of this link's", name_, slot));
   ++returned_;
   held_.set(received_ - returned_);
-  // The acknowledgement: the prefix of frames whose slots all came back.
-  const uint64_t mask = back_.size() - 1;
-  back_[frame_of_[slot - first_slot_] & mask] = 1;
-  while (acked_ < received_ && back_[acked_ & mask]) back_[acked_++ & mask] = 0;
+  // The acknowledgement: the prefix of frames whose slots all came back
+  // (and, claimed, were acknowledged downstream).
+  back_[frame_of_[slot - first_slot_] & (back_.size() - 1)] = 1;
+  advance();
   if (slot == end_slot_) end_back_ = true;
   // The link finishes once END's slot came back; with acks, once every
   // slot did, so the last credit message acknowledges every frame and the
-  // sender can drop its copies before it closes.
-  const bool end =
-      !finished_ && end_back_ && (opts_.acks ? returned_ == received_ : slot == end_slot_);
+  // sender can drop its copies before it closes (with claims, once every
+  // frame was acknowledged downstream too: collect_acks()).
+  const bool end = opts_.acks ? may_finish() : !finished_ && slot == end_slot_;
   // The link is gone, or shut down from another thread: the slot just
   // stays here, and nothing more goes to a peer that may be gone too.
   if (!error_.ok() || shut_down_.load(std::memory_order_acquire)) return {};
@@ -239,11 +297,18 @@ Status Receiver::send_pending(bool all, uint32_t least, bool ack) {
     room = std::min<uint64_t>(room, window_ > out ? window_ - out : 0);
   }
   uint32_t n = all ? pending_ : static_cast<uint32_t>(std::min<uint64_t>(pending_, room));
+  // With claims a slot comes back before its frame is acknowledged: one
+  // credit stays here while any frame is not, for the acknowledgement
+  // that completes them to ride on.
+  const bool keep_one = claims_ && !all && acked_ < received_;
+  if (keep_one && n >= pending_) n = pending_ > 0 ? pending_ - 1 : 0;
   // An acknowledgement the sender has not heard goes now, even past the
   // credit window: acks ride on credit messages, and a sender whose stream
   // stalled (its upstream died) waits for them to free what it holds. One
   // credit carries it (every credit message grants at least one).
-  if (n == 0 && ack && opts_.acks && acked_ > acked_sent_ && pending_ > 0 && ack_room > 0) n = 1;
+  if (n == 0 && ack && opts_.acks && acked_ > acked_sent_ && pending_ > (keep_one ? 1u : 0u) &&
+      ack_room > 0)
+    n = 1;
   if (n == 0 || (!all && n < least)) return {};
   if (opts_.adaptive_credits && probe_frame_ == UINT64_MAX && granted_.get() == received_) {
     // The sender holds no credit and has nothing on its way: the next frame
@@ -328,6 +393,12 @@ Sender::Sender(const LinkOptions& opts, std::unique_ptr<TxCarrier> carrier, Slot
 
 Sender::~Sender() = default;
 
+void Sender::set_ledger(AckLedger* l) {
+  if (!opts_.acks || !l) return;
+  ledger_ = l;
+  claims_.resize(kept_pieces_.size());
+}
+
 void Sender::set_remaker(Remaker* r) {
   if (!opts_.acks || !r || r->room() == 0) return;  // nothing kept: nothing to make again
   remaker_ = r;
@@ -379,20 +450,61 @@ Status Sender::drop_acked() {
     return Status::Error(fmt::format(
         "{}: the receiver acknowledged {} frames of this connection; at most {} were sent", name_, acked,
         log_tail_ - conn_base_));
+  bool claims_acked = false;
   while (log_head_ < log_tail_ && log_head_ - conn_base_ < acked) {
     const Kept& k = log_[log_head_ % log_.size()];
     for (uint64_t j = k.first_piece; j < k.first_piece + k.pieces; ++j) {
       // Kept by header (Remaker): the carrier released its slot when sent.
       const uint32_t slot = kept_pieces_[j % kept_pieces_.size()].release;
       if (slot == kNoSlot) continue;
+      if (slot == kClaimedPiece) {  // its upstream hears it now
+        ledger_->ack(claims_[j % claims_.size()]);
+        --claimed_held_;
+        claims_acked = true;
+        continue;
+      }
       Status st = pool_.release(slot);
       if (!st) return Status::Error(fmt::format("{}: {}", name_, st.message()));
     }
     piece_head_ = k.first_piece + k.pieces;
     ++log_head_;
   }
+  if (claims_acked) ledger_->acked();
   held_frames_.set(log_tail_ - log_head_);
   return {};
+}
+
+void Sender::forget_log() {
+  for (uint64_t j = piece_head_; j < piece_tail_; ++j) {
+    const uint32_t slot = kept_pieces_[j % kept_pieces_.size()].release;
+    if (slot != kNoSlot && slot != kClaimedPiece) (void)pool_.release(slot);
+  }
+  log_head_ = log_tail_;
+  piece_head_ = piece_tail_;
+  claimed_held_ = 0;
+  held_frames_.set(0);
+  ++forgets_;
+}
+
+void Sender::drop_frame(const TxCarrier::Piece* p, size_t n) {
+  std::vector<uint32_t> held;  // only on this rare path
+  carrier_->unreleased(&held);
+  for (size_t i = 0; i < n; ++i)
+    if (p[i].release != kNoSlot && std::find(held.begin(), held.end(), p[i].release) == held.end())
+      (void)pool_.release(p[i].release);
+}
+
+Status Sender::settle_claims() {
+  if (!ledger_) return {};
+  Status st = carrier_->flush();
+  if (!st) st = recover(st);
+  if (st) st = drop_acked();
+  while (st && claimed_held_ > 0) {
+    st = gate_->wait_message();
+    if (!st) st = recover(st);
+    if (st) st = drop_acked();
+  }
+  return st;
 }
 
 // Adds a frame to the log, waiting for acknowledgements while it is full
@@ -401,7 +513,9 @@ Status Sender::drop_acked() {
 // those kept by header (at most room() of a frame: a replay holds that
 // many reserve slots at once).
 Status Sender::keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
-                    uint32_t events) {
+                    uint32_t events, bool* dropped) {
+  *dropped = false;
+  const uint64_t forgets = forgets_;
   Status st = drop_acked();
   while (st && (log_tail_ - log_head_ == log_.size() ||
                 piece_tail_ - piece_head_ + n > kept_pieces_.size())) {
@@ -414,11 +528,29 @@ Status Sender::keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_
     if (st) st = drop_acked();
   }
   if (!st) return st;
+  // A node that keeps no copies: a frame planned before the log was
+  // forgotten (a break while this waited) is its upstreams' to send again.
+  bool stale = forgets_ != forgets;
+  for (size_t i = 0; ledger_ && !stale && i < n; ++i)
+    stale = p[i].release != kNoSlot && ledger_->stale(p[i].release);
+  if (stale) {
+    drop_frame(p, n);
+    *dropped = true;
+    return {};
+  }
   log_[log_tail_ % log_.size()] = Kept{kind, piece_tail_, static_cast<uint32_t>(n), payload, events};
   uint32_t by_header = 0;
   for (size_t i = 0; i < n; ++i) {
     const size_t at = piece_tail_++ % kept_pieces_.size();
-    if (remaker_ && by_header < remaker_->room() && remakable(p[i])) {
+    AckLedger::Take took = AckLedger::Take::kNotMine;
+    if (ledger_ && p[i].release != kNoSlot) took = ledger_->claim(p[i].release, &claims_[at]);
+    if (took == AckLedger::Take::kClaimed) {
+      // Its upstream keeps it until the next hop acknowledges it; the
+      // carrier releases the slot once sent, as without acks.
+      kept_pieces_[at] = TxCarrier::Piece{nullptr, p[i].len, kClaimedPiece};
+      scratch_[i] = p[i];
+      ++claimed_held_;
+    } else if (remaker_ && by_header < remaker_->room() && remakable(p[i])) {
       // Its header, read now while the slot is still this sender's.
       std::memcpy(&kept_headers_[at], p[i].p, sizeof(EventHeader));
       kept_pieces_[at] = TxCarrier::Piece{nullptr, p[i].len, kNoSlot};
@@ -437,11 +569,15 @@ Status Sender::keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_
 
 Status Sender::emit(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
                     uint32_t events, bool credit_taken) {
+  const uint64_t claimed = claimed_held_;
   if (opts_.acks) {
     // The log keeps the descriptors' holders: the carrier releases nothing,
-    // but the slots of events kept by header (Remaker).
-    Status st = keep(kind, p, n, payload, events);
+    // but the slots of events kept by header (Remaker) and of frames
+    // claimed (AckLedger).
+    bool dropped = false;
+    Status st = keep(kind, p, n, payload, events, &dropped);
     if (!st) return st;
+    if (dropped) return {};
     p = scratch_.data();
   }
   Status st;
@@ -450,8 +586,13 @@ Status Sender::emit(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_
     st = gate_->take(1, &got, [&] { return carrier_->flush(); });
   }
   if (st) st = carrier_->frame(kind, p, n, payload, events);
-  // With acks the frame is in the log: a recovery sends it again.
-  if (!st) return recover(st);
+  // With acks the frame is in the log: a recovery sends it again. A claimed
+  // one is its upstreams' to send again: its slots, where the carrier did
+  // not take them, go back.
+  if (!st) {
+    if (claimed_held_ > claimed) drop_frame(p, n);
+    return recover(st);
+  }
   return {};
 }
 
@@ -463,8 +604,18 @@ Status Sender::recover(Status why) {
   carrier_->abort();
   // Carrier errors name the link already.
   const std::string who = why.message().rfind(name_, 0) == 0 ? "" : name_ + ": ";
-  spdlog::warn("{}{}; connecting again (up to {} ms) to replay {} unacknowledged frames", who,
-               why.message(), opts_.reconnect_timeout_ms, log_tail_ - log_head_);
+  // A node that keeps no copies: its upstreams send again what it had not
+  // acknowledged; they start now, while this connects.
+  const bool upstream = ledger_ && claimed_held_ > 0;
+  if (upstream) {
+    ledger_->replay_upstream();
+    spdlog::warn("{}{}; connecting again (up to {} ms); its upstreams send again the {} frames "
+                 "not acknowledged (this node keeps no copies)",
+                 who, why.message(), opts_.reconnect_timeout_ms, log_tail_ - log_head_);
+  } else {
+    spdlog::warn("{}{}; connecting again (up to {} ms) to replay {} unacknowledged frames", who,
+                 why.message(), opts_.reconnect_timeout_ms, log_tail_ - log_head_);
+  }
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + std::chrono::milliseconds(opts_.reconnect_timeout_ms);
   // Short and capped: the receiver is usually a process being restarted, and
@@ -506,16 +657,18 @@ Status Sender::recover(Status why) {
             return Status::Error(fmt::format("{}: {}", name_, rs.message()));
       }
       carrier_takes_credits_ = carrier_->takes_credits(gate_.get());
+      if (upstream) forget_log();
       conn_base_ = log_head_;
       reconnects_.add(1);
       const uint64_t remade = remade_events_.get();
       st = replay();
       if (st) {
-        spdlog::info("{}: connected again after {} ms; replayed {} frames{}", name_,
+        spdlog::info("{}: connected again after {} ms; {}{}", name_,
                      std::chrono::duration_cast<std::chrono::milliseconds>(
                          std::chrono::steady_clock::now() - start)
                          .count(),
-                     log_tail_ - log_head_,
+                     upstream ? std::string("its upstreams send again what it had not acknowledged")
+                              : fmt::format("replayed {} frames", log_tail_ - log_head_),
                      remaker_ ? fmt::format(" ({} events made again from their headers)",
                                             remade_events_.get() - remade)
                               : std::string());
@@ -633,6 +786,9 @@ Status Sender::add_piece(const std::byte* p, uint32_t len, uint32_t events, uint
       events_ + uint64_t{events} > max_events_) {
     Status st = close_frame();
     if (!st) return st;
+    // That frame's send may have found the link broken and made the
+    // upstreams send everything again (AckLedger): this piece too.
+    if (ledger_ && release != kNoSlot && ledger_->stale(release)) return pool_.release(release);
   }
   pieces_[np_++] = TxCarrier::Piece{p, len, release};
   payload_ += len;
@@ -648,6 +804,12 @@ Status Sender::send(std::span<const Descriptor> descs) {
   for (const Descriptor& d : descs) {
     if (d.flags & kDescEnd)
       return fail(Status::Error(fmt::format("{}: END passed to send(); end() sends it", name_)));
+    // Handed out before its upstreams were made to send again (AckLedger):
+    // they send it again, and nothing older may follow what they send.
+    if (ledger_ && d.slot < pool_.slots() && ledger_->stale(d.slot)) {
+      if (Status st = pool_.release(d.slot); !st) return fail(st);
+      continue;
+    }
     const bool in_place = d.flags & kDescInPlace;
     if (d.bytes == 0 ||
         (!in_place && (d.slot >= pool_.slots() || uint64_t{d.offset} + d.bytes > pool_.slot_bytes())))

@@ -60,6 +60,38 @@ namespace sluice {
 // slot_bytes. The error names the receiver (`opts.to`).
 Status check_link_fits_pool(const LinkOptions& opts, const SlotPool& pool, uint32_t first_slot);
 
+// A node that keeps no copies (docs/DESIGN.md, "A node that keeps no
+// copies"): its sender lets a forwarded frame's slot go once sent, as without
+// acks, and instead *claims* the frame it came in: the receiver acknowledges
+// a claimed frame upstream only once the sender says the next hop
+// acknowledged it. The node's receive stage is the ledger; the sender calls
+// it from the thread that sends.
+class AckLedger {
+ public:
+  // A claimed frame: which upstream link, which connection of it, which frame.
+  struct Claim {
+    uint64_t frame = 0;
+    uint32_t link = 0, gen = 0;
+  };
+  enum class Take { kClaimed, kNotMine, kStale };
+  virtual ~AckLedger() = default;
+  // Before the slot is released: claims the frame in it (kClaimed), or says
+  // the slot is not a received frame's (kNotMine: the process stage's own,
+  // which the sender keeps as usual), or that it was handed out before the
+  // last replay_upstream() (kStale: it must not be sent; its upstream sends
+  // it again).
+  virtual Take claim(uint32_t slot, Claim* c) = 0;
+  // The frame a claim names is safe downstream; acked() after a run of these.
+  virtual void ack(const Claim& c) = 0;
+  virtual void acked() = 0;
+  // The downstream link broke with claimed frames unacknowledged: the
+  // upstream links are broken so that their senders send them again, and
+  // everything handed out before is stale from now on.
+  virtual void replay_upstream() = 0;
+  // The slot holds a frame handed out before the last replay_upstream().
+  virtual bool stale(uint32_t slot) const = 0;
+};
+
 // The receiving end of one link; owned by one thread (the receive stage)
 // except shutdown().
 class Receiver {
@@ -84,6 +116,22 @@ class Receiver {
   uint64_t outstanding() const { return received_ - returned_; }
   // Frames of this connection acknowledged so far (a prefix).
   uint64_t acked() const { return acked_; }
+  // Claims (AckLedger): from now on a frame claimed before its slot came
+  // back is acknowledged only once ack_claimed() says so. While any frame
+  // is unacknowledged the receiver keeps one credit back, so that the
+  // acknowledgement that follows has a credit message to ride on (on the
+  // message carriers every one grants at least one), and it finishes only
+  // once every frame is acknowledged. The owner, before the first frame.
+  void use_claims();
+  // The frame in `slot` (handed out, not yet given back) waits for
+  // ack_claimed(); its number. Any thread that holds the slot.
+  uint64_t claim(uint32_t slot);
+  // Any thread: the claimed frame is safe downstream. The owner then
+  // calls collect_acks().
+  void ack_claimed(uint64_t frame);
+  // The owner: moves the acknowledged prefix over what ack_claimed()
+  // completed, and finishes the link if that was all it waited for.
+  Status collect_acks();
   // Sends the credits (and acknowledgement) held back for a batch, if any:
   // so a sender waiting for acknowledgements is never left waiting on a
   // batch that is not coming.
@@ -131,6 +179,12 @@ class Receiver {
 
  private:
   Status fail(std::string msg);
+  // Moves acked_ over the frames whose slots came back and, if claimed,
+  // were acknowledged downstream.
+  void advance();
+  // END's slot and every other came back (and, with claims, all were
+  // acknowledged): the last credits go and the link finishes.
+  bool may_finish() const;
   // Sends pending credits (all of them after END), at most as many as the
   // acknowledgement window and the credit window allow; none if fewer than
   // `least` would go. `ack`: an acknowledgement not yet sent goes anyway.
@@ -159,6 +213,10 @@ class Receiver {
   // ahead of the acked prefix came back (a ring indexed by frame number).
   std::vector<uint64_t> frame_of_;
   std::vector<uint8_t> back_;
+  // Claims, by frame number as back_: kClaimed (the sender's, before the
+  // slot was released), then | kAckedDownstream (ack_claimed).
+  std::unique_ptr<std::atomic<uint8_t>[]> claim_;
+  bool claims_ = false;
   uint64_t acked_ = 0, acked_sent_ = 0;
   int64_t ack_owed_ns_ = 0;  // when the owner first slept owing one (0: not yet)
   std::atomic<bool> shut_down_{false};
@@ -348,6 +406,17 @@ class Sender {
   // With acks: keep events by header, made again by `r` for a replay
   // (Remaker). Before the first send; `r` outlives the sender.
   void set_remaker(Remaker* r);
+  // A node that keeps no copies (AckLedger): the frames it forwards are
+  // claimed, not kept; a break with any of them unacknowledged makes the
+  // upstreams send them again (ledger->replay_upstream()) and forgets the
+  // log, and stale descriptors are dropped. Before the first send; `l`
+  // outlives the sender.
+  void set_ledger(AckLedger* l);
+  // With a ledger: waits until no claimed frame is unacknowledged, so the
+  // end of the stream goes out with nothing left that only the upstreams
+  // could send again. Recovers a break meanwhile (the claims are then the
+  // upstreams' to replay).
+  Status settle_claims();
   ReplayStats replay_stats() const;
   // The carrier has completions to reap while nothing new is sent; the
   // owner then calls progress() and sleeps on wait_fd() with its ring.
@@ -375,8 +444,10 @@ class Sender {
   Status emit(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
               uint32_t events, bool credit_taken = false);
   // Upstream backup: keeps a frame until acknowledged; drops what was.
+  // *dropped: the frame is stale (AckLedger) and was not kept; its slots
+  // went back.
   Status keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_t payload,
-              uint32_t events);
+              uint32_t events, bool* dropped);
   bool remakable(const TxCarrier::Piece& q) const;
   Status drop_acked();
   // After a carrier error with acks: connect again and replay; else fail.
@@ -389,6 +460,12 @@ class Sender {
   Status close_frame();
   Status flush();  // the carrier's, recovering a broken link with acks
   Status wait_acked();
+  // With a ledger, after a break with claims unacknowledged: the log is the
+  // upstreams' to send again; what it kept of this process's own goes back.
+  void forget_log();
+  // Releases the slots of a frame that will not be sent (stale, or forgotten
+  // before the carrier took it): those the carrier does not hold.
+  void drop_frame(const TxCarrier::Piece* p, size_t n);
 
   LinkOptions opts_;
   std::unique_ptr<TxCarrier> carrier_;
@@ -416,6 +493,11 @@ class Sender {
   // set_remaker: the header of each kept piece whose p is null (kept by
   // header), at the piece's index.
   Remaker* remaker_ = nullptr;
+  // set_ledger: the claim of each kept piece whose release is kClaimedPiece,
+  // at the piece's index; claims in the log; forget_log()s so far.
+  AckLedger* ledger_ = nullptr;
+  std::vector<AckLedger::Claim> claims_;
+  uint64_t claimed_held_ = 0, forgets_ = 0;
   std::vector<EventHeader> kept_headers_;
   Counter reconnects_, replayed_frames_, replayed_events_, held_frames_, max_held_frames_,
       remade_events_;

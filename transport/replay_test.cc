@@ -475,11 +475,102 @@ TEST_P(Replay, AnEventKeptByHeaderIsFreedWhenSentAndMadeAgainForAReplay) {
   EXPECT_EQ(reserve_free, kReserve);
 }
 
+// Claims (AckLedger, a node that keeps no copies): a frame claimed before
+// its slot came back is acknowledged only when its claim is, though its
+// slot and credit go back at once; one credit stays back while a frame is
+// unacknowledged, for the acknowledgement to ride on; and the link
+// finishes only once every frame was acknowledged.
+class Claims : public Replay {
+ protected:
+  void tune(LinkOptions& o) override { o.adaptive_credits = false; }
+};
+
+TEST_P(Claims, AClaimedFrameIsAcknowledgedWhenItsClaimIsNotWhenItsSlotComesBack) {
+  IdleRun run;
+  run.sender = idle_sender(ro_, listener_->port(), *tx_pool_, ctx_, 4,
+                           [this](uint64_t e) { return event(e); }, &run.done, &run.sender_error);
+  Status st;
+  run.rx = listener_->accept(&st);
+  ASSERT_TRUE(run.rx) << st.message();
+  Receiver& rx = *run.rx;
+  rx.use_claims();
+  bool ended = false;
+  receive(rx, 4, &run.seqs, &run.held, &ended);
+  ASSERT_EQ(run.held.size(), 4u);
+  std::vector<uint64_t> frames;
+  for (uint32_t s : run.held) frames.push_back(rx.claim(s));
+  EXPECT_EQ(frames, (std::vector<uint64_t>{0, 1, 2, 3}));
+  for (uint32_t s : run.held) ASSERT_TRUE(rx.give_back(s).ok());
+  // Slots back, credits out but one, nothing acknowledged.
+  EXPECT_EQ(rx.outstanding(), 0u);
+  EXPECT_EQ(rx.acked(), 0u);
+  EXPECT_EQ(rx.stats().granted, kRxSlots + 3u);
+  ASSERT_TRUE(rx.flush_credits().ok());
+  // Out of order: the prefix waits for frame 0.
+  rx.ack_claimed(1);
+  ASSERT_TRUE(rx.collect_acks().ok());
+  EXPECT_EQ(rx.acked(), 0u);
+  rx.ack_claimed(0);
+  ASSERT_TRUE(rx.collect_acks().ok());
+  EXPECT_EQ(rx.acked(), 2u);
+  ASSERT_TRUE(rx.flush_credits().ok());  // goes: two frames stay unacknowledged, a credit with them
+  EXPECT_EQ(rx.stats().granted, kRxSlots + 3u);
+  rx.ack_claimed(2);
+  rx.ack_claimed(3);
+  ASSERT_TRUE(rx.collect_acks().ok());
+  EXPECT_EQ(rx.acked(), 4u);
+  ASSERT_TRUE(rx.flush_credits().ok());  // all acknowledged: the credit kept back rides with it
+  EXPECT_EQ(rx.stats().granted, kRxSlots + 4u);
+  wait_for_acknowledged_copies();
+  EXPECT_EQ(tx_pool_->free_slots(), kTxSlots) << "the sender dropped its copies";
+  // END: its slot back, and the link finishes (every frame acknowledged).
+  std::vector<uint32_t> held;
+  run.done = true;
+  receive(rx, 1, &run.seqs, &held, &ended);
+  EXPECT_TRUE(ended);
+  for (uint32_t s : held) ASSERT_TRUE(rx.give_back(s).ok());
+  EXPECT_TRUE(rx.finished());
+  run.sender.join();
+  EXPECT_EQ(run.sender_error, "");
+}
+
+// A claimed frame unacknowledged holds the finish back after END's slot
+// came back; its acknowledgement then finishes the link and frees the
+// sender's close.
+TEST_P(Claims, TheLinkFinishesOnlyOnceEveryClaimIsAcknowledged) {
+  IdleRun run;
+  run.sender = idle_sender(ro_, listener_->port(), *tx_pool_, ctx_, 2,
+                           [this](uint64_t e) { return event(e); }, &run.done, &run.sender_error);
+  Status st;
+  run.rx = listener_->accept(&st);
+  ASSERT_TRUE(run.rx) << st.message();
+  Receiver& rx = *run.rx;
+  rx.use_claims();
+  bool ended = false;
+  run.done = true;
+  receive(rx, 3, &run.seqs, &run.held, &ended);
+  ASSERT_TRUE(ended);
+  ASSERT_EQ(run.held.size(), 3u);
+  const uint64_t f = rx.claim(run.held[1]);  // the second event's frame
+  for (uint32_t s : run.held) ASSERT_TRUE(rx.give_back(s).ok());
+  EXPECT_FALSE(rx.finished());
+  EXPECT_EQ(rx.acked(), 1u);
+  rx.ack_claimed(f);
+  ASSERT_TRUE(rx.collect_acks().ok());
+  EXPECT_TRUE(rx.finished());
+  EXPECT_EQ(rx.acked(), 3u);
+  run.sender.join();
+  EXPECT_EQ(run.sender_error, "");
+  EXPECT_EQ(tx_pool_->free_slots(), kTxSlots);
+}
+
 INSTANTIATE_TEST_SUITE_P(Carriers, Replay, ::testing::ValuesIn(kCarriers),
                          [](const auto& i) { return std::string(i.param.name); });
 INSTANTIATE_TEST_SUITE_P(Carriers, AckDelay, ::testing::ValuesIn(kCarriers),
                          [](const auto& i) { return std::string(i.param.name); });
 INSTANTIATE_TEST_SUITE_P(Carriers, NoAckDelay, ::testing::ValuesIn(kCarriers),
+                         [](const auto& i) { return std::string(i.param.name); });
+INSTANTIATE_TEST_SUITE_P(Carriers, Claims, ::testing::ValuesIn(kCarriers),
                          [](const auto& i) { return std::string(i.param.name); });
 
 }  // namespace

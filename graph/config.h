@@ -187,6 +187,10 @@ struct Deployment {
   // acknowledged: its 64-byte header (the event is made again for a replay,
   // transport/link.h Remaker) or, as every other sender, its slot.
   bool loadgen_backup_slots = false;
+  // With acks, what a node that only forwards keeps of each frame until the
+  // next hop acknowledges it: nothing (its upstream's backup covers it:
+  // AckLedger, transport/link.h) or, as every other node, its slot.
+  bool node_backup_copies = false;
 
   // Accounting.
   double clock_ghz = 2.6;          // nominal clock F

@@ -66,6 +66,7 @@ const std::vector<std::string> kSendQueues = {"sync", "async"};
 const std::vector<std::string> kRxPolls = {"block", "select"};
 const std::vector<std::string> kHandovers = {"descriptor", "copy"};
 const std::vector<std::string> kLoadgenBackups = {"headers", "slots"};
+const std::vector<std::string> kNodeBackups = {"upstream", "copies"};
 const std::vector<std::string> kOnOff = {"on", "off"};
 const std::vector<std::string> kCreditModes = {"fixed", "adaptive"};
 const std::vector<std::string> kRestarts = {"never", "on-failure"};
@@ -389,8 +390,19 @@ const std::vector<Key>& keys() {
                },
                "with acks, what a load generator keeps of each event until it is acknowledged: "
                "headers (64 bytes; the slot is free once sent, and a replay makes the event "
-               "again) or slots (the whole event, as a node keeps what it sends). headers needs "
+               "again) or slots (the whole event, as a node with node_backup: copies keeps it). headers needs "
                "a generator without operators and handover: descriptor, else it keeps slots"),
+      enum_key("node_backup", &kNodeBackups,
+               [](Deployment* d, const std::string& v) { d->node_backup_copies = v == "copies"; },
+               [](const Deployment& d) {
+                 return std::string(d.node_backup_copies ? "copies" : "upstream");
+               },
+               "with acks, what a node keeps of each frame it forwards until the next hop "
+               "acknowledges it: upstream (nothing: the slot is free once sent, the node "
+               "acknowledges the frame upstream only once the next hop did, and a downstream "
+               "that breaks makes its upstream send everything not acknowledged again) or copies "
+               "(the slot). upstream needs one upstream and one downstream link, operators that "
+               "keep no state (filter, project); a node without these keeps copies"),
       // Accounting.
       double_key("clock_ghz", &Deployment::clock_ghz,
                  "the nominal clock F in the cycles-per-event figures, in GHz"),

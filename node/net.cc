@@ -98,6 +98,15 @@ Status NetSource::start() {
   for (size_t i = 0; i < got.size(); ++i)
     if (!got[i]) return sts[i];
   links_ = std::move(got);
+  if (claims_) {
+    slot_epoch_ = std::make_unique<std::atomic<uint8_t>[]>(owner_.size());
+    for (size_t i = 0; i < owner_.size(); ++i) slot_epoch_[i].store(0, std::memory_order_relaxed);
+    gen_ = std::make_unique<std::atomic<uint32_t>[]>(links_.size());
+    for (size_t i = 0; i < links_.size(); ++i) {
+      gen_[i].store(0, std::memory_order_relaxed);
+      links_[i]->use_claims();
+    }
+  }
   if (shut_) {
     for (auto& r : links_) r->shutdown();
     return Status::Error("shut down while accepting");
@@ -207,6 +216,12 @@ Status NetSource::tend_broken() {
     {
       std::lock_guard lk(mu_);
       links_[i] = std::move(r.next);
+      if (claims_) {
+        // Claims of the connection before are acknowledged to nobody: its
+        // upstream sends those frames again on this one.
+        links_[i]->use_claims();
+        gen_[i].fetch_add(1, std::memory_order_relaxed);
+      }
     }
     listeners_[i]->turn_away(true);
     r.down = false;
@@ -220,6 +235,71 @@ Status NetSource::tend_broken() {
     watching_[i] = true;
     spdlog::info("{}: connected again", links_[i]->name());
   }
+  return {};
+}
+
+AckLedger::Take NetSource::claim(uint32_t slot, Claim* c) {
+  if (!claims_ || slot >= owner_.size()) return Take::kNotMine;
+  if (stale(slot)) return Take::kStale;
+  // The link's receiver is not replaced while this slot is out (tend_broken
+  // waits for every one), so links_[l] is the one that handed it out.
+  const uint16_t l = owner_[slot];
+  c->link = l;
+  c->gen = gen_[l].load(std::memory_order_relaxed);
+  c->frame = links_[l]->claim(slot);
+  return Take::kClaimed;
+}
+
+void NetSource::ack(const Claim& c) {
+  std::lock_guard lk(mu_);  // against tend_broken's replacing the receiver
+  if (c.link < links_.size() && gen_[c.link].load(std::memory_order_relaxed) == c.gen)
+    links_[c.link]->ack_claimed(c.frame);
+}
+
+void NetSource::acked() {
+  acks_due_.store(true, std::memory_order_seq_cst);
+  pool_->freed().notify();
+}
+
+void NetSource::replay_upstream() {
+  replay_req_.fetch_add(1, std::memory_order_seq_cst);
+  pool_->freed().notify();
+}
+
+bool NetSource::stale(uint32_t slot) const {
+  return claims_ && slot < owner_.size() &&
+         slot_epoch_[slot].load(std::memory_order_relaxed) !=
+             static_cast<uint8_t>(replay_req_.load(std::memory_order_acquire));
+}
+
+Status NetSource::tend_claims() {
+  if (!claims_) return {};
+  const uint32_t req = replay_req_.load(std::memory_order_acquire);
+  if (req != epoch_) {
+    // Every link still open is broken: its sender connects again and sends
+    // every frame this node had not acknowledged. What was handed out before
+    // is stale (the sender drops it), and what the links hand out from now
+    // on comes after the replay began.
+    epoch_ = req;
+    for (size_t i = 0; i < links_.size(); ++i) {
+      if (rejoin_[i]->down || links_[i]->finished()) continue;
+      links_[i]->shutdown();
+      Status st = link_broke(i, Status::Error(fmt::format(
+                                    "{}: broken on purpose: this node's downstream link broke, "
+                                    "and this node keeps no copies (node_backup: upstream)",
+                                    links_[i]->name())));
+      if (!st) return st;
+    }
+    end_out_ = false;  // END comes again, after what is sent again
+  }
+  if (acks_due_.exchange(false, std::memory_order_acq_rel))
+    for (size_t i = 0; i < links_.size(); ++i) {
+      if (rejoin_[i]->down) continue;
+      if (Status st = links_[i]->collect_acks(); !st) {
+        st = link_broke(i, st);
+        if (!st) return st;
+      }
+    }
   return {};
 }
 
@@ -337,7 +417,11 @@ Status NetSource::sleep() {
   } asleep(help ? this : nullptr);
   freed.prepare_fd_wait();
   bool rang = false;
-  if (pool_->free_slots() < wake_threshold_ && !pool_->closed()) {
+  // (The ledger's news, re-checked after prepare_fd_wait: acked() and
+  // replay_upstream() notify after they set it.)
+  if (pool_->free_slots() < wake_threshold_ && !pool_->closed() &&
+      !(claims_ && (acks_due_.load(std::memory_order_seq_cst) ||
+                    replay_req_.load(std::memory_order_seq_cst) != epoch_))) {
     waited_ = true;
     // threads: shared: the send stage's carrier work is this thread's too.
     Status idle_st;
@@ -375,6 +459,7 @@ Status NetSource::next(std::span<Descriptor> out, size_t* n) {
     // goes down): straight to the read.
     if (!std::exchange(read_next_, false)) {
       if (st = give_back_freed(); !st) return st;
+      if (st = tend_claims(); !st) return st;
       if (st = tend_broken(); !st) return st;
     }
     if (end_out_) {
@@ -402,6 +487,9 @@ Status NetSource::next(std::span<Descriptor> out, size_t* n) {
         if (!st) return st;
         continue;
       }
+      if (claims_)
+        for (size_t e = k; e < k + got; ++e)
+          slot_epoch_[out[e].slot].store(static_cast<uint8_t>(epoch_), std::memory_order_relaxed);
       for (size_t e = k; e < k + got; ++e) {
         if (!(out[e].flags & kDescEnd)) continue;
         if (watching_[i]) {
@@ -484,6 +572,7 @@ Status NetDestination::start() {
     }
     if (!s) return st;
     if (remaker_) s->set_remaker(remaker_);
+    if (ledger_) s->set_ledger(ledger_);
     std::lock_guard lk(mu_);
     links_.push_back(std::move(s));
   }
@@ -566,6 +655,18 @@ Status NetDestination::route(const Descriptor& d) {
 Status NetDestination::end(const Descriptor& d) {
   const std::byte* p = pool_.slot(d.slot) + d.offset;
   Status st;
+  if (ledger_) {
+    // END goes once no frame is left that only the upstreams could send
+    // again. A break meanwhile makes them send everything not acknowledged,
+    // END too: this one is stale, and the stream goes on.
+    if (!ledger_->stale(d.slot)) st = links_[0]->settle_claims();
+    if (st && ledger_->stale(d.slot)) {
+      spdlog::info("{}: the end of the stream goes again after what its upstream sends again",
+                   link_label(opts_[0]));
+      end_taken_back_ = true;
+      return pool_.release(d.slot);
+    }
+  }
   if (links_.size() == 1 || split_ == Split::kCopy) {
     for (auto& l : links_)
       if (st) st = l->end(p, d.bytes);

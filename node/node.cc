@@ -630,7 +630,7 @@ bool Instance::send_here(const Descriptor* d, size_t n, bool* ok) {
     *ok = false;
     return true;
   }
-  if (d[n - 1].flags & kDescEnd) ended_ = true;
+  if ((d[n - 1].flags & kDescEnd) && !dest_->took_back_end()) ended_ = true;
   out_.add(ev, tu, by);
   count_stage(2, ev);
   inline_events_.fetch_add(ev, std::memory_order_relaxed);
@@ -827,6 +827,9 @@ void Instance::send_loop() {
       if (cut != kNoCut) ck_capture(cut);
     }
     if (!st.ok()) break;
+    // Its upstreams were made to send everything again (node_backup:
+    // upstream): END comes again after it.
+    if (ended && dest_->took_back_end()) ended = false;
     out_.add(ev, tu, by);
     count_stage(2, ev);
     if (adaptive) sent_.fetch_add(n, std::memory_order_release);

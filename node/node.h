@@ -34,6 +34,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "graph/checkpoint.h"
@@ -102,6 +103,10 @@ class Destination {
   virtual Status start() { return {}; }
   // Consumes descriptors in order (END last) and releases each slot when done.
   virtual Status consume(std::span<const Descriptor> descs) = 0;
+  // After a consume() with END: true if END did not go, because the
+  // upstreams were made to send everything again (AckLedger) and END comes
+  // again after it. Asked once per END.
+  virtual bool took_back_end() { return false; }
   // After END was consumed: flush and close.
   virtual Status finish() { return {}; }
   // After a failure: close at once, without END, so downstream learns of it.
@@ -151,7 +156,7 @@ class Destination {
 // stage owns the pool and every link's receiving end: slots released by any
 // stage come back here, and here they are posted again and credited. It
 // sleeps on every link's wait handle and the pool's fd at once.
-class NetSource final : public Source, private SlotPool::FreedHook {
+class NetSource final : public Source, public AckLedger, private SlotPool::FreedHook {
  public:
   // `reserve`: extra slots for the process stage's operators to emit into
   // (SlotPool's reserve), beside the links' slots.
@@ -165,9 +170,22 @@ class NetSource final : public Source, private SlotPool::FreedHook {
   void report(ProcessSummary& s) const override;
   void live_links(std::vector<LiveLink>* out) const override;
   bool waited() const override { return waited_; }
+  // A node that keeps no copies (AckLedger, node_backup: upstream): its
+  // sender claims the frames it forwards from this source's links. Before
+  // start().
+  void keep_no_copies() { claims_ = true; }
+  Take claim(uint32_t slot, Claim* c) override;
+  void ack(const Claim& c) override;
+  void acked() override;
+  void replay_upstream() override;
+  bool stale(uint32_t slot) const override;
 
  private:
   explicit NetSource(const std::vector<LinkOptions>& links);
+  // The receive stage's side of the ledger: breaks the links that must send
+  // again (replay_upstream), and acknowledges upstream what the sender said
+  // was acknowledged downstream (acked).
+  Status tend_claims();
   Status give_back_freed();
   Status sleep();
   // The releasing thread's turn (SlotPool::FreedHook): while this stage
@@ -219,6 +237,16 @@ class NetSource final : public Source, private SlotPool::FreedHook {
   std::vector<std::unique_ptr<Rejoin>> rejoin_;
   size_t down_ = 0;  // links down now: tend_broken has nothing to do without one
   uint64_t reconnects_ = 0;
+  // The ledger (keep_no_copies). Each link slot's epoch when it was handed
+  // out; the epoch asked for (replay_upstream, the sender's thread) and the
+  // one the frames now handed out belong to (this stage's, once it broke
+  // the links); each link's connection, counted.
+  bool claims_ = false;
+  std::unique_ptr<std::atomic<uint8_t>[]> slot_epoch_;
+  std::atomic<uint32_t> replay_req_{0};
+  uint32_t epoch_ = 0;
+  std::unique_ptr<std::atomic<uint32_t>[]> gen_;
+  std::atomic<bool> acks_due_{false};
 };
 
 // The downstream links of one instance. With one link, descriptors go
@@ -237,7 +265,11 @@ class NetDestination final : public Destination {
   // With acks, its links keep events by header, made again by `r` for a
   // replay (transport/link.h). Before start(); `r` outlives it.
   void set_remaker(Remaker* r) { remaker_ = r; }
+  // A node that keeps no copies: its one link claims what it forwards from
+  // `l` (the receive stage, AckLedger). Before start().
+  void set_ledger(AckLedger* l) { ledger_ = l; }
   Status start() override;
+  bool took_back_end() override { return std::exchange(end_taken_back_, false); }
   Status consume(std::span<const Descriptor> descs) override;
   Status finish() override;
   void abort() override;
@@ -264,6 +296,8 @@ class NetDestination final : public Destination {
   std::shared_ptr<const PartitionTally> tally_;
   std::vector<std::unique_ptr<Sender>> links_;
   Remaker* remaker_ = nullptr;
+  AckLedger* ledger_ = nullptr;
+  bool end_taken_back_ = false;
   std::vector<std::vector<Descriptor>> batch_;   // per link, sized at start
   std::vector<size_t> nbatch_;
   std::vector<Descriptor> runs_;                 // one descriptor's runs, sized at start

@@ -73,6 +73,7 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
     }
     std::unique_ptr<Source> source;
     Generator* remaker = nullptr;
+    NetSource* ledger = nullptr;
     if (pc.role == Role::kLoadgen) {
       // Its events reach its links as made: with acks they may keep them
       // by header (loadgen_backup: headers).
@@ -86,6 +87,7 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
       for (size_t l : d.inputs_of(index)) in.push_back(d.link_options(l, k));
       auto ns = NetSource::make(in, ctx, &st, d.handover_copy ? 0 : chain.emit_slots());
       if (!ns) return st;
+      ledger = ns.get();
       source = std::move(ns);
     }
     // The send stage works on the received slots, or (handover: copy) on the
@@ -113,7 +115,24 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
     } else {
       std::vector<LinkOptions> out;
       for (size_t l : d.outputs_of(index)) out.push_back(d.link_options(l, k));
+      // A node that only forwards keeps no copies with acks: its upstream's
+      // backup covers what it sends (node_backup: upstream, AckLedger).
+      bool acked = !out.empty();
+      for (const auto& o : out) acked = acked && o.acks;
+      for (size_t l : d.inputs_of(index)) acked = acked && d.link_options(l, k).acks;
+      bool stateless = true;
+      for (size_t i = 0; i < chain.size(); ++i)
+        stateless = stateless && chain.op(i).state() == Operator::State::kNone;
+      // (Operators that keep no state take no snapshots, whatever
+      // checkpoint_interval_ms says.)
+      const bool no_copies = ledger && pc.role == Role::kNode && acked && stateless &&
+                             !d.node_backup_copies && !d.handover_copy && out.size() == 1 &&
+                             d.inputs_of(index).size() == 1;
       auto nd = std::make_unique<NetDestination>(std::move(out), pc.split, send_pool, ctx, tally);
+      if (no_copies) {
+        ledger->keep_no_copies();
+        nd->set_ledger(ledger);
+      }
       if (remaker) nd->set_remaker(remaker);
       dest = std::move(nd);
     }

@@ -178,6 +178,56 @@ TEST(Faults, AKilledNodeOverUcxRmaIsRestartedAndLosesNothing) {
       << o.err;
 }
 
+// node-a keeps no copies (node_backup: upstream, the default with acks): a
+// short stream at a low rate has passed node-a whole, END included, while
+// node-b is stopped, so node-a waits for node-b's acknowledgements before
+// it sends END on; node-b is then killed and restarted. node-a cannot send
+// again what it has no copy of: it breaks its upstream link, the load
+// generator sends everything not acknowledged again, END too, and node-a
+// sends END only after that. Nothing lost, nothing twice.
+TEST(Faults, ANodeThatKeepsNoCopiesHasItsUpstreamSendAgainWhenTheNextDiesAtTheEnd) {
+  fs::path dir = fs::temp_directory_path() / ("sluice-faults-nocopies-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string run_dir = (dir / "run").string();
+  // 40 events of 255 tuples at 40 events/s: a second of stream.
+  const std::string cmd = kDeploy + " run " + kExample + " --json --run-dir " + run_dir +
+                          " --set base_port=31700 --set tuples=10200 --set rate=40 --set progress_s=0"
+                          " --set acks=on --set restart=on-failure --set restart_backoff_ms=200 >" +
+                          (dir / "out").string() + " 2>" + (dir / "err").string();
+  pid_t d = fork();
+  if (d == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const pid_t b = find_process(run_dir, "node-b");
+  ASSERT_GT(b, 0) << "node-b never started";
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(b, SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  kill(b, SIGKILL);
+  const int code = wait_exit(d, 40);
+  const std::string err = slurp(dir / "err");
+  const std::string node_a = slurp(fs::path(run_dir) / "node-a.log");
+  YAML::Node j;
+  try {
+    j = YAML::Load(slurp(dir / "out"));
+  } catch (const YAML::Exception&) {
+  }
+  ASSERT_TRUE(j.IsMap()) << err;
+  EXPECT_EQ(code, 0) << err << j["error"];
+  EXPECT_TRUE(j["ok"].as<bool>()) << j["error"];
+  EXPECT_EQ(j["processes"][2]["restarts"].as<int>(), 1) << err;
+  EXPECT_EQ(j["tuples"].as<uint64_t>(), 10200u);
+  EXPECT_EQ(j["lost"].as<uint64_t>(), 0u);
+  EXPECT_EQ(j["duplicated"].as<uint64_t>(), 0u);
+  EXPECT_NE(node_a.find("this node keeps no copies"), std::string::npos) << node_a;
+  EXPECT_NE(node_a.find("the end of the stream goes again after what its upstream sends again"),
+            std::string::npos)
+      << node_a;
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
+}
+
 // restart: never (the default), acks or not: the same kill fails the run
 // and names node-a and its signal.
 TEST(Faults, WithoutRestartAKilledNodeFailsTheRunNamingIt) {

@@ -70,6 +70,7 @@ struct Outcome {
   YAML::Node json;
   std::string run_dir;
   std::string results;  // the sink's results file (esper- or correlate-results.csv), when it wrote one
+  std::string node_a_log;
 };
 
 // Runs the example for duration_s with `sets`, sends `victim` (none if
@@ -108,6 +109,7 @@ Outcome kill_mid_run(const std::string& name, int port, const std::string& victi
   o.code = wait_exit(d, 40);
   o.err = slurp(dir / "err");
   o.results = slurp(fs::path(o.run_dir) / (example == kCorrelate ? "correlate-results.csv" : "esper-results.csv"));
+  o.node_a_log = slurp(fs::path(o.run_dir) / "node-a.log");
   try {
     o.json = YAML::Load(slurp(dir / "out"));
   } catch (const YAML::Exception&) {
@@ -161,6 +163,22 @@ TEST(Faults, AKilledNodeBeforeTheSinkIsRestartedAndTheRunSucceeds) {
   EXPECT_EQ(o.json["duplicated"].as<uint64_t>(), 0u);
 }
 
+// The same with node_backup: copies: node-a keeps what it sent in its slots
+// and replays it to the restarted node-b itself; its upstream sends nothing
+// again.
+TEST(Faults, AKilledNodeBeforeTheSinkIsReplayedByANodeThatKeepsCopies) {
+  Outcome o = kill_mid_run("restart-b-copies", 24100, "node-b",
+                           "--set restart=on-failure --set restart_backoff_ms=200 --set acks=on "
+                           "--set node_backup=copies");
+  ASSERT_TRUE(o.json.IsMap()) << o.err;
+  EXPECT_EQ(o.code, 0) << o.err << o.json["error"];
+  EXPECT_EQ(o.json["processes"][2]["restarts"].as<int>(), 1);
+  EXPECT_EQ(o.json["lost"].as<uint64_t>(), 0u);
+  EXPECT_EQ(o.json["duplicated"].as<uint64_t>(), 0u);
+  EXPECT_NE(o.node_a_log.find("unacknowledged frames"), std::string::npos) << o.node_a_log;
+  EXPECT_EQ(o.node_a_log.find("keeps no copies"), std::string::npos) << o.node_a_log;
+}
+
 // The same over ucx shared memory with rma: on, where node-a's upstream
 // wrote frames straight into the killed node's slots: the restarted node
 // maps a new pool, its upstream attaches it and replays into it.
@@ -192,7 +210,7 @@ TEST(Faults, ANodeThatKeepsNoCopiesHasItsUpstreamSendAgainWhenTheNextDiesAtTheEn
   const std::string run_dir = (dir / "run").string();
   // 40 events of 255 tuples at 40 events/s: a second of stream.
   const std::string cmd = kDeploy + " run " + kExample + " --json --run-dir " + run_dir +
-                          " --set base_port=31700 --set tuples=10200 --set rate=40 --set progress_s=0"
+                          " --set base_port=24500 --set tuples=10200 --set rate=40 --set progress_s=0"
                           " --set acks=on --set restart=on-failure --set restart_backoff_ms=200 >" +
                           (dir / "out").string() + " 2>" + (dir / "err").string();
   pid_t d = fork();

@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <thread>
+#include <vector>
 
 #include "graph/config.h"
 #include "loadgen/generator.h"
@@ -217,6 +219,115 @@ TEST(Links, ASlotReleasedWhileTheReceiveStageSleepsIsAcknowledgedAtOnce) {
   while (k != 0) ASSERT_TRUE(src->next(end, &k).ok());
   upstream.join();
   EXPECT_TRUE(tx_st.ok()) << tx_st.message();
+}
+
+// A node that keeps no copies (AckLedger): its sender claims a frame and
+// lets the slot go; the slot coming back does not acknowledge the frame,
+// the claim's acknowledgement does, and it wakes the sleeping receive stage
+// to send it upstream. Asked to, the stage breaks its link: the upstream
+// sends the frame again, and the descriptor handed out before is stale.
+TEST(Links, AClaimedFrameIsAcknowledgedUpstreamWhenItsClaimIsAndSentAgainWhenAsked) {
+  LinkOptions o = testing::loopback_options(Encoding::kSg);
+  o.port = 29150;
+  o.acks = true;
+  o.slots = 8;
+  o.slot_bytes = 4096;
+  o.reconnect_timeout_ms = 8000;
+  TransportContext rx_ctx, tx_ctx;
+  Status st;
+  auto src = NetSource::make({o}, rx_ctx, &st);
+  ASSERT_TRUE(src) << st.message();
+  src->keep_no_copies();
+
+  SlotPool tx_pool(4, o.slot_bytes);
+  std::atomic<bool> dropped{false}, finish{false};
+  Status tx_st;
+  std::thread upstream([&] {
+    auto tx = make_sender(o, tx_pool, tx_ctx, &tx_st);
+    if (!tx) return;
+    for (uint64_t e = 0; e < 2 && tx_st; ++e) {
+      const uint32_t slot = tx_pool.try_acquire();
+      const size_t bytes = testing::write_event(tx_pool.slot(slot), 0, e, e, 4, o.tuple_bytes);
+      Descriptor d{slot, 0, static_cast<uint32_t>(bytes), 1, 4, 0};
+      tx_st = tx->send({&d, 1});
+    }
+    while (tx_st && !finish) {
+      if (tx->busy()) tx_st = tx->progress();
+      dropped = tx_pool.free_slots() == 4;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::byte eos[64];
+    const size_t n = testing::write_end(eos, 0, 8, 2);
+    if (tx_st) tx_st = tx->end(eos, static_cast<uint32_t>(n));
+    if (tx_st) tx_st = tx->close();
+  });
+
+  ASSERT_TRUE(src->start().ok());
+  std::vector<Descriptor> got;
+  while (got.size() < 2) {
+    Descriptor d[8];
+    size_t n = 0;
+    ASSERT_TRUE(src->next(d, &n).ok());
+    got.insert(got.end(), d, d + n);
+  }
+  ASSERT_EQ(got.size(), 2u);
+  AckLedger::Claim c[2];
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(src->claim(got[i].slot, &c[i]), AckLedger::Take::kClaimed);
+  EXPECT_EQ(c[0].frame, 0u);
+  EXPECT_EQ(c[1].frame, 1u);
+
+  // The stage sleeps; both slots come back (sent), nothing is acknowledged.
+  std::atomic<size_t> stage_n{0};
+  std::atomic<bool> stage_done{false};
+  Descriptor more[8];
+  Status next_st;
+  std::thread stage([&] {
+    size_t k = 0;
+    while (k == 0 && next_st.ok()) next_st = src->next(more, &k);
+    stage_n = k;
+    stage_done = true;
+  });
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(src->pool().release(got[i].slot).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_FALSE(dropped.load()) << "a slot that came back acknowledged a claimed frame";
+  // The first claim is acknowledged downstream: the stage wakes for it.
+  src->ack(c[0]);
+  src->acked();
+  for (int i = 0; i < 2000 && tx_pool.free_slots() != 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(tx_pool.free_slots(), 3u) << "the upstream still holds the first frame's copy";
+  EXPECT_FALSE(stage_done.load());
+
+  // The downstream broke with the second unacknowledged: the stage breaks
+  // its link, the upstream connects again and sends it again.
+  EXPECT_FALSE(src->stale(got[1].slot));
+  src->replay_upstream();
+  EXPECT_TRUE(src->stale(got[1].slot));
+  stage.join();
+  ASSERT_TRUE(next_st.ok()) << next_st.message();
+  ASSERT_EQ(stage_n.load(), 1u);
+  EXPECT_FALSE(src->stale(more[0].slot));
+  EventHeader h;
+  std::memcpy(&h, src->pool().slot(more[0].slot) + more[0].offset, sizeof h);
+  EXPECT_EQ(h.event_seq, 1u);
+  ASSERT_EQ(src->claim(more[0].slot, &c[1]), AckLedger::Take::kClaimed);
+  EXPECT_EQ(c[1].frame, 0u);  // the new connection's first
+  ASSERT_TRUE(src->pool().release(more[0].slot).ok());
+  src->ack(c[1]);
+  src->acked();
+
+  // END: handed out, its slot back, and the link finishes.
+  finish = true;
+  size_t k = 0;
+  Descriptor end[8];
+  while (k == 0) ASSERT_TRUE(src->next(end, &k).ok());
+  ASSERT_EQ(k, 1u);
+  EXPECT_TRUE(end[0].flags & kDescEnd);
+  ASSERT_TRUE(src->pool().release(end[0].slot).ok());
+  while (k != 0) ASSERT_TRUE(src->next(end, &k).ok());
+  upstream.join();
+  EXPECT_TRUE(tx_st.ok()) << tx_st.message();
+  EXPECT_EQ(tx_pool.free_slots(), 4u);
 }
 
 }  // namespace

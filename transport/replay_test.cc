@@ -487,15 +487,11 @@ class Claims : public Replay {
 
 TEST_P(Claims, AClaimedFrameIsAcknowledgedWhenItsClaimIsNotWhenItsSlotComesBack) {
   IdleRun run;
-  run.sender = idle_sender(ro_, listener_->port(), *tx_pool_, ctx_, 4,
-                           [this](uint64_t e) { return event(e); }, &run.done, &run.sender_error);
-  Status st;
-  run.rx = listener_->accept(&st);
-  ASSERT_TRUE(run.rx) << st.message();
+  start_idle_run(4, &run);
+  ASSERT_TRUE(run.rx);
   Receiver& rx = *run.rx;
-  rx.use_claims();
+  rx.use_claims();  // before any claim or give-back
   bool ended = false;
-  receive(rx, 4, &run.seqs, &run.held, &ended);
   ASSERT_EQ(run.held.size(), 4u);
   std::vector<uint64_t> frames;
   for (uint32_t s : run.held) frames.push_back(rx.claim(s));
@@ -539,16 +535,13 @@ TEST_P(Claims, AClaimedFrameIsAcknowledgedWhenItsClaimIsNotWhenItsSlotComesBack)
 // sender's close.
 TEST_P(Claims, TheLinkFinishesOnlyOnceEveryClaimIsAcknowledged) {
   IdleRun run;
-  run.sender = idle_sender(ro_, listener_->port(), *tx_pool_, ctx_, 2,
-                           [this](uint64_t e) { return event(e); }, &run.done, &run.sender_error);
-  Status st;
-  run.rx = listener_->accept(&st);
-  ASSERT_TRUE(run.rx) << st.message();
+  start_idle_run(2, &run);
+  ASSERT_TRUE(run.rx);
   Receiver& rx = *run.rx;
   rx.use_claims();
   bool ended = false;
   run.done = true;
-  receive(rx, 3, &run.seqs, &run.held, &ended);
+  receive(rx, 1, &run.seqs, &run.held, &ended);
   ASSERT_TRUE(ended);
   ASSERT_EQ(run.held.size(), 3u);
   const uint64_t f = rx.claim(run.held[1]);  // the second event's frame

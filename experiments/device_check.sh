@@ -11,8 +11,8 @@
 #   1. each carrier (tcp-opt, fabric-opt, ucx-opt): a 1 s pipeline, lost 0;
 #      then experiments/syscall_gaps/gaps.py --plain at 20,000 events/s
 #   2. issue 15: acks_cost.py, ROUNDS15 rounds (default 12) of acks off, acks
-#      alone, acks with the sink's snapshots, acks with the load generator
-#      keeping whole events (loadgen_backup: slots), and acks with 64 slots
+#      alone, acks with the sink's snapshots, acks with the nodes keeping
+#      copies (node_backup: copies, the way before it), and acks with 64 slots
 #      per link, the default before links with acks got 128 (on 2 cores 128
 #      gave 1.02-1.07x: every hop holds what it sent until the sink
 #      acknowledges it), back to back
@@ -79,7 +79,7 @@ fi
 say "issue 15: acks_cost.py, $r15 rounds"
 python3 experiments/acks_cost.py --build $bundle/build --repeats "$r15" --duration 3 \
   --variant acks --variant snapshots:checkpoint_interval_ms=50 \
-  --variant acks-slots:loadgen_backup=slots --variant acks-64:slots=64 | tee "$out/acks_cost.txt"
+  --variant acks-copies:node_backup=copies --variant acks-64:slots=64 | tee "$out/acks_cost.txt"
 
 say "issue 17: latency.py, $r17 rounds"
 python3 experiments/latency.py --build $bundle/build --modes "adaptive,adaptive+acks=on,adaptive+slots=1024" --plain plain \

@@ -75,6 +75,10 @@ struct Child {
   // restart: on-failure: when (mono_s) it is started again after dying; -1:
   // no restart pending. While one is, it is neither running nor failed.
   double restart_at = -1;
+  // Let go once every sink had ended (ProcessOutcome::settled): neither
+  // restarted nor blamed; when (mono_s) it is killed if it still runs.
+  bool settled = false;
+  double settle_kill_at = -1;
 };
 
 // The process ran to its end: exit 0, or 3, a sink's verdict (the stream
@@ -341,6 +345,25 @@ std::string last_error_line(const std::string& log_path) {
 // waits before it names the one that failed first.
 constexpr double kBlameWait = 0.3;
 
+// restart: on-failure, once every sink has ended its stream: how long a
+// restarted process may still run before it is stopped. It has nothing left
+// to deliver, but one restarted a moment before the end finishes on its own
+// within milliseconds; one whose upstream or downstream had already gone
+// would wait for them until its connect timeout, and fail.
+constexpr double kSettleGrace = 2.0;
+
+// Every sink has ended its stream (exit 0, or 3: its verdict), and none is
+// waiting for a restart: what the run delivered is settled.
+bool sinks_ended(const std::vector<Child>& children, const Deployment& d) {
+  bool any = false;
+  for (const auto& c : children) {
+    if (d.processes[c.index].role != Role::kSink) continue;
+    if (c.running || c.restart_at >= 0 || !exited_ok(c)) return false;
+    any = true;
+  }
+  return any;
+}
+
 std::string error_timestamp(const std::string& line) {
   static constexpr const char kShape[] = "dddd-dd-dd dd:dd:dd.ddd";
   constexpr size_t n = sizeof kShape - 1;
@@ -432,6 +455,7 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
   std::string failure;
   double drain_deadline = -1;
   double blame_at = -1;  // when a failure seen is judged
+  double sinks_ended_at = -1;  // when every sink had ended (restart: on-failure)
   // How long to sleep for an exit: until the next thing due (a restart, a
   // failure to judge, the drain deadline, the timeout, a progress line).
   // The cap covers a stop signal that another thread caught (a signal to
@@ -445,8 +469,11 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
     if (period > 0 && o.progress) until = std::min(until, next_progress);
     if (blame_at > 0) until = std::min(until, blame_at);
     if (drain_deadline > 0) until = std::min(until, drain_deadline);
-    for (const auto& c : children)
+    if (sinks_ended_at > 0) until = std::min(until, std::max(now, sinks_ended_at + kSettleGrace));
+    for (const auto& c : children) {
       if (c.restart_at >= 0) until = std::min(until, c.restart_at);
+      if (c.running && c.settle_kill_at > 0) until = std::min(until, c.settle_kill_at);
+    }
     return std::max(0, int(std::ceil((until - now) * 1e3)));
   };
   for (;;) {
@@ -456,11 +483,32 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
     // code) and has restarts left is started again after its back-off, with
     // the same command through the same executor, so on its own host for
     // every launcher. Its previous log is kept as LOG.N.
+    //
+    // Once every sink has ended its stream, nothing is restarted: a process
+    // killed in the last milliseconds (its END already passed on) would
+    // come back to find its upstream or downstream gone, and fail until
+    // its restarts ran out, failing a run that had lost nothing. It is let
+    // go instead, and so is one restarted just before, if it still runs
+    // kSettleGrace later.
+    if (sinks_ended_at < 0 && sinks_ended(children, d)) sinks_ended_at = mono_s();
     size_t pending = 0;
     for (size_t slot = 0; slot < children.size(); ++slot) {
       Child& c = children[slot];
       ProcessOutcome& p = r.processes[c.index];
-      if (c.running || exited_ok(c)) continue;
+      if (c.running || exited_ok(c) || c.settled) continue;
+      if (sinks_ended_at >= 0 && restarts_on_failure(d, d.processes[c.index]) && p.error.empty()) {
+        c.settled = true;
+        c.restart_at = -1;
+        p.settled = fmt::format("{} after every sink had ended its stream; not restarted: nothing "
+                                "was left for it to deliver",
+                                p.restarts > 0 && c.settle_kill_at > 0 ? "stopped"
+                                                                       : "died (" + death_words(c.status) + ")");
+        if (o.progress) {
+          fmt::print(o.progress, "sluice-deploy: {} {}\n", p.name, p.settled);
+          std::fflush(o.progress);
+        }
+        continue;
+      }
       if (c.restart_at < 0) {
         if (!restarts_on_failure(d, d.processes[c.index]) || p.restarts >= d.restart_limit ||
             !p.error.empty() || !restartable_death(c.status))
@@ -514,6 +562,16 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
       ++alive;
       if (o.on_change) o.on_change(r, "running");
     }
+    if (sinks_ended_at >= 0 && mono_s() >= sinks_ended_at + kSettleGrace)
+      for (auto& c : children) {
+        if (!c.running || r.processes[c.index].restarts == 0) continue;
+        if (c.settle_kill_at < 0) {
+          c.settle_kill_at = mono_s() + o.grace_s;
+          ex.signal(c.pid, SIGTERM);
+        } else if (mono_s() >= c.settle_kill_at) {
+          ex.signal(c.pid, SIGKILL);
+        }
+      }
     // The child that failed first ends the run and is the one it names: when
     // a process dies, its upstream and downstream fail a moment later for
     // want of it, and are stopped (or, if they were quicker than the
@@ -529,7 +587,7 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
     const Child* first = nullptr;
     bool any_failed = false;
     for (const auto& c : children) {
-      if (c.running || c.restart_at >= 0 || exited_ok(c)) continue;
+      if (c.running || c.restart_at >= 0 || exited_ok(c) || c.settled) continue;
       any_failed = true;
       ProcessOutcome& p = r.processes[c.index];
       if (p.error.empty()) {
@@ -550,7 +608,7 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
     if (any_failed && !first && judge) {
       std::string first_at;
       for (const auto& c : children) {
-        if ((!c.running && exited_ok(c)) || c.restart_at >= 0) continue;
+        if ((!c.running && exited_ok(c)) || c.restart_at >= 0 || c.settled) continue;
         const std::string at = error_timestamp(logged_error(r.processes[c.index].log_path));
         if (at.empty()) continue;
         if (!first || at < first_at || (at == first_at && !c.running && first->running)) {
@@ -566,7 +624,7 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
     }
     if (any_failed && !first && judge)  // no timestamps (not sluice's programs): exit order
       for (const auto& c : children)
-        if (!c.running && !exited_ok(c) && c.restart_at < 0 &&
+        if (!c.running && !exited_ok(c) && c.restart_at < 0 && !c.settled &&
             (!first || c.exit_order < first->exit_order))
           first = &c;
     if (first) {
@@ -782,10 +840,17 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
     std::string text = read_file(p.summary_path, &have);
     if (have) {
       Status st = summary_from_json(text, &p.summary);
-      if (st) p.have_summary = true;
-      else if (p.error.empty()) p.error = fmt::format("{}: {}", p.summary_path, st.message());
+      if (st) {
+        p.have_summary = true;
+      } else {
+        p.summary = ProcessSummary{};  // nothing of a torn one counts
+        if (p.error.empty() && p.settled.empty())
+          p.error = fmt::format("{}: {}", p.summary_path, st.message());
+      }
     }
-    if (p.error.empty()) {
+    // One let go at the end (settled) is no failure, with or without a
+    // summary of its own.
+    if (p.error.empty() && p.settled.empty()) {
       if (p.stopped) p.error = "stopped by sluice-deploy when the run ended early";
       else if (p.pid < 0) p.error = "not started: the run ended first";
       else if (!p.have_summary)

@@ -119,6 +119,10 @@ struct ProcessOutcome {
   std::vector<double> died_wall_s, restarted_wall_s, recovery_s;
   bool ok = false;
   std::string error;
+  // restart: on-failure: it died (or, restarted, still ran) after every sink
+  // had ended its stream, and was let go: what it did not finish, nobody
+  // needs (the sinks' accounts are whole); why, in words. Not a failure.
+  std::string settled;
   std::string log_path;
   std::string summary_path;
   bool have_summary = false;

@@ -128,6 +128,7 @@ std::string report_json(const RunReport& r) {
     Json at = Json::array(), rec = Json::array();
     for (double t : p.restarted_at_s) at.push_back(finite(t));
     for (double t : p.recovery_s) rec.push_back(t >= 0 ? Json(finite(t)) : Json(nullptr));
+    if (!p.settled.empty()) e["settled"] = p.settled;
     e.update(Json{{"where", p.where}, {"ok", p.ok}, {"error", p.error}, {"log", p.log_path},
                   {"restarts", p.restarts}, {"restarted_at_s", std::move(at)},
                   {"recovery_s", std::move(rec)}});
@@ -171,7 +172,7 @@ std::string report_table(const RunReport& r) {
   for (const auto& p : r.processes) {
     if (!p.have_summary) {
       out += fmt::format("{:<{}} {:<8} {}\n", p.name, w, role_name(p.role),
-                         p.error.empty() ? "no summary" : p.error);
+                         !p.error.empty() ? p.error : p.settled.empty() ? "no summary" : p.settled);
       continue;
     }
     const ProcessSummary& s = p.summary;
@@ -212,6 +213,8 @@ std::string report_table(const RunReport& r) {
   if (!restarted.empty())
     out += fmt::format("restarts: {}; a recovery is from the death to the first tuple at the sink "
                        "after the restart\n", restarted);
+  for (const auto& p : r.processes)
+    if (!p.settled.empty()) out += fmt::format("{}: {}\n", p.name, p.settled);
   if (r.cpe_p_nodes > 0 || r.cpe_p_endpoints > 0)
     out += fmt::format("cycles per event: nodes CPE_p {:.0f} (CPE_s {:.0f}), endpoints CPE_p {:.0f} "
                        "(CPE_s {:.0f}), {:.0f}% of the CPU time in the endpoints\n",

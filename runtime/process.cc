@@ -645,11 +645,12 @@ int process_main(Role role, int argc, char** argv) {
     return 2;
   }
   st = run_process(d, static_cast<size_t>(index), &g_stop, &s, bursts_path);
-  if (!summary.empty()) {
-    std::ofstream f(summary);
-    f << s.to_json() << "\n";
-    if (!f) spdlog::error("cannot write summary to {}", summary);
-  }
+  // Whole or not at all: a process killed while writing it (at the end of
+  // a run, once the sinks have ended) left a torn file the supervisor
+  // could not read, and failed the run for it.
+  if (!summary.empty())
+    if (Status w = write_atomically(summary, s.to_json() + "\n"); !w)
+      spdlog::error("cannot write summary to {}: {}", summary, w.message());
   if (!st.ok()) {
     spdlog::error("{}", st.message());
     return 1;

@@ -22,6 +22,12 @@
 //              600 ms to tear down before it exits 1
 //   after=P    once P runs, wait 100 ms, log a timestamped error and exit 1
 //              at once: the neighbour that exits before the cause does
+//   late=P     wait until P has exited, then die by SIGKILL: a process killed
+//              in the last moments of a run, after the sink ended
+//   late-torn=P  the same, killed while writing its summary (half of it)
+//   killed-once-hang  like killed-once, but a start after that hangs: a
+//              process restarted to find its neighbours already gone
+//   slow       ok, 800 ms later
 // Every fake writes its pid to <summary>.pid first (follow reads P's).
 #include <poll.h>
 #include <signal.h>
@@ -163,6 +169,17 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     kill(getpid(), SIGKILL);
   }
+  if (mode == "killed-once-hang" && !std::filesystem::exists(summary + ".died")) {
+    std::ofstream(summary + ".died") << getpid() << "\n";
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    kill(getpid(), SIGKILL);
+  }
+  if (mode.rfind("late=", 0) == 0 || mode.rfind("late-torn=", 0) == 0) {
+    wait_for_death_of(summary, mode.substr(mode.find('=') + 1));
+    if (mode[4] == '-') std::ofstream(summary) << "{\"name\": \"" << process << "\", \"ro";
+    kill(getpid(), SIGKILL);
+  }
+  if (mode == "slow") std::this_thread::sleep_for(std::chrono::milliseconds(800));
   if (mode == "killed") {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     kill(getpid(), SIGKILL);
@@ -173,7 +190,7 @@ int main(int argc, char** argv) {
                  mode.substr(7).c_str());
     return 1;
   }
-  if (mode == "hang" || mode == "stubborn") {
+  if (mode == "hang" || mode == "stubborn" || mode == "killed-once-hang") {
     if (mode == "stubborn") signal(SIGTERM, SIG_IGN);
     pid_t g = fork();
     if (g == 0) sleep_forever();

@@ -62,6 +62,9 @@ ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                 help="a deployment key for every run, after the run's own (repeatable); the "
                      "seed's choices do not depend on it, so a run can be repeated with a key changed")
 a = ap.parse_args()
+if a.cuts and "cluster" in a.examples.split(",") and not shutil.which("nft"):
+    sys.exit("soak.py: --cuts drops a host's port on the cluster's bridge with nft, which is not "
+             "installed here (apt-get install nftables)")
 
 CARRIERS = {"tcp-opt": [], "fabric shm": ["transport=fabric", "fabric_provider=shm"],
             "ucx sm": ["transport=ucx", "ucx_tls=sm"], "tcp capnp": ["encoding=capnp"],

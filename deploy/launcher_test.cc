@@ -79,6 +79,16 @@ class Launcher : public ::testing::Test {
     setenv("SLUICE_FAKE", fake, 1);
     return run_deployment(d_, opts_);
   }
+  // The supervisor's progress lines go to a file the test reads after the run.
+  void capture_progress() { opts_.progress = std::tmpfile(); }
+  std::string progress_said() {
+    std::rewind(opts_.progress);
+    std::string said(4096, '\0');
+    said.resize(std::fread(said.data(), 1, said.size(), opts_.progress));
+    std::fclose(opts_.progress);
+    opts_.progress = nullptr;
+    return said;
+  }
   void expect_nothing_left(const RunReport& r) {
     for (const auto& p : r.processes) {
       EXPECT_TRUE(gone(p.pid)) << p.name << " pid " << p.pid << " still running";
@@ -235,8 +245,7 @@ std::string slurp(const std::string& path) {
 TEST_F(Launcher, ADeadProcessIsRestartedAndCounted) {
   d_.restart = "on-failure";
   d_.restart_backoff_ms = 100;
-  std::FILE* progress = std::tmpfile();
-  opts_.progress = progress;
+  capture_progress();
   // The sink runs on past the restart, as a real one does until its
   // upstream's END (one that ended first lets a dead node go: below).
   RunReport r = run_with("node-a:killed-once,sink:slow");
@@ -249,10 +258,7 @@ TEST_F(Launcher, ADeadProcessIsRestartedAndCounted) {
   EXPECT_HAS(slurp(a.log_path + ".1"), "mode killed-once");
   EXPECT_HAS(slurp(a.log_path), "fake node-a done");
   for (size_t i : {0, 2, 3}) EXPECT_EQ(r.processes[i].restarts, 0u);
-  std::rewind(progress);
-  std::string said(4096, '\0');
-  said.resize(std::fread(said.data(), 1, said.size(), progress));
-  std::fclose(progress);
+  const std::string said = progress_said();
   EXPECT_HAS(said, "node-a died (signal KILL); restarting (1/3) in 100 ms");
   YAML::Node j = YAML::Load(report_json(r));
   EXPECT_EQ(j["restarts"].as<int>(), 1);
@@ -283,8 +289,7 @@ TEST_F(Launcher, WithoutRestartADeadProcessFailsTheRun) {
 TEST_F(Launcher, ADeathAfterEverySinkEndedIsNotRestartedAndFailsNothing) {
   d_.restart = "on-failure";
   d_.restart_backoff_ms = 100;
-  std::FILE* progress = std::tmpfile();
-  opts_.progress = progress;
+  capture_progress();
   RunReport r = run_with("node-a:late=sink");
   EXPECT_TRUE(r.ok) << r.error;
   const ProcessOutcome& a = r.processes[1];
@@ -292,11 +297,7 @@ TEST_F(Launcher, ADeathAfterEverySinkEndedIsNotRestartedAndFailsNothing) {
   EXPECT_TRUE(a.ok);
   EXPECT_HAS(a.settled, "died (signal KILL) after every sink had ended its stream; not restarted");
   EXPECT_FALSE(fs::exists(a.log_path + ".1"));
-  std::rewind(progress);
-  std::string said(4096, '\0');
-  said.resize(std::fread(said.data(), 1, said.size(), progress));
-  std::fclose(progress);
-  opts_.progress = nullptr;
+  const std::string said = progress_said();
   EXPECT_HAS(said, "node-a died (signal KILL) after every sink had ended its stream");
   EXPECT_EQ(said.find("restarting"), std::string::npos) << said;
   EXPECT_HAS(report_table(r), "node-a: died (signal KILL) after every sink had ended its stream");

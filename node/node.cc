@@ -247,7 +247,9 @@ void Instance::receive_loop() {
     handed_ += n;
     if (!push_all(0, to_process_, batch, n)) break;
   }
-  if (!st.ok()) fail(st);
+  // A sink restored after its END shut its source down while it waited
+  // for an upstream: no failure.
+  if (!st.ok() && !restored_end_.load(std::memory_order_acquire)) fail(st);
   to_process_.close();
   cpu_[0] = CpuTimes::thread() - c0;
   stage_done(1);
@@ -499,6 +501,16 @@ void Instance::process_loop() {
       ok = false;
     }
     last_ck_ns_ = mono_ns();
+    if (ok && dest_->stream_ended()) {
+      // A sink restarted after its END (killed before its summary): its
+      // upstreams had that END acknowledged and have gone. It takes nothing
+      // in; the send stage finishes it from the restored state.
+      spdlog::info("instance {}: its stream had ended before the restart; reporting from snapshot {}",
+                   cfg_.index, ck_restored_);
+      restored_end_.store(true, std::memory_order_release);
+      source_->shutdown();
+      ok = false;
+    }
   }
   while (ok) {
     size_t n = to_process_.try_pop_n(batch, kProcessBatch);
@@ -834,9 +846,12 @@ void Instance::send_loop() {
     count_stage(2, ev);
     if (adaptive) sent_.fetch_add(n, std::memory_order_release);
   }
+  if (restored_end_.load(std::memory_order_acquire)) ended = true;  // END was consumed before the restart
   {
+    // A sink's final snapshot (checkpoint(true)) saves its state on the
+    // process thread: not while finish() flushes its results.
     std::unique_lock lk(send_mu_, std::defer_lock);
-    if (cfg_.threads == Threads::kAdaptive) lk.lock();
+    if (cfg_.threads == Threads::kAdaptive || ck_async_) lk.lock();
     if (st.ok() && ended) st = dest_->finish();
     if (!st.ok()) fail(st);
     if (!st.ok() || !ended) dest_->abort();

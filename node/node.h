@@ -142,6 +142,9 @@ class Destination {
   virtual bool saves_state() const { return false; }
   virtual void save(SnapshotOut&) const {}
   virtual Status load(SnapshotIn&) { return {}; }
+  // After load(): the state is of one that had seen its stream's END (a
+  // sink's last snapshot): a restart has nothing left to take in.
+  virtual bool stream_ended() const { return false; }
   virtual void report(ProcessSummary&) const {}
   // From any thread, while it runs: its links and their counters, and (a
   // sink) the latency histogram it fills.
@@ -511,6 +514,9 @@ class Instance {
   // A destination that saves state (a sink): the tuples this process took in
   // (after replays were dropped) before the snapshot it restored, and since.
   uint64_t restored_tuples_ = 0, ck_in_tuples_ = 0;
+  // Restored from a snapshot taken after END (a sink killed between its END
+  // and its summary): it reports from the snapshot, no upstream is waited for.
+  std::atomic<bool> restored_end_{false};
   SnapshotOut ck_dest_;
   double ck_wait_s_ = 0, ck_write_s_ = 0;
   std::atomic<uint64_t> ck_queued_{0}, ck_sent_{0};  // descriptors to the send stage, and consumed there

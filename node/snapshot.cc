@@ -98,8 +98,8 @@ bool Instance::checkpoint_due() const {
 
 // Between two descriptors: waits until everything the operators emitted or
 // kept so far was acknowledged downstream (so the snapshot never counts an
-// output a crash could still lose), writes the snapshot (not at END: then
-// the node is done and the file is removed), and releases the input slots
+// output a crash could still lose), writes the snapshot (at END a node's
+// files are removed instead; a sink writes its last), and releases the input slots
 // it holds, whose acknowledgements then go upstream.
 bool Instance::checkpoint(bool final) {
   const uint64_t t0 = mono_ns();
@@ -110,11 +110,22 @@ bool Instance::checkpoint(bool final) {
   }
   const uint64_t t1 = mono_ns();
   ck_wait_s_ += (t1 - t0) / 1e9;
-  if (!final) {
+  // At END a node is done and its files go. A sink writes one more, its
+  // state after END, and keeps it: killed at any moment after that (before
+  // or while it writes its summary, or before it exits), it is restarted
+  // from it and reports at once, where its upstreams, END acknowledged,
+  // have gone. Removed once the summary was written, a kill between the
+  // two still left a restart with nothing (seen: experiments/results/
+  // 2026-11-29-death-at-the-end). Two small files per sink instance; the
+  // next run's overwrite them (another run's token is passed over).
+  if (!final || dest_->saves_state()) {
     ++ck_.number;
     ck_.max_ts = max_ts_;
     for (size_t i = 0; i < chain_.size(); ++i) ck_.watermarks[i] = watermark_[i];
     if (dest_->saves_state()) {  // the send stage consumed everything: it is idle
+      // (after END it may be finishing: send_loop holds send_mu_ for that)
+      std::unique_lock lk(send_mu_, std::defer_lock);
+      if (final && ck_async_) lk.lock();
       ck_dest_.clear();
       ck_dest_.put<uint64_t>(restored_tuples_ + ck_in_tuples_);
       dest_->save(ck_dest_);

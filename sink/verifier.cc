@@ -276,7 +276,6 @@ Status Verifier::load(SnapshotIn& in) {
   const auto keep = in.get<int64_t>();
   const unsigned char end_seen = counts[offsetof(VerifyCounts, end_seen)];
   if (in.ok() && end_seen > 1) in.fail(fmt::format("holds {} for whether END was seen", end_seen));
-  if (in.ok() && end_seen) in.fail("is of a sink that had seen END");
   for (size_t i = 0; in.ok() && i < seen.size(); ++i)
     if (seen[i] > 1) in.fail(fmt::format("holds {} for whether stream {} was seen", seen[i], i));
   if (in.ok() && keep < -1) in.fail(fmt::format("holds a results file length of {}", keep));

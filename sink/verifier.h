@@ -65,10 +65,12 @@ class Verifier final : public Destination {
   void report(ProcessSummary& s) const override;
   // A restarted sink continues from its snapshot: its counts, each stream's
   // position, its latency histogram and its results file (cut back to what
-  // the snapshot had written). Burst statistics start again.
+  // the snapshot had written). Burst statistics start again. Its last
+  // snapshot, taken after END, comes back ended (stream_ended()).
   bool saves_state() const override { return true; }
   void save(SnapshotOut& out) const override;
   Status load(SnapshotIn& in) override;
+  bool stream_ended() const override { return c_.end_seen; }
 
   // Arrivals, for each recovery's time (ProcessSummary::stalls_s): a batch
   // of events at `now_ns` (CLOCK_REALTIME) after a pause of at least

@@ -538,6 +538,57 @@ TEST_F(Launcher, ProgramThatDoesNotStart) {
   expect_nothing_left(r);
 }
 
+// A sink restored from its snapshot counts its whole stream (the tuples
+// before the snapshot and this run's), but its own wall time is its last
+// run's: the pipeline's tuples/s and Gb/s are over the stream's interval,
+// from the first event before the snapshot to the last. Over the last run
+// alone, a sink killed halfway through a paced run reported twice the rate
+// it had, and one restarted after END (no run of its own) reported 0.
+TEST(LauncherReport, ARestoredSinkIsMeasuredOverItsWholeStream) {
+  RunReport r;
+  ProcessOutcome sink;
+  sink.name = "sink";
+  sink.role = Role::kSink;
+  sink.have_summary = true;
+  ProcessSummary& s = sink.summary;
+  s.tuples_in = 600;  // this run, 1 s of it, after the snapshot's 400
+  s.bytes_in = 6000;
+  s.wall_s = 1.0;
+  s.restored_tuples = 400;
+  s.restored_bytes = 4000;
+  s.restored_first_arrival_s = 1000.0;
+  s.first_arrival_s = 1003.0;
+  s.last_arrival_s = 1004.0;
+  r.processes.push_back(sink);
+  fill_report(&r);
+  EXPECT_EQ(r.tuples, 1000u);
+  EXPECT_DOUBLE_EQ(r.tuples_per_s, 1000 / 4.0);
+  EXPECT_DOUBLE_EQ(r.gbps, 10000 * 8.0 / 4.0 / 1e9);
+
+  // Restarted after END: it took nothing in itself.
+  RunReport ended;
+  s.tuples_in = s.bytes_in = 0;
+  s.wall_s = s.first_arrival_s = 0;
+  s.restored_tuples = 1000;
+  s.restored_bytes = 10000;
+  ended.processes.push_back(sink);
+  fill_report(&ended);
+  EXPECT_EQ(ended.tuples, 1000u);
+  EXPECT_DOUBLE_EQ(ended.tuples_per_s, 1000 / 4.0);
+
+  // Not restored: its own wall time, as always (the span is not used).
+  RunReport fresh;
+  s = ProcessSummary{};
+  s.tuples_in = 1000;
+  s.bytes_in = 10000;
+  s.wall_s = 2.0;
+  s.first_arrival_s = 1000.0;
+  s.last_arrival_s = 1004.0;
+  fresh.processes.push_back(sink);
+  fill_report(&fresh);
+  EXPECT_DOUBLE_EQ(fresh.tuples_per_s, 1000 / 2.0);
+}
+
 TEST(LauncherHelpers, JsonEscape) {
   EXPECT_EQ(json_escape("plain"), "plain");
   EXPECT_EQ(json_escape("a\"b\\c"), "a\\\"b\\\\c");

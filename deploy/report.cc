@@ -52,8 +52,15 @@ void fill_pipeline(RunReport* r) {
     // deduplicated, restored, counts both runs).
     const uint64_t in = s.tuples_in + s.restored_tuples;
     r->tuples += in - std::min(in, s.deduplicated);
-    bytes += s.bytes_in;
-    wall = std::max(wall, s.wall_s);
+    bytes += s.bytes_in + s.restored_bytes;
+    // A restored sink's wall time is its last run's (none at all when it
+    // was restarted after END); what it counts is its whole stream's, so
+    // the stream's interval, from the first event before the snapshot to
+    // the last, is the one its tuples/s and Gb/s are over.
+    double w = s.wall_s;
+    if (s.restored_first_arrival_s > 0 && s.last_arrival_s > s.restored_first_arrival_s)
+      w = std::max(w, s.last_arrival_s - s.restored_first_arrival_s);
+    wall = std::max(wall, w);
     r->lost += s.lost;
     r->duplicated += s.duplicated;
     r->corrupt += s.corrupt;

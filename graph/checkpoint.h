@@ -65,7 +65,7 @@ struct CheckpointState {
   std::string process;
 };
 
-inline constexpr uint32_t kSnapshotVersion = 2;  // 2: a sink's latency histogram sparse
+inline constexpr uint32_t kSnapshotVersion = 3;  // 2: a sink's latency histogram sparse; 3: its bytes and interval
 inline constexpr size_t kSnapshotHeaderBytes = 32;
 
 // The whole file's bytes into *out (reused).

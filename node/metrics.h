@@ -248,10 +248,12 @@ struct ProcessSummary {
   // fresh), and the seconds its process stage waited for acknowledgements
   // before snapshots and spent writing them.
   uint64_t checkpoints = 0, snapshot_bytes = 0, restored_checkpoint = 0;
-  // A restored sink: the tuples it had taken in before its snapshot (its
-  // tuples_in counts only this run of the process; its verifier's counts,
-  // restored, cover both).
-  uint64_t restored_tuples = 0;
+  // A restored sink: the tuples and bytes it had taken in before its
+  // snapshot (its tuples_in and bytes_in count only this run of the
+  // process; its verifier's counts, restored, cover both), and when the
+  // first of them came (CLOCK_REALTIME seconds; 0: not restored).
+  uint64_t restored_tuples = 0, restored_bytes = 0;
+  double restored_first_arrival_s = 0;
   double checkpoint_wait_s = 0, checkpoint_write_s = 0;
   // A sink: when its first event came (CLOCK_REALTIME seconds; 0: none),
   // and the longest pauses between events of at least 100 ms, each [from,
@@ -259,6 +261,9 @@ struct ProcessSummary {
   // supervisor's time of a death, they give each recovery's time: from the
   // kill to the first tuple at the sink after the restart.
   double first_arrival_s = 0;
+  // A sink: when its last event came, over every run of it (a restored
+  // sink's, from its snapshot, when none came after the restart).
+  double last_arrival_s = 0;
   static constexpr size_t kMaxStalls = 64;
   std::vector<std::array<double, 2>> stalls_s;
   // threads: the mode its stages ran in, and the events its receiving thread

@@ -867,6 +867,12 @@ TEST(Snapshots, ASinkCopiesItsStateOutAtTheCutEvenWhileItsSendStageIsBehind) {
   restarted.report(s2);
   EXPECT_EQ(s2.restored_tuples, 20000u);
   EXPECT_EQ(s2.restored_checkpoint, s.checkpoints);
+  // With its stream's bytes and interval, which the report's tuples/s is
+  // over: this run of the sink took nothing in and has no time of its own.
+  EXPECT_EQ(s2.restored_bytes, v2->counts().bytes);
+  EXPECT_GT(s2.restored_bytes, 0u);
+  EXPECT_GT(s2.restored_first_arrival_s, 0);
+  EXPECT_GE(s2.last_arrival_s, s2.restored_first_arrival_s);
   std::filesystem::remove(path + ".0");
   std::filesystem::remove(path + ".1");
 }

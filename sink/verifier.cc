@@ -49,6 +49,7 @@ void Verifier::verify_run(std::byte* run, const Descriptor& d, uint64_t now_ns) 
     off += h.wire_bytes();
     ++c_.events;
     c_.tuples += h.tuple_count;
+    c_.bytes += h.wire_bytes();
     const bool templ = h.flags & kEventTemplate;
     if (templ ? !template_intact(p, h) : event_checksum(p) != h.checksum) {
       // Nothing in it can be trusted, its sequence numbers neither. The gap
@@ -62,6 +63,7 @@ void Verifier::verify_run(std::byte* run, const Descriptor& d, uint64_t now_ns) 
       if (h.event_seq < last_event_[h.stream]) {
         --c_.events;
         c_.tuples -= h.tuple_count;
+        c_.bytes -= h.wire_bytes();
         c_.deduplicated += h.tuple_count;
         continue;
       }
@@ -289,6 +291,8 @@ Status Verifier::load(SnapshotIn& in) {
   missing_ = miss;
   part_missing_ = pm;
   results_keep_ = results_path_.empty() ? -1 : keep;
+  restored_bytes_ = c_.bytes;
+  restored_first_ns_ = c_.first_ns;
   return {};
 }
 
@@ -312,6 +316,8 @@ void Verifier::arrived(uint64_t now_ns) {
     if (at != SIZE_MAX) stalls_[at] = {last_arrival_ns_, now_ns};
   }
   last_arrival_ns_ = std::max(last_arrival_ns_, now_ns);
+  if (!c_.first_ns) c_.first_ns = now_ns;
+  c_.last_ns = std::max(c_.last_ns, now_ns);
 }
 
 void Verifier::report(ProcessSummary& s) const {
@@ -320,6 +326,13 @@ void Verifier::report(ProcessSummary& s) const {
   const double first = first_arrival_ns_ * 1e-9;
   if (first_arrival_ns_ && (s.first_arrival_s == 0 || first < s.first_arrival_s))
     s.first_arrival_s = first;
+  // Restored: the stream's interval over the runs of the sink, and its
+  // bytes before the snapshot (the report's tuples/s and Gb/s use them).
+  const double began = restored_first_ns_ * 1e-9;
+  if (restored_first_ns_ && (s.restored_first_arrival_s == 0 || began < s.restored_first_arrival_s))
+    s.restored_first_arrival_s = began;
+  s.restored_bytes += restored_bytes_;
+  s.last_arrival_s = std::max(s.last_arrival_s, c_.last_ns * 1e-9);
   for (size_t i = 0; i < n_stalls_; ++i)
     s.stalls_s.push_back({stalls_[i][0] * 1e-9, stalls_[i][1] * 1e-9});
   std::sort(s.stalls_s.begin(), s.stalls_s.end(), [](const auto& a, const auto& b) {

@@ -47,6 +47,10 @@ struct VerifyCounts {
   uint64_t miscounted = 0;
   // Tuples of events that came again after a replay (acks) and were dropped.
   uint64_t deduplicated = 0;
+  // Bytes of the events counted, and when the first and the last of them
+  // came (CLOCK_REALTIME ns; 0: none yet). Saved with the rest, so over every
+  // run of a restarted sink: its stream's interval, not the last run's.
+  uint64_t bytes = 0, first_ns = 0, last_ns = 0;
   bool end_seen = false;
 };
 
@@ -106,7 +110,9 @@ class Verifier final : public Destination {
   LiveHistogram live_latency_;  // the same samples, for the exporter while it runs
   std::optional<BurstStats> bursts_;
   std::array<uint64_t, kMaxStreams> next_seq_{};
-  uint64_t first_arrival_ns_ = 0, last_arrival_ns_ = 0;
+  uint64_t first_arrival_ns_ = 0, last_arrival_ns_ = 0;  // this run of the process
+  // Loaded from a snapshot: its bytes and its stream's first arrival (0: none).
+  uint64_t restored_bytes_ = 0, restored_first_ns_ = 0;
   std::array<std::array<uint64_t, 2>, ProcessSummary::kMaxStalls> stalls_{};
   size_t n_stalls_ = 0;
   bool dedupe_ = false;

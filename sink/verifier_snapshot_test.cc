@@ -11,6 +11,7 @@
 
 #include "base/snapshot.h"
 #include "loadgen/generator.h"
+#include "node/metrics.h"
 #include "sink/verifier.h"
 
 namespace sluice {
@@ -82,6 +83,46 @@ TEST(VerifierSnapshot, OneTakenAfterEndComesBackEnded) {
   ASSERT_TRUE(c.load(in2).ok());
   EXPECT_TRUE(c.stream_ended());
   EXPECT_EQ(c.counts().events, 40u);
+}
+
+// Its bytes and its stream's first and last arrival come back too: the
+// report measures a restored sink's tuples/s over its whole stream
+// (deploy/report.cc), not over the run after its restart.
+TEST(VerifierSnapshot, ItsBytesAndItsStreamsIntervalComeBack) {
+  Generator g(deployment(), 0);
+  Verifier a(g.pool());
+  feed(g, a, 40);
+  const VerifyCounts had = a.counts();
+  ASSERT_GT(had.bytes, 40u * kEventHeaderBytes);
+  EXPECT_EQ(had.bytes % 40, 0u);  // 40 events of one size
+  ASSERT_GT(had.first_ns, 0u);
+  ASSERT_GE(had.last_ns, had.first_ns);
+  ProcessSummary fresh;
+  a.report(fresh);
+  EXPECT_EQ(fresh.restored_bytes, 0u);  // not restored: none of it
+  EXPECT_EQ(fresh.restored_first_arrival_s, 0);
+  EXPECT_DOUBLE_EQ(fresh.last_arrival_s, had.last_ns * 1e-9);
+
+  const std::string bytes = saved(a);
+  Verifier b(g.pool());
+  SnapshotIn in(bytes.data(), bytes.size());
+  ASSERT_TRUE(b.load(in).ok());
+  ProcessSummary before;
+  b.report(before);
+  EXPECT_EQ(before.restored_bytes, had.bytes);
+  EXPECT_DOUBLE_EQ(before.restored_first_arrival_s, had.first_ns * 1e-9);
+  EXPECT_DOUBLE_EQ(before.last_arrival_s, had.last_ns * 1e-9);
+  EXPECT_EQ(before.first_arrival_s, 0);  // nothing came in this run yet
+
+  feed(g, b, 10);
+  ProcessSummary after;
+  b.report(after);
+  EXPECT_EQ(b.counts().bytes, had.bytes / 40 * 50);
+  EXPECT_EQ(after.restored_bytes, had.bytes);  // what the snapshot had, still
+  EXPECT_DOUBLE_EQ(after.restored_first_arrival_s, had.first_ns * 1e-9);
+  EXPECT_GT(after.first_arrival_s, 0);
+  EXPECT_GE(after.last_arrival_s, after.first_arrival_s);
+  EXPECT_GE(after.last_arrival_s, before.last_arrival_s);
 }
 
 TEST(VerifierSnapshot, DamagedFlagsLengthsAndEndsAreRefusedAndChangeNothing) {

@@ -501,8 +501,7 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
         c.restart_at = -1;
         p.settled = fmt::format("{} after every sink had ended its stream; not restarted: nothing "
                                 "was left for it to deliver",
-                                p.restarts > 0 && c.settle_kill_at > 0 ? "stopped"
-                                                                       : "died (" + death_words(c.status) + ")");
+                                c.settle_kill_at > 0 ? "stopped" : "died (" + death_words(c.status) + ")");
         if (o.progress) {
           fmt::print(o.progress, "sluice-deploy: {} {}\n", p.name, p.settled);
           std::fflush(o.progress);

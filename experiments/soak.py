@@ -200,6 +200,18 @@ for i in range(a.first, a.first + a.runs):
             ok = ok and same
             what += ", groups " + ("as without faults" if same else
                                    f"DIFFER ({got.count(chr(10))} lines against {references[carrier].count(chr(10))})")
+        # A paced run cannot deliver faster than it was paced: a report over
+        # the wrong interval (a restarted sink's last run alone) did.
+        rate = next((float(x.split("=", 1)[1]) for x in sets if x.startswith("rate=")), 0)
+        if rate and example != "esper" and j["ok"]:
+            lg = [q for q in j["processes"] if q["role"] == "loadgen"]
+            events = sum(q["events_out"] for q in lg)
+            if events:
+                paced = rate * sum(q["tuples_out"] for q in lg) / events
+                what += f", {j['tuples_per_s'] / paced:.2f} of the paced tuples/s"
+                if j["tuples_per_s"] > 1.05 * paced:
+                    ok = False
+                    what += " (MORE than it was paced for)"
         if not j["ok"]:
             what += f"; {j['error'][:300]}"
     except (ValueError, KeyError, OSError) as e:

@@ -428,6 +428,11 @@ void wait_acknowledged(int fd, uint32_t bound_ms) {
     int err = 0;
     socklen_t len = sizeof err;
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) return;
+    // Reset, its error taken by a read before: what it had out still counts
+    // in SIOCOUTQ, and nothing will acknowledge it.
+    tcp_info ti{};
+    len = sizeof ti;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 && ti.tcpi_state == TCP_CLOSE) return;
     if (std::chrono::steady_clock::now() >= deadline) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }

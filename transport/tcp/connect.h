@@ -86,14 +86,15 @@ void set_recv_timeout(int fd, uint32_t ms);
 
 // Before a socket whose last bytes matter is closed: waits, at most
 // `bound_ms`, until the peer's kernel has acknowledged everything written
-// (SIOCOUTQ 0), or the socket has an error. A socket closed with bytes still
-// out is left to the kernel, which retransmits them as an orphan, except
-// once its retransmission timeout has reached tcp_rto_max_ms: Linux then
-// gives the orphan no retries and drops it at its next timer, with no reset
-// (tcp_write_timeout counts an orphan alive only while its RTO is below the
-// cap). A receiver's last credits (the acknowledgement of every frame) and
-// its finish were lost that way across a wire down (transport/PROTOCOL.md,
-// "The clean close").
+// (SIOCOUTQ 0), or the socket has an error or was reset (TCP_CLOSE: its
+// error may have been taken by a read; what it had out counts still). A
+// socket closed with bytes still out is left to the kernel, which
+// retransmits them as an orphan, except once its retransmission timeout has
+// reached tcp_rto_max_ms: Linux then gives the orphan no retries and drops
+// it at its next timer, with no reset (tcp_write_timeout counts an orphan
+// alive only while its RTO is below the cap). A receiver's last credits
+// (the acknowledgement of every frame) and its finish were lost that way
+// across a wire down (transport/PROTOCOL.md, "The clean close").
 void wait_acknowledged(int fd, uint32_t bound_ms);
 // How long a finished receiver waits so (a sender that is gone answers at once).
 inline constexpr uint32_t kSettleMs = 3000;

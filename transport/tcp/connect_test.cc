@@ -4,9 +4,11 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -189,6 +191,33 @@ TEST(Connect, AnIdlePeerThatVanishedUnseenIsFoundByTheKeepalive) {
     }
     ::close(fd);
   }
+}
+
+// A finished receiver waits for its last bytes to be acknowledged before it
+// closes (wait_acknowledged), but not for a peer that reset the connection:
+// a sender killed after its END answers the last credits with a reset, and
+// the error it left was taken by a read already. Nothing will acknowledge
+// those bytes; a node waited out kSettleMs (3 s) for them at its exit.
+TEST(Connect, AFinishedReceiverDoesNotWaitOnAPeerThatReset) {
+  int fd = -1, got = -1;
+  ASSERT_NO_FATAL_FAILURE(connected({}, &fd, &got));
+  ::close(fd);  // the sender's end goes (FIN); what comes after is reset
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(::send(got, "credits!", 8, MSG_NOSIGNAL), 8);  // answered by a reset
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  int queued = -1;
+  ASSERT_EQ(::ioctl(got, SIOCOUTQ, &queued), 0);
+  EXPECT_GT(queued, 0) << "the reset bytes still count as sent and not acknowledged";
+  int err = 0;
+  socklen_t len = sizeof err;
+  ASSERT_EQ(::getsockopt(got, SOL_SOCKET, SO_ERROR, &err, &len), 0);  // taken, as a read takes it
+  EXPECT_NE(err, 0) << "no reset came";
+  ::shutdown(got, SHUT_WR);
+  const auto t0 = std::chrono::steady_clock::now();
+  wait_acknowledged(got, kSettleMs);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(waited, 0.5);
+  ::close(got);
 }
 
 TEST(Connect, NobodyListeningFailsNamingTheAddress) {

@@ -55,7 +55,8 @@ struct Built {
 // (or a generator), its operators, its send stage over its downstream links
 // (or a verifier).
 Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
-             std::function<void()> on_first, const std::vector<unsigned>& process_cpus) {
+             std::function<void()> on_first, const std::vector<unsigned>& process_cpus,
+             const std::atomic<bool>* stop) {
   const ProcessConfig& pc = d.processes[index];
   for (uint32_t k = 0; k < d.instances; ++k) {
     Status st;
@@ -114,7 +115,10 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
       dest = std::move(v);
     } else {
       std::vector<LinkOptions> out;
-      for (size_t l : d.outputs_of(index)) out.push_back(d.link_options(l, k));
+      for (size_t l : d.outputs_of(index)) {
+        out.push_back(d.link_options(l, k));
+        out.back().stop = stop;  // a stop before it connected ends it at once
+      }
       // A node that only forwards keeps no copies with acks: its upstream's
       // backup covers what it sends (node_backup: upstream, AckLedger).
       bool acked = !out.empty();
@@ -299,7 +303,7 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
       return st;
     }
   }
-  st = build(d, index, ctx, &b, on_first, process_cpus);
+  st = build(d, index, ctx, &b, on_first, process_cpus, stop);
   if (!st.ok()) {
     s.ok = false;
     s.error = st.message();

@@ -14,7 +14,9 @@
 namespace sluice {
 
 // Runs process `index` of the deployment to the end of its stream. `stop`,
-// when set (by a signal), makes a load generator end its stream early.
+// when set (by a signal), makes a load generator end its stream early, and a
+// process still connecting to its downstream links give up (it has sent
+// nothing yet).
 // `bursts_path`: where a sink in burst mode writes its burst histograms
 // ("" = nowhere).
 Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* stop,

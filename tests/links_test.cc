@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -142,6 +143,89 @@ TEST(Links, ARestartedSenderWaitsWhileItsReceiverHoldsItsPreviousLink) {
   EXPECT_TRUE(sink_st.ok()) << sink_st.message();
   EXPECT_EQ(sink_sum.tuples_in, 20000u);
   EXPECT_EQ(sink_sum.lost, 0u);
+}
+
+// A load generator asked to stop while its receiver refuses it as busy (one
+// restarted after its END, whose node had its stream already) gives up at
+// once: it sent nothing. Trying again for reconnect_timeout_ms, it held its
+// supervisor's stop for the grace and was killed (5 s of a run for nothing).
+// Another started after the old link is gone delivers everything.
+TEST(Links, ASenderStoppedWhileItsReceiverRefusesItAsBusyGivesUpAtOnce) {
+  const uint16_t port = 29160;
+  Deployment d;
+  const std::string yaml = "preset: tcp-opt\ntuple_bytes: 64\nevent_bytes: 2048\ntuples: 20000\n"
+                           "acks: on\nprogress_s: 0\nconnect_timeout_ms: 5000\n"
+                           "reconnect_timeout_ms: 10000\nbase_port: " +
+                           std::to_string(port) +
+                           "\nprocesses:\n  - {name: loadgen, role: loadgen}\n  - {name: sink, role: sink}\n";
+  ASSERT_TRUE(parse_deployment(yaml, "links_test", {}, &d).ok());
+  spdlog::default_logger();  // before the threads (see above)
+  ProcessSummary sink_sum;
+  Status sink_st;
+  std::thread sink([&] { sink_st = run_process(d, 1, nullptr, &sink_sum); });
+
+  int fd = connect_to(d.link_port(0, 0));  // the previous run's link, held
+  ASSERT_GE(fd, 0);
+  std::byte buf[4096];
+  size_t len = 0;
+  ASSERT_TRUE(encode_hello(hello_from_options(d.link_options(0, 0)), buf, sizeof buf, &len).ok());
+  ASSERT_EQ(write(fd, buf, len), ssize_t(len));
+  ASSERT_GT(read(fd, buf, sizeof buf), 0);  // accepted
+
+  std::atomic<bool> stop{false};
+  ProcessSummary lg_sum;
+  Status lg_st;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread lg([&] { lg_st = run_process(d, 0, &stop, &lg_sum); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  stop.store(true);
+  lg.join();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_FALSE(lg_st.ok());
+  // (Between tries, or in one: the stop cuts that short too.)
+  EXPECT_NE(lg_st.message().find("stopped while"), std::string::npos) << lg_st.message();
+  EXPECT_NE(lg_st.message().find("no frame was sent"), std::string::npos) << lg_st.message();
+  EXPECT_LT(took, 3.0);  // against reconnect_timeout_ms' 10 s
+
+  close(fd);
+  ProcessSummary lg2_sum;
+  Status lg2_st;
+  std::thread lg2([&] { lg2_st = run_process(d, 0, nullptr, &lg2_sum); });
+  lg2.join();
+  sink.join();
+  EXPECT_TRUE(lg2_st.ok()) << lg2_st.message();
+  EXPECT_TRUE(sink_st.ok()) << sink_st.message();
+  EXPECT_EQ(sink_sum.tuples_in, 20000u);
+  EXPECT_EQ(sink_sum.lost, 0u);
+}
+
+// A process asked to stop before its downstream is up gives up connecting at
+// once, not after connect_timeout_ms.
+TEST(Links, ASenderStoppedBeforeItsReceiverIsUpGivesUpAtOnce) {
+  const uint16_t port = 29170;
+  Deployment d;
+  const std::string yaml = "preset: tcp-opt\ntuple_bytes: 64\nevent_bytes: 2048\ntuples: 20000\n"
+                           "progress_s: 0\nconnect_timeout_ms: 10000\nbase_port: " +
+                           std::to_string(port) +
+                           "\nprocesses:\n  - {name: loadgen, role: loadgen}\n  - {name: sink, role: sink}\n";
+  ASSERT_TRUE(parse_deployment(yaml, "links_test", {}, &d).ok());
+  spdlog::default_logger();
+  std::atomic<bool> stop{false};
+  ProcessSummary lg_sum;
+  Status lg_st;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread lg([&] { lg_st = run_process(d, 0, &stop, &lg_sum); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  stop.store(true);
+  lg.join();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_FALSE(lg_st.ok());
+  EXPECT_NE(lg_st.message().find("stopped while connecting to 127.0.0.1:" +
+                                 std::to_string(d.link_port(0, 0))),
+            std::string::npos)
+      << lg_st.message();
+  EXPECT_NE(lg_st.message().find("no frame was sent"), std::string::npos) << lg_st.message();
+  EXPECT_LT(took, 3.0);  // against connect_timeout_ms' 10 s
 }
 
 // With acks, a node's receive stage asleep on its link, and a slot it handed

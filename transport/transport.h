@@ -17,6 +17,7 @@
 // out of it a Sender. Carrier library headers never appear here.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -54,6 +55,11 @@ struct LinkOptions {
   // slots]. Off (`credits: fixed`, the original preset): all slots.
   bool adaptive_credits = true;
   uint32_t connect_timeout_ms = 10000;
+  // The process's stop (a signal): when it is set, the first connect gives
+  // up at once instead of trying until connect_timeout_ms, as does a wait for
+  // a receiver that refuses the link as busy; nothing was sent on the link
+  // yet. A reconnect (acks) does not look at it: frames it sent wait on it.
+  const std::atomic<bool>* stop = nullptr;
   std::string token;              // optional shared secret checked at handshake
   Wait wait = Wait::kBlock;       // for the transport's own internal queues
   // Upstream backup (PROTOCOL.md section 5): the sender keeps every frame it

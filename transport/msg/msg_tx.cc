@@ -378,6 +378,7 @@ Status connect_tx(const LinkOptions& opts, SlotPool& pool, Factory& factory, con
   tcp::SocketOptions so;
   so.handshake_timeout_ms = opts.connect_timeout_ms;
   so.keepalive_s = opts.tcp.keepalive_s;  // the control connection says when the peer is gone
+  so.stop = opts.stop;
   int raw = -1;
   Status st = tcp::connect_with_retry(opts.host, opts.port, timeout_ms, so, link, &raw);
   if (!st) return st;
@@ -435,14 +436,19 @@ Status connect_tx(const LinkOptions& opts, SlotPool& pool, Factory& factory, con
 std::unique_ptr<Sender> make_sender(const LinkOptions& opts, SlotPool& pool,
                                     std::shared_ptr<Factory> factory, Status* st) {
   const std::string link = link_name(opts, factory->carrier(), opts.port);
-  Connector connect = [opts, &pool, factory, link](uint32_t timeout_ms, Connection* c) {
-    return connect_tx(opts, pool, *factory, link, timeout_ms, c);
-  };
   Connection c;
-  *st = connect(opts.connect_timeout_ms, &c);
+  *st = connect_tx(opts, pool, *factory, link, opts.connect_timeout_ms, &c);
   if (!st->ok()) return nullptr;
   auto s = std::make_unique<Sender>(opts, std::move(c.carrier), pool, c.credits, c.peer_slot_bytes, link);
-  if (opts.acks) s->set_connector(std::move(connect));
+  // A sender with acks connects again with the same, stop or not
+  // (LinkOptions::stop is for the first connect: frames wait on a reconnect).
+  if (opts.acks) {
+    LinkOptions again = opts;
+    again.stop = nullptr;
+    s->set_connector([again, &pool, factory, link](uint32_t timeout_ms, Connection* c) {
+      return connect_tx(again, pool, *factory, link, timeout_ms, c);
+    });
+  }
   return s;
 }
 

@@ -7,6 +7,7 @@
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -72,6 +73,8 @@ asio::error_code set_keepalive(int fd, const SocketOptions& so) {
   return {};
 }
 
+bool stopped(const SocketOptions& so) { return so.stop && so.stop->load(std::memory_order_relaxed); }
+
 std::string endpoint_text(const tcp::endpoint& e) {
   return fmt::format("{}:{}", e.address().to_string(), e.port());
 }
@@ -109,11 +112,17 @@ Status connect_with_retry(const std::string& host, uint16_t port, uint32_t timeo
         if (r != asio::error::operation_aborted) attempt = r;
       });
       io.restart();
-      if (io.run_until(deadline) == 0) {  // still connecting at the deadline
-        s.cancel(ec);
-        io.restart();
-        io.run();
+      for (;;) {  // in slices, so that a stop is seen while an attempt waits
+        const auto slice = std::min(deadline, Clock::now() + std::chrono::milliseconds(20));
+        if (io.run_until(slice) > 0 || io.stopped()) break;  // the attempt ended
+        if (Clock::now() >= deadline || stopped(so)) {      // still connecting: give up
+          s.cancel(ec);
+          io.restart();
+          io.run();
+          break;
+        }
       }
+      if (stopped(so)) break;
       // An attempt cut short by the deadline keeps the error an earlier one
       // saw from the OS ("Connection refused" says more than "timed out").
       if (attempt != asio::error::timed_out || !last) last = attempt;
@@ -129,11 +138,14 @@ Status connect_with_retry(const std::string& host, uint16_t port, uint32_t timeo
       return {};
     }
     const auto now = Clock::now();
-    if (now >= deadline) break;
+    if (now >= deadline || stopped(so)) break;
     std::this_thread::sleep_for(std::min<Clock::duration>(std::chrono::milliseconds(20), deadline - now));
   }
   const auto waited =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  if (stopped(so))
+    return Status::Error(fmt::format("{}: stopped while connecting to {}:{} ({} ms); no frame was "
+                                     "sent", who, host, port, waited));
   return Status::Error(fmt::format("{}: connect to {}:{} failed after {} ms: {}", who, host, port,
                                    waited, last.message()));
 }
@@ -539,6 +551,13 @@ Status ask_hello(int fd, const LinkOptions& opts, const std::string& link, Reply
   if (st) st = send_all(fd, buf, n, link);
   if (!st) return st;
   set_recv_timeout(fd, opts.connect_timeout_ms);
+  if (opts.stop) {  // a receiver that took the connection may never answer: see a stop meanwhile
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(opts.connect_timeout_ms);
+    for (pollfd p{fd, POLLIN, 0}; ::poll(&p, 1, 20) == 0 && std::chrono::steady_clock::now() < deadline;)
+      if (opts.stop->load(std::memory_order_relaxed))
+        return Status::Error(fmt::format("{}: stopped while waiting for the HelloReply; no frame was sent",
+                                         link));
+  }
   uint32_t len = 0;
   st = read_handshake(fd, buf, &len, link, "HelloReply");
   if (!st) return st;

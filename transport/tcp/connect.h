@@ -7,7 +7,8 @@
 //   1. Acceptor::bind() binds now, so a port in use fails at start.
 //   2. connect_with_retry() retries every 20 ms until the deadline: at start a
 //      listener that is not up yet is normal. The deadline bounds each attempt
-//      too (an address that drops SYNs would hold a blocking connect minutes).
+//      too (an address that drops SYNs would hold a blocking connect minutes),
+//      and so does SocketOptions::stop, looked at every 20 ms.
 //   3. Acceptor::accept() runs each connection's handshake on a thread of its
 //      own, under the handshake deadline, so a silent or slow stranger costs
 //      the real upstream nothing; a refused connection is logged and closed,
@@ -16,6 +17,7 @@
 //      again and nothing calls the handshake after it returns.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,6 +34,9 @@ struct SocketOptions {
   uint32_t rto_max_ms = 0;         // 0 = the system's; else TCP_RTO_MAX_MS (TcpOptions)
   uint32_t keepalive_s = 0;        // 0 = no keepalive; else TcpOptions::keepalive_s
   uint32_t handshake_timeout_ms = 10000;
+  // When set and true, connect_with_retry gives up within 20 ms (a process
+  // asked to stop before it connected has nothing to deliver).
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // Resolves host:port and connects, retrying every 20 ms until timeout_ms has

@@ -24,6 +24,7 @@
 #include <cstring>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 namespace sluice::tcp {
 namespace {
@@ -234,6 +235,99 @@ TEST(Connect, NobodyListeningFailsNamingTheAddress) {
   EXPECT_EQ(st.message().rfind("link a -> b: connect to 127.0.0.1:" + std::to_string(port), 0), 0u)
       << st.message();
   EXPECT_HAS(st.message(), "Connection refused");
+}
+
+// A stop ends the retries at once, and an attempt that waits too: a
+// listener whose accept queue is full drops the SYNs (Linux), so a connect
+// to it waits out its deadline unless something cuts it short.
+TEST(Connect, AStopEndsTheRetriesAndAWaitingAttempt) {
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(lfd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t alen = sizeof a;
+  ASSERT_EQ(getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &alen), 0);
+  const uint16_t port = ntohs(a.sin_port);
+  ASSERT_EQ(listen(lfd, 0), 0);
+  std::vector<int> fillers;  // the queue holds one; a few more to be sure
+  for (int i = 0; i < 3; ++i) {
+    int f = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    (void)!connect(f, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    fillers.push_back(f);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  int fd = -1;
+  Status st = connect_with_retry("127.0.0.1", port, 300, {}, "probe", &fd);
+  ASSERT_FALSE(st.ok()) << "the full queue took a connection: this test's premise is gone";
+  EXPECT_HAS(st.message(), "timed out");
+
+  std::atomic<bool> stop{false};
+  SocketOptions so;
+  so.stop = &stop;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stop.store(true);
+  });
+  st = connect_with_retry("127.0.0.1", port, 10000, so, "link a -> b", &fd);
+  stopper.join();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "link a -> b: stopped while connecting to 127.0.0.1:" + std::to_string(port));
+  EXPECT_LT(took, 2.0);  // against its 10 s deadline
+
+  // Already set: no connection comes back, even from a listener that
+  // would take it.
+  close(lfd);
+  for (int f : fillers) close(f);
+  auto l = Acceptor::bind("127.0.0.1", 0, {}, "node-b", &st);
+  ASSERT_TRUE(l);
+  fd = -1;
+  st = connect_with_retry("127.0.0.1", l->port(), 10000, so, "link a -> b", &fd);
+  EXPECT_FALSE(st.ok());
+  EXPECT_EQ(fd, -1);
+  EXPECT_HAS(st.message(), "no frame was sent");
+}
+
+// A receiver that took the connection but never answers the Hello (a node
+// past its last link, still running) holds a sender for connect_timeout_ms;
+// a stop ends the wait at once.
+TEST(Connect, AStopEndsTheWaitForAHelloReply) {
+  int lfd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(lfd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t alen = sizeof a;
+  ASSERT_EQ(getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &alen), 0);
+  ASSERT_EQ(listen(lfd, 4), 0);  // the kernel takes the connection; nobody answers
+  std::atomic<bool> stop{false};
+  LinkOptions o;
+  o.from = "a";
+  o.to = "b";
+  o.port = ntohs(a.sin_port);
+  o.connect_timeout_ms = 10000;
+  o.stop = &stop;
+  int fd = -1;
+  Status st = connect_with_retry("127.0.0.1", o.port, 1000, {}, "link a -> b", &fd);
+  ASSERT_TRUE(st.ok()) << st.message();
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stop.store(true);
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  ReplyInfo reply;
+  st = ask_hello(fd, o, "link a -> b", &reply);
+  stopper.join();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "link a -> b: stopped while waiting for the HelloReply");
+  EXPECT_LT(took, 2.0);  // against connect_timeout_ms' 10 s
+  ::close(fd);
+  ::close(lfd);
 }
 
 TEST(Connect, UnknownHostIsNamed) {

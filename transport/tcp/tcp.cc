@@ -917,6 +917,35 @@ std::unique_ptr<Listener> make_listener(const LinkOptions& opts, SlotPool& pool,
   return l;
 }
 
+namespace {
+
+// Connects and shakes hands.
+Status connect_link(const LinkOptions& opts, SlotPool& pool, const std::string& link,
+                    uint32_t timeout_ms, Connection* c) {
+  SocketOptions so;
+  so.congestion = opts.tcp.congestion;
+  so.rto_max_ms = opts.tcp.rto_max_ms;
+  so.keepalive_s = opts.tcp.keepalive_s;
+  so.handshake_timeout_ms = opts.connect_timeout_ms;
+  so.stop = opts.stop;
+  int raw = -1;
+  Status st = connect_with_retry(opts.host, opts.port, timeout_ms, so, link, &raw);
+  if (!st) return st;
+  Fd fd(raw);
+  ReplyInfo reply;
+  st = ask_hello(fd.get(), opts, link, &reply);
+  if (!st) return st;
+  if (opts.tcp.encoding == Encoding::kSg)
+    c->carrier = std::make_unique<SgTx>(std::move(fd), opts, pool, link);
+  else
+    c->carrier = std::make_unique<BufferedTx>(std::move(fd), opts, pool, link, reply.slot_bytes);
+  c->credits = reply.credits;
+  c->peer_slot_bytes = reply.slot_bytes;
+  return {};
+}
+
+}  // namespace
+
 std::unique_ptr<Sender> make_sender(const LinkOptions& opts, SlotPool& pool, Status* st) {
   std::string link = link_name(opts, opts.port);
   if (opts.tcp.async_send && opts.tcp.encoding == Encoding::kSg) {
@@ -933,33 +962,19 @@ std::unique_ptr<Sender> make_sender(const LinkOptions& opts, SlotPool& pool, Sta
         link));
     return nullptr;
   }
-  // Connects and shakes hands; a sender with acks connects again with it.
-  Connector connect = [opts, &pool, link](uint32_t timeout_ms, Connection* c) -> Status {
-    SocketOptions so;
-    so.congestion = opts.tcp.congestion;
-    so.rto_max_ms = opts.tcp.rto_max_ms;
-    so.keepalive_s = opts.tcp.keepalive_s;
-    so.handshake_timeout_ms = opts.connect_timeout_ms;
-    int raw = -1;
-    Status st = connect_with_retry(opts.host, opts.port, timeout_ms, so, link, &raw);
-    if (!st) return st;
-    Fd fd(raw);
-    ReplyInfo reply;
-    st = ask_hello(fd.get(), opts, link, &reply);
-    if (!st) return st;
-    if (opts.tcp.encoding == Encoding::kSg)
-      c->carrier = std::make_unique<SgTx>(std::move(fd), opts, pool, link);
-    else
-      c->carrier = std::make_unique<BufferedTx>(std::move(fd), opts, pool, link, reply.slot_bytes);
-    c->credits = reply.credits;
-    c->peer_slot_bytes = reply.slot_bytes;
-    return {};
-  };
   Connection c;
-  *st = connect(opts.connect_timeout_ms, &c);
+  *st = connect_link(opts, pool, link, opts.connect_timeout_ms, &c);
   if (!st->ok()) return nullptr;
   auto s = std::make_unique<Sender>(opts, std::move(c.carrier), pool, c.credits, c.peer_slot_bytes, link);
-  if (opts.acks) s->set_connector(std::move(connect));
+  // A sender with acks connects again with the same, stop or not
+  // (LinkOptions::stop is for the first connect: frames wait on a reconnect).
+  if (opts.acks) {
+    LinkOptions again = opts;
+    again.stop = nullptr;
+    s->set_connector([again, &pool, link](uint32_t timeout_ms, Connection* c) -> Status {
+      return connect_link(again, pool, link, timeout_ms, c);
+    });
+  }
   return s;
 }
 

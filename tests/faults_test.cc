@@ -419,6 +419,37 @@ TEST(Faults, AKilledSinkRestoresItsCountsAndLosesNothing) {
   EXPECT_EQ(o.json["duplicated"].as<uint64_t>(), 0u);
 }
 
+// A stalled sink (SIGSTOP, 2 s): what is upstream of it waits for credits
+// and acknowledgements asleep, on tcp and on ucx over shared memory. Over
+// ucx sm the load generator and both nodes spun at 30-100% of a core each
+// for as long (End::idle: UCX refuses to arm while a send waits for room in
+// the peer's receive FIFO, and an unarmed worker's fd stays readable).
+// libfabric shm still polls every 100 us while its peer owes it progress
+// (End::wake), at a third of a core: not asserted here.
+TEST(Faults, WhatWaitsOnAStalledSinkSleeps) {
+  const struct {
+    const char* name;
+    int port;
+    const char* sets;
+  } carriers[] = {{"tcp", 20500, ""}, {"ucx-sm", 20600, "--set transport=ucx --set ucx_tls=sm"}};
+  for (const auto& c : carriers) {
+    SCOPED_TRACE(c.name);
+    Outcome o = kill_mid_run(std::string("stall-") + c.name, c.port, "sink",
+                             std::string("--set acks=on ") + c.sets, SIGSTOP, 2000);
+    ASSERT_TRUE(o.json.IsMap()) << o.err;
+    EXPECT_EQ(o.code, 0) << o.err << o.json["error"];
+    EXPECT_EQ(o.json["lost"].as<uint64_t>(), 0u);
+    for (int i = 0; i < 3; ++i) {  // the load generator and the nodes
+      const YAML::Node p = o.json["processes"][i];
+      const double busy = p["cpe_u"].as<double>() + p["cpe_s"].as<double>();
+      const double share = busy / (busy + p["cpe_i"].as<double>());
+      // At 2,000 events/s they take 10-25% of a core running; spinning for
+      // the 2 s of the stall took them past 50%.
+      EXPECT_LT(share, 0.4) << p["name"].as<std::string>() << ": " << share << " of a core";
+    }
+  }
+}
+
 // Without snapshots a sink's counts live only in its memory: a sink killed
 // and started again would count every tuple before as lost, then wait for
 // a stream that is over until the run timed out. The supervisor knows

@@ -36,7 +36,8 @@ inline constexpr uint32_t kMaxBlob = 65536;
 constexpr uint64_t kCreditCtx = uint64_t{1} << 62;  // ctx of a credit message (| its buffer)
 constexpr uint64_t kNoteCtx = uint64_t{1} << 61;    // rma: ctx of a note's receive (| its buffer)
 constexpr size_t kMaxPieces = 256;                  // pieces the sender gathers into a frame
-constexpr long kOwedPollNs = 100'000;               // doorbell endpoints: recheck while owed
+constexpr long kOwedPollNs = 100'000;               // recheck while owed (no event will say) ...
+constexpr int kOwedBackoff = 4;                     // ... doubled per round that found nothing, up to 1.6 ms (ucx)
 
 inline std::string link_name(const LinkOptions& o, const std::string& carrier, uint16_t port) {
   return fmt::format("link {} -> {} ({}, {}:{})", o.from.empty() ? "?" : o.from,
@@ -140,10 +141,8 @@ class End {
     ev.events = EPOLLIN | EPOLLRDHUP;
     epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, ctl_.get(), &ev);
     if (ep_->fd() >= 0) epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, ep_->fd(), &ev);
-    if (page_.p) {
-      timer_ = Fd(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
-      epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, timer_.get(), &ev);
-    }
+    timer_ = Fd(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    epoll_ctl(epfd_.get(), EPOLL_CTL_ADD, timer_.get(), &ev);
     fcntl(ctl_.get(), F_SETFL, fcntl(ctl_.get(), F_GETFL) | O_NONBLOCK);
   }
 
@@ -162,6 +161,7 @@ class End {
       if (ep_->sent_on_its_own()) ring_peer();
     }
     *n = k + got;
+    if (*n) owed_rounds_ = 0;
     for (size_t i = 0; i < *n; ++i)
       if (out[i].type == Completion::kError)
         return fail(Status::Error(fmt::format("{}: completion error {}", link_, out[i].err)));
@@ -176,16 +176,24 @@ class End {
   // Returns with *n > 0 if something came in meanwhile (and then unarmed).
   // `peer_owes`: sends of ours are not complete yet; only the peer's
   // progress completes them (shm), so a sleeping peer is woken first.
+  // Where no event will come for what is owed, the wait set's timer looks
+  // again after 100 us; an endpoint that refuses to arm (UCX over sm, see
+  // below) doubles that for every round in a row that found nothing (up to
+  // 1.6 ms) and leaves out the spin after such a round: behind a stalled
+  // receiver, a sender spun in this loop on 85-100% of a core.
   Status idle(Completion* out, size_t max, size_t* n, bool peer_owes) {
     *n = 0;
     if (!page_.p) {
+      const auto until = Clock::now() + (owed_rounds_ ? Clock::duration::zero() : spin_);
       // The endpoint refuses to arm while it has work it must do first
-      // (fi_trywait: progress owed): reaping does that work.
-      // ucx over sm whose peer died refuses to arm for ever with nothing
-      // to reap: look at the control connection now and then, so a dead
-      // peer is seen (eof) instead of spinning here.
+      // (fi_trywait: progress owed): reaping does that work. UCX over sm
+      // refuses too while a send of ours waits for room in the peer's
+      // receive FIFO (its pending queue), and nothing says when there is:
+      // then the timer. (Its peer's death is seen on the control
+      // connection when the owner wakes.)
       for (uint32_t tries = 1;; ++tries) {
         if (ep_->arm()) {
+          watch_endpoint(true);
           armed_ = true;
           return {};
         }
@@ -193,6 +201,14 @@ class End {
         if (!st || *n) return st;
         if (tries % 64 == 0 && peer_hung_up()) {
           eof_ = true;
+          return {};
+        }
+        if (Clock::now() >= until) {
+          // Unarmed, its fd may stay readable (UCX's): out of the wait set
+          // until it arms again, or the owner would not sleep at all.
+          watch_endpoint(false);
+          look_again_later(true);
+          armed_ = true;
           return {};
         }
       }
@@ -205,13 +221,11 @@ class End {
     page_.p->sleeping[me_].store(1, std::memory_order_seq_cst);
     if (peer_owes) {
       // Our sends complete only as the peer makes progress (and a large
-      // one may need ours again in between): wake it, and look again soon
-      // whatever it does.
+      // one may need ours again in between, which no doorbell announces):
+      // wake it, and look again soon whatever it does (every 100 us, not
+      // backed off as UCX's: see wake() for what these frames ride on).
       ring_peer();
-      itimerspec t{};
-      t.it_value.tv_nsec = kOwedPollNs;
-      timerfd_settime(timer_.get(), 0, &t, nullptr);
-      timer_armed_ = true;
+      look_again_later(false);
     }
     Status st = reap(out, max, n);
     if (!st || *n) {
@@ -232,9 +246,19 @@ class End {
     armed_ = false;
     if (page_.p) page_.p->sleeping[me_].store(0, std::memory_order_relaxed);
     if (timer_armed_) {
-      uint64_t v;
-      (void)!::read(timer_.get(), &v, sizeof v);
-      timer_armed_ = false;
+      if (page_.p) {
+        // Read, so a timer not expired yet fires later, unread, and keeps
+        // the wait set readable until idle() sets it again: the owner polls
+        // meanwhile. libfabric shm's large frames cross on that polling:
+        // disarming here instead took 35-100% of a core off a node behind
+        // a stalled receiver and gave 1.24x the tuples/s without acks, but
+        // 0.27x with them (their progress then waited for the 100 us timer).
+        uint64_t v;
+        (void)!::read(timer_.get(), &v, sizeof v);
+        timer_armed_ = false;
+      } else {
+        cancel_timer();  // disarmed: no poll left behind (UCX's timer, see idle())
+      }
     }
     read_control(s);
   }
@@ -260,6 +284,8 @@ class End {
   }
   bool eof() const { return eof_; }
   void set_eof() { eof_ = true; }
+  bool armed() const { return armed_; }
+  bool has_doorbell() const { return page_.p != nullptr; }
   // The peer closed its end of the control connection, whatever bytes are
   // still unread before the close (those stay for read_control).
   bool peer_hung_up() const {
@@ -295,6 +321,31 @@ class End {
     ::poll(&p, 1, ms);
   }
 
+  // The endpoint's fd in the wait set, or not (see idle()).
+  void watch_endpoint(bool on) {
+    if (on == ep_watched_ || ep_->fd() < 0) return;
+    epoll_event ev{};
+    ev.events = on ? EPOLLIN | EPOLLRDHUP : 0;
+    epoll_ctl(epfd_.get(), EPOLL_CTL_MOD, ep_->fd(), &ev);
+    ep_watched_ = on;
+  }
+  void cancel_timer() {
+    if (!timer_armed_) return;
+    itimerspec off{};  // disarmed, and what it counted is gone with it
+    timerfd_settime(timer_.get(), 0, &off, nullptr);
+    timer_armed_ = false;
+  }
+  // The timer, for what no event will announce (see idle()); `backoff`:
+  // longer for each round in a row that found nothing.
+  void look_again_later(bool backoff) {
+    const long ns = backoff ? kOwedPollNs << std::min(owed_rounds_++, kOwedBackoff) : kOwedPollNs;
+    itimerspec t{};
+    t.it_value.tv_sec = ns / 1'000'000'000;
+    t.it_value.tv_nsec = ns % 1'000'000'000;
+    timerfd_settime(timer_.get(), 0, &t, nullptr);
+    timer_armed_ = true;
+  }
+
   Status fail(Status st) {
     if (error_.ok()) error_ = std::move(st);
     return error_;
@@ -312,8 +363,10 @@ class End {
   Fd epfd_;
   std::vector<Completion> stash_;
   size_t shead_ = 0, stail_ = 0;
-  Fd timer_;  // doorbell endpoints: the "look again soon" while the peer owes us
+  Fd timer_;  // the "look again soon" while the peer owes us (look_again_later)
   bool timer_armed_ = false;
+  int owed_rounds_ = 0;  // idle() rounds in a row that slept on the timer and then found nothing
+  bool ep_watched_ = true;  // the endpoint's fd is in the wait set
   bool armed_ = false, eof_ = false;
   Status error_;
   Counter doorbells_;

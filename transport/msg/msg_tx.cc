@@ -232,6 +232,17 @@ class MsgTx final : public TxCarrier {
       if (!st || got == 0) break;  // armed
       st = handle(c, got);
     }
+    // Nothing outstanding, and the owner sleeps on wait_fd() all the same:
+    // an endpoint with an fd of its own (UCX) is armed too, since what it
+    // signalled before (a credit message, reaped since) keeps that fd
+    // readable until it is, and the owner would not sleep (behind a stalled
+    // receiver a node spun so on 45% of a core).
+    if (st && outstanding_ == 0 && !end_.has_doorbell() && !end_.armed() && !end_.eof()) {
+      Completion c[64];
+      size_t got = 0;
+      st = end_.idle(c, 64, &got, false);
+      if (st && got) st = handle(c, got);
+    }
     return st;
   }
   LinkStats stats() const override {

@@ -53,6 +53,46 @@ int connect_to(uint16_t port) {
   return -1;
 }
 
+// A load generator and a sink, 20,000 tuples; `more`: YAML lines to add.
+Deployment two_processes(uint16_t port, const std::string& more) {
+  Deployment d;
+  const std::string yaml = "preset: tcp-opt\ntuple_bytes: 64\nevent_bytes: 2048\ntuples: 20000\n"
+                           "progress_s: 0\n" + more + "base_port: " + std::to_string(port) +
+                           "\nprocesses:\n  - {name: loadgen, role: loadgen}\n  - {name: sink, role: sink}\n";
+  Status st = parse_deployment(yaml, "links_test", {}, &d);
+  EXPECT_TRUE(st.ok()) << st.message();
+  return d;
+}
+
+// A connection to link 0 of instance 0 that shook hands as its sender does,
+// then holds the link without a frame (a sender's previous run, as its
+// receiver sees it). -1 if it could not.
+int shake_hands(const Deployment& d) {
+  int fd = connect_to(d.link_port(0, 0));
+  if (fd < 0) return -1;
+  std::byte buf[4096];
+  size_t len = 0;
+  if (!encode_hello(hello_from_options(d.link_options(0, 0)), buf, sizeof buf, &len).ok() ||
+      write(fd, buf, len) != ssize_t(len) || read(fd, buf, sizeof buf) <= 0) {  // accepted
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Runs process `index` of `d` with a stop set after 300 ms: how long it
+// took, and its status.
+double stopped_after_300ms(const Deployment& d, size_t index, Status* st) {
+  std::atomic<bool> stop{false};
+  ProcessSummary sum;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::thread t([&] { *st = run_process(d, index, &stop, &sum); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  stop.store(true);
+  t.join();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 TEST(Links, ABadFrameOnOneLinkLeavesTheOtherServing) {
   const uint16_t port = 29000;
   Deployment d = two_instances(port);
@@ -67,14 +107,8 @@ TEST(Links, ABadFrameOnOneLinkLeavesTheOtherServing) {
   std::thread node([&] { node_st = run_process(d, 1, nullptr, &node_sum); });
 
   // Link 0: a proper handshake, then garbage where a frame header belongs.
-  LinkOptions lo = d.link_options(0, 0);
-  int fd = connect_to(d.link_port(0, 0));
+  const int fd = shake_hands(d);
   ASSERT_GE(fd, 0);
-  std::byte buf[4096];
-  size_t len = 0;
-  ASSERT_TRUE(encode_hello(hello_from_options(lo), buf, sizeof buf, &len).ok());
-  ASSERT_EQ(write(fd, buf, len), ssize_t(len));
-  ASSERT_GT(read(fd, buf, sizeof buf), 0);  // the reply
   FrameHeader bad{0xBADF00D, uint16_t(FrameKind::kEvents), 0, 64, 1};
   ASSERT_EQ(write(fd, &bad, sizeof bad), ssize_t(sizeof bad));
 
@@ -110,26 +144,13 @@ TEST(Links, ABadFrameOnOneLinkLeavesTheOtherServing) {
 // first drains that link) is refused as busy; it tries again, and once the
 // old link is gone it connects and delivers everything.
 TEST(Links, ARestartedSenderWaitsWhileItsReceiverHoldsItsPreviousLink) {
-  const uint16_t port = 29100;
-  Deployment d;
-  const std::string yaml = "preset: tcp-opt\ntuple_bytes: 64\nevent_bytes: 2048\ntuples: 20000\n"
-                           "acks: on\nprogress_s: 0\nconnect_timeout_ms: 5000\nbase_port: " +
-                           std::to_string(port) +
-                           "\nprocesses:\n  - {name: loadgen, role: loadgen}\n  - {name: sink, role: sink}\n";
-  ASSERT_TRUE(parse_deployment(yaml, "links_test", {}, &d).ok());
+  const Deployment d = two_processes(29100, "acks: on\nconnect_timeout_ms: 5000\n");
   spdlog::default_logger();  // before the threads (see above)
   ProcessSummary sink_sum;
   Status sink_st;
   std::thread sink([&] { sink_st = run_process(d, 1, nullptr, &sink_sum); });
-
-  // The previous run: shakes hands, then holds the link without a frame.
-  int fd = connect_to(d.link_port(0, 0));
+  const int fd = shake_hands(d);  // the previous run
   ASSERT_GE(fd, 0);
-  std::byte buf[4096];
-  size_t len = 0;
-  ASSERT_TRUE(encode_hello(hello_from_options(d.link_options(0, 0)), buf, sizeof buf, &len).ok());
-  ASSERT_EQ(write(fd, buf, len), ssize_t(len));
-  ASSERT_GT(read(fd, buf, sizeof buf), 0);  // accepted
 
   // The new run starts meanwhile; the old one dies 300 ms later.
   ProcessSummary lg_sum;
@@ -151,36 +172,17 @@ TEST(Links, ARestartedSenderWaitsWhileItsReceiverHoldsItsPreviousLink) {
 // supervisor's stop for the grace and was killed (5 s of a run for nothing).
 // Another started after the old link is gone delivers everything.
 TEST(Links, ASenderStoppedWhileItsReceiverRefusesItAsBusyGivesUpAtOnce) {
-  const uint16_t port = 29160;
-  Deployment d;
-  const std::string yaml = "preset: tcp-opt\ntuple_bytes: 64\nevent_bytes: 2048\ntuples: 20000\n"
-                           "acks: on\nprogress_s: 0\nconnect_timeout_ms: 5000\n"
-                           "reconnect_timeout_ms: 10000\nbase_port: " +
-                           std::to_string(port) +
-                           "\nprocesses:\n  - {name: loadgen, role: loadgen}\n  - {name: sink, role: sink}\n";
-  ASSERT_TRUE(parse_deployment(yaml, "links_test", {}, &d).ok());
+  const Deployment d =
+      two_processes(29160, "acks: on\nconnect_timeout_ms: 5000\nreconnect_timeout_ms: 10000\n");
   spdlog::default_logger();  // before the threads (see above)
   ProcessSummary sink_sum;
   Status sink_st;
   std::thread sink([&] { sink_st = run_process(d, 1, nullptr, &sink_sum); });
-
-  int fd = connect_to(d.link_port(0, 0));  // the previous run's link, held
+  const int fd = shake_hands(d);  // the previous run's link, held
   ASSERT_GE(fd, 0);
-  std::byte buf[4096];
-  size_t len = 0;
-  ASSERT_TRUE(encode_hello(hello_from_options(d.link_options(0, 0)), buf, sizeof buf, &len).ok());
-  ASSERT_EQ(write(fd, buf, len), ssize_t(len));
-  ASSERT_GT(read(fd, buf, sizeof buf), 0);  // accepted
 
-  std::atomic<bool> stop{false};
-  ProcessSummary lg_sum;
   Status lg_st;
-  const auto t0 = std::chrono::steady_clock::now();
-  std::thread lg([&] { lg_st = run_process(d, 0, &stop, &lg_sum); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  stop.store(true);
-  lg.join();
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double took = stopped_after_300ms(d, 0, &lg_st);
   EXPECT_FALSE(lg_st.ok());
   // (Between tries, or in one: the stop cuts that short too.)
   EXPECT_NE(lg_st.message().find("stopped while"), std::string::npos) << lg_st.message();
@@ -202,23 +204,10 @@ TEST(Links, ASenderStoppedWhileItsReceiverRefusesItAsBusyGivesUpAtOnce) {
 // A process asked to stop before its downstream is up gives up connecting at
 // once, not after connect_timeout_ms.
 TEST(Links, ASenderStoppedBeforeItsReceiverIsUpGivesUpAtOnce) {
-  const uint16_t port = 29170;
-  Deployment d;
-  const std::string yaml = "preset: tcp-opt\ntuple_bytes: 64\nevent_bytes: 2048\ntuples: 20000\n"
-                           "progress_s: 0\nconnect_timeout_ms: 10000\nbase_port: " +
-                           std::to_string(port) +
-                           "\nprocesses:\n  - {name: loadgen, role: loadgen}\n  - {name: sink, role: sink}\n";
-  ASSERT_TRUE(parse_deployment(yaml, "links_test", {}, &d).ok());
+  const Deployment d = two_processes(29170, "connect_timeout_ms: 10000\n");
   spdlog::default_logger();
-  std::atomic<bool> stop{false};
-  ProcessSummary lg_sum;
   Status lg_st;
-  const auto t0 = std::chrono::steady_clock::now();
-  std::thread lg([&] { lg_st = run_process(d, 0, &stop, &lg_sum); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  stop.store(true);
-  lg.join();
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double took = stopped_after_300ms(d, 0, &lg_st);
   EXPECT_FALSE(lg_st.ok());
   EXPECT_NE(lg_st.message().find("stopped while connecting to 127.0.0.1:" +
                                  std::to_string(d.link_port(0, 0))),

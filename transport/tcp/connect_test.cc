@@ -237,20 +237,31 @@ TEST(Connect, NobodyListeningFailsNamingTheAddress) {
   EXPECT_HAS(st.message(), "Connection refused");
 }
 
+// A socket listening on loopback (an ephemeral port, in *a) with `backlog`,
+// that nothing accepts from: the kernel alone answers. -1 if it failed.
+int raw_listener(int backlog, sockaddr_in* a) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  *a = sockaddr_in{};
+  a->sin_family = AF_INET;
+  a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof *a;
+  if (bind(fd, reinterpret_cast<sockaddr*>(a), sizeof *a) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(a), &len) != 0 || listen(fd, backlog) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // A stop ends the retries at once, and an attempt that waits too: a
 // listener whose accept queue is full drops the SYNs (Linux), so a connect
 // to it waits out its deadline unless something cuts it short.
 TEST(Connect, AStopEndsTheRetriesAndAWaitingAttempt) {
-  int lfd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(lfd, 0);
   sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  socklen_t alen = sizeof a;
-  ASSERT_EQ(getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &alen), 0);
+  const int lfd = raw_listener(0, &a);
+  ASSERT_GE(lfd, 0);
   const uint16_t port = ntohs(a.sin_port);
-  ASSERT_EQ(listen(lfd, 0), 0);
   std::vector<int> fillers;  // the queue holds one; a few more to be sure
   for (int i = 0; i < 3; ++i) {
     int f = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -295,15 +306,9 @@ TEST(Connect, AStopEndsTheRetriesAndAWaitingAttempt) {
 // past its last link, still running) holds a sender for connect_timeout_ms;
 // a stop ends the wait at once.
 TEST(Connect, AStopEndsTheWaitForAHelloReply) {
-  int lfd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(lfd, 0);
   sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  socklen_t alen = sizeof a;
-  ASSERT_EQ(getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &alen), 0);
-  ASSERT_EQ(listen(lfd, 4), 0);  // the kernel takes the connection; nobody answers
+  const int lfd = raw_listener(4, &a);  // the kernel takes the connection; nobody answers
+  ASSERT_GE(lfd, 0);
   std::atomic<bool> stop{false};
   LinkOptions o;
   o.from = "a";

@@ -398,7 +398,7 @@ def write_report(out, rows, args, systems, header):
             md.append(f"| {m} | {fmt(t, 0)} | {fmt(ratio(t, ref), 3)} | {pr} | {fmt(med(rs, 'p50_us'))} | "
                       f"{fmt(med(rs, 'p99_us'))} | {cpu_cells(rs)} | {fmt(med(rs, 'inline_pct_nodes'), 0)} | "
                       f"{sum(r.get('ok') == 'true' for r in rs)}/{len(rs)} | {errors_of(rs)} |")
-    if args.rates:
+    if args.rates and (out / "latency.png").exists():  # plot() ran first; no matplotlib, no plot
         md.append("\n![p50, p99 and CPU by rate](latency.png)\n")
     else:
         md.append("")
@@ -409,6 +409,7 @@ def write_report(out, rows, args, systems, header):
 
 
 def plot(out, rows, args, systems):
+    (out / "latency.png").unlink(missing_ok=True)  # none from an earlier report left to link
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -498,8 +499,8 @@ def main():
         rows = list(csv.DictReader(open(out / "runs.csv")))
         for k in ("duration", "idle_rate", "tuple_bytes", "rates"):
             setattr(args, k, meta[k])
-        write_report(out, rows, args, meta["systems"], meta["header"])
         plot(out, [r for r in rows if r["kind"] != "skipped"], args, meta["systems"])
+        write_report(out, rows, args, meta["systems"], meta["header"])
         print(open(out / "latency.md").read())
         return 0
     if args.quick:
@@ -604,8 +605,8 @@ def main():
                             if row["ok"] == "true" else f"FAILED: {row.get('error', '')[:200]}")
                     log(f"[{n}/{total} {time.monotonic() - t_start:.0f} s] round {rnd} {kind} {sysname} "
                         f"{tb} B at {rate_name(rate)}: {what}")
-    write_report(out, rows, args, systems, header)
     plot(out, [r for r in rows if r["kind"] != "skipped"], args, systems)
+    write_report(out, rows, args, systems, header)
     print(open(out / "latency.md").read())
     rows = [r for r in rows if r["kind"] != "skipped"]
     failed = sum(r["ok"] != "true" for r in rows)

@@ -568,13 +568,8 @@ Status NetDestination::start() {
         spdlog::warn("{}; trying again (up to {} ms)", st.message(), o.reconnect_timeout_ms);
         said = true;
       }
+      // (A stop meanwhile ends the next try at once: LinkOptions::stop.)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      // Asked to stop (a load generator restarted after its END, refused by
-      // a node that had its stream already): nothing was sent, nothing waits.
-      if (o.stop && o.stop->load()) {
-        st = Status::Error(fmt::format("{}; stopped while trying again; no frame was sent", st.message()));
-        break;
-      }
     }
     if (!s) return st;
     if (remaker_) s->set_remaker(remaker_);

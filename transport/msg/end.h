@@ -37,7 +37,7 @@ constexpr uint64_t kCreditCtx = uint64_t{1} << 62;  // ctx of a credit message (
 constexpr uint64_t kNoteCtx = uint64_t{1} << 61;    // rma: ctx of a note's receive (| its buffer)
 constexpr size_t kMaxPieces = 256;                  // pieces the sender gathers into a frame
 constexpr long kOwedPollNs = 100'000;               // recheck while owed (no event will say) ...
-constexpr int kOwedBackoff = 4;                     // ... doubled per round that found nothing, up to 1.6 ms (ucx)
+constexpr int kOwedBackoff = 4;                     // ... doubled per round that found nothing, up to 1.6 ms
 
 inline std::string link_name(const LinkOptions& o, const std::string& carrier, uint16_t port) {
   return fmt::format("link {} -> {} ({}, {}:{})", o.from.empty() ? "?" : o.from,
@@ -177,10 +177,11 @@ class End {
   // `peer_owes`: sends of ours are not complete yet; only the peer's
   // progress completes them (shm), so a sleeping peer is woken first.
   // Where no event will come for what is owed, the wait set's timer looks
-  // again after 100 us; an endpoint that refuses to arm (UCX over sm, see
-  // below) doubles that for every round in a row that found nothing (up to
-  // 1.6 ms) and leaves out the spin after such a round: behind a stalled
-  // receiver, a sender spun in this loop on 85-100% of a core.
+  // again after 100 us, doubled for every round in a row that found
+  // nothing (up to 1.6 ms), and the spin is left out after such a round:
+  // behind a stalled receiver a sender spun in this loop on 85-100% of a
+  // core (UCX over sm, whose endpoint refuses to arm, see below), or on a
+  // third of one (libfabric shm: a 50 us spin per 100 us timer).
   Status idle(Completion* out, size_t max, size_t* n, bool peer_owes) {
     *n = 0;
     if (!page_.p) {
@@ -207,29 +208,33 @@ class End {
           // Unarmed, its fd may stay readable (UCX's): out of the wait set
           // until it arms again, or the owner would not sleep at all.
           watch_endpoint(false);
-          look_again_later(true);
+          look_again_later();
           armed_ = true;
           return {};
         }
       }
     }
-    const auto until = Clock::now() + spin_;
+    const auto until = Clock::now() + (owed_rounds_ ? Clock::duration::zero() : spin_);
     do {
       Status st = reap(out, max, n);
       if (!st || *n) return st;
     } while (Clock::now() < until);
     page_.p->sleeping[me_].store(1, std::memory_order_seq_cst);
+    if (!peer_owes) owe_nothing();
     if (peer_owes) {
       // Our sends complete only as the peer makes progress (and a large
       // one may need ours again in between, which no doorbell announces):
-      // wake it, and look again soon whatever it does (every 100 us, not
-      // backed off as UCX's: see wake() for what these frames ride on).
+      // wake it, and look again soon whatever it does.
       ring_peer();
-      look_again_later(false);
+      look_again_later();
     }
     Status st = reap(out, max, n);
     if (!st || *n) {
       page_.p->sleeping[me_].store(0, std::memory_order_relaxed);
+      // Not armed: no wake() will read the timer set above, and fired it
+      // would keep the wait set readable (an owner whose sends all
+      // completed here then polled until its next send).
+      cancel_timer();
       return st;
     }
     armed_ = true;
@@ -253,8 +258,9 @@ class End {
         // disarming here instead took 35-100% of a core off a node behind
         // a stalled receiver and gave 1.24x the tuples/s without acks, but
         // 0.27x with them (their progress then waited for the 100 us timer).
+        // An idle with nothing owed disarms it (see idle()).
         uint64_t v;
-        (void)!::read(timer_.get(), &v, sizeof v);
+        timer_unread_ = ::read(timer_.get(), &v, sizeof v) != sizeof v;
         timer_armed_ = false;
       } else {
         cancel_timer();  // disarmed: no poll left behind (UCX's timer, see idle())
@@ -329,21 +335,33 @@ class End {
     epoll_ctl(epfd_.get(), EPOLL_CTL_MOD, ep_->fd(), &ev);
     ep_watched_ = on;
   }
+  // Nothing of ours is owed by the peer any more: the timer of an earlier
+  // owed round that wake() read before it fired goes, or it would fire
+  // unread and keep the wait set readable until the next owed round (a
+  // node waiting for credits behind a stalled receiver spun so on a whole
+  // core). Nothing rides on polling then.
+  void owe_nothing() {
+    if (!timer_unread_) return;
+    timer_armed_ = true;
+    cancel_timer();
+  }
   void cancel_timer() {
+    timer_unread_ = false;
     if (!timer_armed_) return;
     itimerspec off{};  // disarmed, and what it counted is gone with it
     timerfd_settime(timer_.get(), 0, &off, nullptr);
     timer_armed_ = false;
   }
-  // The timer, for what no event will announce (see idle()); `backoff`:
-  // longer for each round in a row that found nothing.
-  void look_again_later(bool backoff) {
-    const long ns = backoff ? kOwedPollNs << std::min(owed_rounds_++, kOwedBackoff) : kOwedPollNs;
+  // The timer, for what no event will announce (see idle()): longer for
+  // each round in a row that found nothing.
+  void look_again_later() {
+    const long ns = kOwedPollNs << std::min(owed_rounds_++, kOwedBackoff);
     itimerspec t{};
     t.it_value.tv_sec = ns / 1'000'000'000;
     t.it_value.tv_nsec = ns % 1'000'000'000;
     timerfd_settime(timer_.get(), 0, &t, nullptr);
     timer_armed_ = true;
+    timer_unread_ = false;
   }
 
   Status fail(Status st) {
@@ -365,7 +383,8 @@ class End {
   size_t shead_ = 0, stail_ = 0;
   Fd timer_;  // the "look again soon" while the peer owes us (look_again_later)
   bool timer_armed_ = false;
-  int owed_rounds_ = 0;  // idle() rounds in a row that slept on the timer and then found nothing
+  bool timer_unread_ = false;  // read by wake() before it fired: fires later, unread
+  int owed_rounds_ = 0;  // idle() rounds in a row that set the timer and found nothing since
   bool ep_watched_ = true;  // the endpoint's fd is in the wait set
   bool armed_ = false, eof_ = false;
   Status error_;

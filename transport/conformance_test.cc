@@ -54,6 +54,7 @@ struct Load {
   // one (else into the pool, as the others); 0: none.
   uint32_t in_place_every = 0;
   bool room_unused_at_end = false;  // a room is asked for, and END sent without using it
+  int stall_ms = 0;  // a stalled receiver: after its first frame it neither polls nor frees for this long
 };
 
 struct Result {
@@ -63,6 +64,7 @@ struct Result {
   std::string receive_error;
   std::string sender_error;
   LinkStats sender_stats, receiver_stats;
+  double sender_cpu_s = 0;  // the sending thread's CPU time, its whole run
 };
 
 constexpr auto kDeadline = std::chrono::seconds(60);
@@ -171,6 +173,14 @@ class Conformance : public ::testing::TestWithParam<CarrierCase> {
     // sender, seeing it, gave up.
     std::unique_ptr<Sender> kept;
     std::thread sender_thread([&] {
+      struct CpuTime {
+        double* out;
+        ~CpuTime() {
+          timespec t{};
+          clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+          *out = t.tv_sec + t.tv_nsec / 1e9;
+        }
+      } cpu{&res.sender_cpu_s};
       Status s;
       kept = make_sender(so, tx_pool, ctx, &s);
       Sender* const sender = kept.get();
@@ -304,6 +314,8 @@ class Conformance : public ::testing::TestWithParam<CarrierCase> {
         break;
       }
       if (n == 0) break;
+      if (L.stall_ms && res.frames == 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(L.stall_ms));
       for (size_t i = 0; i < n; ++i) {
         const Descriptor& d = out[i];
         EXPECT_FALSE(res.got_end) << "descriptor after END";
@@ -425,6 +437,22 @@ TEST_P(Conformance, SlowReceiverFourSlots) {
   check({128, 4, 1, 16, 0, 100, 4096, 4, 1, 2000});
   EXPECT_GT(last_.sender_stats.credit_waits, 0u);
   EXPECT_LE(last_.receiver_stats.max_held, 4u);
+}
+
+// A receiver that stops for 1.5 s after its first frame (a stopped
+// process): the sender, out of credits and with sends the receiver has not
+// taken, waits asleep. Over ucx sm it spun on 85-100% of its core (UCX
+// refuses to arm while a send waits for room in the peer's FIFO), over
+// libfabric shm on a third of one (a 50 us spin per 100 us timer while the
+// peer owes it progress); nothing is lost either way.
+TEST_P(Conformance, ASenderBehindAStalledReceiverSleeps) {
+  Load L{128, 200, 1, 1, 0, 24, 32768, 4, 1, 0};  // 25 KiB frames: shm copies them over CMA
+  L.stall_ms = 1500;
+  const auto t0 = std::chrono::steady_clock::now();
+  check(L);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(wall, 1.5);
+  EXPECT_LT(last_.sender_cpu_s, 0.25) << "of " << wall << " s: the sender did not sleep through the stall";
 }
 
 TEST_P(Conformance, SlowReceiverBatchedCredits) {

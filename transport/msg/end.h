@@ -161,7 +161,7 @@ class End {
       if (ep_->sent_on_its_own()) ring_peer();
     }
     *n = k + got;
-    if (*n) owed_rounds_ = 0;
+    if (*n) owed_rounds_ = empty_wakes_ = 0;
     for (size_t i = 0; i < *n; ++i)
       if (out[i].type == Completion::kError)
         return fail(Status::Error(fmt::format("{}: completion error {}", link_, out[i].err)));
@@ -193,7 +193,7 @@ class End {
       // then the timer. (Its peer's death is seen on the control
       // connection when the owner wakes.)
       for (uint32_t tries = 1;; ++tries) {
-        if (ep_->arm()) {
+        if (ep_->arm() && !(empty_wakes_ >= 2 && fd_stays_readable())) {
           watch_endpoint(true);
           armed_ = true;
           return {};
@@ -204,9 +204,11 @@ class End {
           eof_ = true;
           return {};
         }
-        if (Clock::now() >= until) {
-          // Unarmed, its fd may stay readable (UCX's): out of the wait set
-          // until it arms again, or the owner would not sleep at all.
+        if (Clock::now() >= until || empty_wakes_ >= 2) {
+          // Unarmed, its fd may stay readable (UCX's), or armed it stays
+          // readable all the same (libfabric net's, while a send waits for
+          // a receiver that stopped reading): out of the wait set until it
+          // arms again, or the owner would not sleep at all.
           watch_endpoint(false);
           look_again_later();
           armed_ = true;
@@ -249,6 +251,7 @@ class End {
   void wake(Seen* s) {
     if (!armed_) return;
     armed_ = false;
+    ++empty_wakes_;  // until a reap finds something
     if (page_.p) page_.p->sleeping[me_].store(0, std::memory_order_relaxed);
     if (timer_armed_) {
       if (page_.p) {
@@ -335,6 +338,14 @@ class End {
     epoll_ctl(epfd_.get(), EPOLL_CTL_MOD, ep_->fd(), &ev);
     ep_watched_ = on;
   }
+  // After two wakes in a row that found nothing: is the endpoint's fd
+  // readable though it just armed? (An fd wait's contract is that it is
+  // not; libfabric net's stays so while a send waits on a stalled
+  // receiver, and its owner spun on a core.) Asked only then: a poll(2).
+  bool fd_stays_readable() const {
+    pollfd p{ep_->fd(), POLLIN, 0};
+    return ep_->fd() >= 0 && ::poll(&p, 1, 0) > 0;
+  }
   // Nothing of ours is owed by the peer any more: the timer of an earlier
   // owed round that wake() read before it fired goes, or it would fire
   // unread and keep the wait set readable until the next owed round (a
@@ -385,6 +396,7 @@ class End {
   bool timer_armed_ = false;
   bool timer_unread_ = false;  // read by wake() before it fired: fires later, unread
   int owed_rounds_ = 0;  // idle() rounds in a row that set the timer and found nothing since
+  int empty_wakes_ = 0;  // wakes in a row after which reaping found nothing
   bool ep_watched_ = true;  // the endpoint's fd is in the wait set
   bool armed_ = false, eof_ = false;
   Status error_;

@@ -183,6 +183,18 @@ TEST_F(Launcher, GathersSummariesOfASuccessfulRun) {
   EXPECT_HAS(table, "cycles per event: nodes CPE_p 975000 (CPE_s 325000), endpoints CPE_p 1950000 "
                     "(CPE_s 650000), 50% of the CPU time in the endpoints");
   EXPECT_HAS(table, "ok; logs and summaries in");
+  EXPECT_EQ(table.find("held back"), std::string::npos) << table;
+
+  // A paced load generator that its downstream held back says so, and by
+  // how much its schedule went unmade.
+  r.processes[0].summary.held_back_s = 2.43;
+  r.processes[0].summary.behind_events = 3625;
+  EXPECT_HAS(report_table(r), "loadgen: held back 2.4 s, waiting for a free slot (credits or "
+                              "acknowledgements from downstream); made 3625 events fewer than its "
+                              "schedule called for");
+  j = YAML::Load(report_json(r));
+  EXPECT_DOUBLE_EQ(j["processes"][0]["held_back_s"].as<double>(), 2.43);
+  EXPECT_EQ(j["processes"][0]["behind_events"].as<uint64_t>(), 3625u);
 }
 
 TEST_F(Launcher, AFailingProcessEndsTheRunAndNamesItself) {

@@ -220,6 +220,18 @@ std::string report_table(const RunReport& r) {
   if (!restarted.empty())
     out += fmt::format("restarts: {}; a recovery is from the death to the first tuple at the sink "
                        "after the restart\n", restarted);
+  // A paced load generator that what is downstream held back: its rate was
+  // not what the run measured.
+  for (const auto& p : r.processes) {
+    const ProcessSummary& s = p.summary;
+    if (!p.have_summary || (s.held_back_s < 0.1 && !s.behind_events)) continue;
+    out += fmt::format("{}: held back {:.1f} s, waiting for a free slot (credits or acknowledgements "
+                       "from downstream){}\n",
+                       p.name, s.held_back_s,
+                       s.behind_events ? fmt::format("; made {} events fewer than its schedule called for",
+                                                     s.behind_events)
+                                       : "");
+  }
   for (const auto& p : r.processes)
     if (!p.settled.empty()) out += fmt::format("{}: {}\n", p.name, p.settled);
   if (r.cpe_p_nodes > 0 || r.cpe_p_endpoints > 0)

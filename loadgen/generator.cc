@@ -293,10 +293,39 @@ Descriptor Generator::make_end(uint32_t slot) {
   return {slot, 0, static_cast<uint32_t>(eos.wire_bytes()), 0, 0, kDescEnd};
 }
 
-// A free slot, waiting for one. threads: shared: while none is free and the
-// send stage's carrier has sends to complete (they free slots), this thread
-// reaps them, there being no other.
+// The events the rate or burst schedule calls for before `now` (at most
+// duration_s after t0_): those due at 0, 1/rate, ... (a burst each period).
+uint64_t Generator::scheduled_by(double now) const {
+  const double t = std::min(now - t0_, duration_s_);
+  if (t <= 0) return 0;
+  if (burst_events_ > 0) {
+    const double period = burst_ms_ / 1e3;
+    return period > 0 ? static_cast<uint64_t>(std::ceil(t / period)) * burst_events_ : burst_events_;
+  }
+  return static_cast<uint64_t>(std::ceil(t * rate_));
+}
+
+// A free slot, waiting for one; with a schedule, the wait is time it was
+// held back (counted only here, where no slot was free: nothing per event).
 uint32_t Generator::acquire_slot() {
+  const uint32_t slot = pool_.try_acquire();
+  if (slot != kNoSlot || pool_.closed()) return slot;
+  if (rate_ <= 0 && burst_events_ == 0) return wait_for_slot();
+  const double t = now_s();
+  const uint32_t got = wait_for_slot();
+  held_back_s_ += now_s() - t;
+  return got;
+}
+
+void Generator::report(ProcessSummary& s) const {
+  s.held_back_s += held_back_s_;
+  s.behind_events += behind_events_;
+}
+
+// threads: shared: while no slot is free and the send stage's carrier has
+// sends to complete (they free slots), this thread reaps them, there being
+// no other.
+uint32_t Generator::wait_for_slot() {
   for (;;) {
     const uint32_t slot = pool_.try_acquire();
     if (slot != kNoSlot || pool_.closed()) return slot;
@@ -337,6 +366,11 @@ Status Generator::next(std::span<Descriptor> out, size_t* n) {
     if (slot != kNoSlot) {
       out[k++] = make_end(slot);
       ended_ = true;
+      // A paced run that the clock ended: what its schedule called for.
+      if ((rate_ > 0 || burst_events_ > 0) && !tuple_limit_ && !stop_.load(std::memory_order_relaxed)) {
+        const uint64_t due = scheduled_by(now_s());
+        behind_events_ = due > generated_events_ ? due - generated_events_ : 0;
+      }
     } else if (k == 0) {
       return Status::Error("load generator stopped while waiting for a free slot");
     }

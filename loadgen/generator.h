@@ -77,6 +77,10 @@ class Generator final : public Source, public Remaker {
   void shutdown() override;
   // The last next() waited for its schedule (rate or bursts): not backed up.
   bool waited() const override { return waited_; }
+  // With a rate or bursts: how long it waited for a free slot (held back
+  // by what is downstream: credits, acknowledgements, a stalled receiver),
+  // and the events its schedule called for by the end and it did not make.
+  void report(ProcessSummary& s) const override;
   // Ends the stream early but cleanly (SIGINT): END goes out after what was made.
   void stop() { stop_.store(true, std::memory_order_relaxed); }
   // Makes the next event in `slot` with send timestamp `ts` (exposed for
@@ -85,7 +89,9 @@ class Generator final : public Source, public Remaker {
 
  private:
   size_t allowed_now(double now);
+  uint64_t scheduled_by(double now) const;
   uint32_t acquire_slot();
+  uint32_t wait_for_slot();
   Descriptor make_end(uint32_t slot);
   // The payload pattern of `count` tuples and the data block after them.
   void fill_payload(std::byte* event, uint32_t count) const;
@@ -103,6 +109,8 @@ class Generator final : public Source, public Remaker {
   double t0_ = -1;
   bool ended_ = false;
   bool waited_ = false;
+  double held_back_s_ = 0;     // paced: waiting for a free slot
+  uint64_t behind_events_ = 0;  // paced: scheduled by the end and not made
   std::atomic<bool> stop_{false};
   std::unique_ptr<FieldFiller> filler_;
   EventHeader header_{};                 // the constant fields of every event

@@ -273,6 +273,11 @@ struct ProcessSummary {
   double latency_p50_us = 0, latency_p99_us = 0, latency_max_us = 0;
 
   uint64_t credit_waits = 0;
+  // A load generator with a rate or bursts: the time it waited for a free
+  // slot (held back by what is downstream), and the events its schedule
+  // called for by the end of the run that it did not make.
+  double held_back_s = 0;
+  uint64_t behind_events = 0;
   BurstSummary burst;  // sink with bursts only (burst.bursts > 0)
   std::vector<StageSummary> stages;
   std::vector<LinkSummary> links;

@@ -30,6 +30,13 @@ A run passes when the report says ok, with lost, duplicated and corrupt 0,
 and (esper) the same groups as the run without faults. A failed run's
 directory is kept under --keep and named in its line.
 
+While a process is stopped the others have nothing to do once their
+windows fill: each SIGSTOP's line says the largest share of a core another
+process took over the stop (its CPU time from /proc over the pause), and
+marks it SPUN from --spun (0.5): what waits should sleep (a carrier that
+polled behind a stalled receiver took 0.3-1.0 of a core there). SPUN is
+reported, not failed: another fault's restart in the same window works.
+
   python3 experiments/soak.py [--runs 40] [--seed 1] [--first 0] [--build build]
       [--carriers tcp-opt,fabric shm,ucx sm,tcp capnp,tcp copy] [--examples pipeline,esper,cluster]
       [--rates] [--cuts] [--cluster-carriers tcp-opt,fabric tcp,ucx tcp]
@@ -58,6 +65,8 @@ ap.add_argument("--cluster-carriers", default="tcp-opt",
                 help="the carriers cluster runs pick from (tcp-opt, fabric tcp, ucx tcp; default tcp-opt, "
                      "which draws nothing, so earlier seeds choose as before)")
 ap.add_argument("--keep", default=os.path.join(tempfile.gettempdir(), "sluice-soak"))
+ap.add_argument("--spun", type=float, default=0.5,
+                help="mark a SIGSTOP whose bystanders took more than this share of a core (default 0.5)")
 ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                 help="a deployment key for every run, after the run's own (repeatable); the "
                      "seed's choices do not depend on it, so a run can be repeated with a key changed")
@@ -89,6 +98,18 @@ HOST = {"loadgen": "h1", "node-a": "h2", "node-b": "h3", "sink": "h4"}  # cluste
 os.makedirs(a.keep, exist_ok=True)
 
 
+def cpu_s(pids):
+    """The CPU seconds (user + system) the processes `pids` used so far."""
+    t = 0
+    for pid in pids:
+        try:
+            f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            t += (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):  # it ended meanwhile
+            pass
+    return t
+
+
 def run(example, sets, schedule, port, rng):
     run_dir = tempfile.mkdtemp(prefix="run-", dir=a.keep)
     duration = 4 if example == "esper" else 8
@@ -103,6 +124,7 @@ def run(example, sets, schedule, port, rng):
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     t0 = time.time()
     undo = []
+    stops = []  # each SIGSTOP: (victim, the busiest other process, its share of a core)
     for k, (at, victim, sig, pause) in enumerate(schedule):
         time.sleep(max(0, t0 + at - time.time()))
         if sig in ("CUT", "RESETS"):
@@ -136,14 +158,20 @@ def run(example, sets, schedule, port, rng):
                     os.kill(pid, signal.SIGKILL)
                 else:
                     os.kill(pid, signal.SIGSTOP)
+                    others = {n: pids_of(run_dir, n) for n in HOST if n != victim}
+                    before = {n: cpu_s(q) for n, q in others.items()}
+                    t1 = time.time()
                     time.sleep(pause)
+                    took = {n: (cpu_s(q) - before[n]) / (time.time() - t1) for n, q in others.items()}
                     os.kill(pid, signal.SIGCONT)
+                    busiest = max(took, key=took.get)
+                    stops.append((victim, busiest, took[busiest]))
             except ProcessLookupError:  # it died meanwhile: the report says why
                 pass
     for t in undo:
         t.join()
     out, err = p.communicate()
-    return out, err, run_dir
+    return out, err, run_dir, stops
 
 
 references = {}  # carrier -> esper's results without faults
@@ -181,14 +209,14 @@ for i in range(a.first, a.first + a.runs):
     if rng.random() < 0.3:
         sets.append("threads=" + rng.choice(["dedicated", "shared"]))
     if example == "esper" and carrier not in references:
-        out, err, d = run("esper", list(CARRIERS[carrier]) + ["checkpoint_interval_ms=50", "rate=2000"], [],
+        out, err, d, _ = run("esper", list(CARRIERS[carrier]) + ["checkpoint_interval_ms=50", "rate=2000"], [],
                           port + 350, rng)
         try:
             references[carrier] = open(f"{d}/esper-results.csv").read()
         except OSError:
             sys.exit(f"the reference esper run on {carrier} wrote no results ({d}): {err[-300:]}")
         shutil.rmtree(d, ignore_errors=True)
-    out, err, run_dir = run(example, sets, schedule, port, rng)
+    out, err, run_dir, stops = run(example, sets, schedule, port, rng)
     try:
         j = json.loads(out)
         ok = j["ok"] and j["lost"] == 0 and j["duplicated"] == 0 and j["corrupt"] == 0
@@ -216,6 +244,9 @@ for i in range(a.first, a.first + a.runs):
             what += f"; {j['error'][:300]}"
     except (ValueError, KeyError, OSError) as e:
         ok, what = False, f"no report ({e}): {err[-300:]}"
+    for victim, busiest, share in stops:
+        what += (f"; {victim} stopped: {busiest} took {share:.2f} of a core" +
+                 (" (SPUN)" if share > a.spun else ""))
     failed += not ok
     words = {"DOWN": "DOWN {}'s wire", "CUT": "CUT {}'s bridge port", "RESETS": "DROP {}'s resets"}
     faults = ", ".join((words[s].format(HOST[v]) if s in words else f"{s} {v}") + f" at {t} s" +

@@ -18,6 +18,19 @@ def pids_of(run_dir, name):
     return out
 
 
+def cpu_s(pids):
+    """The CPU seconds (user + system) the processes `pids` used so far (a
+    process that ended meanwhile counts nothing)."""
+    t = 0
+    for pid in pids:
+        try:
+            f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+            t += (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            pass
+    return t
+
+
 def bridge_netns(run_dir):
     """The network namespace of the bridge that joins a --launcher netns
     run's hosts (its state.json names it, "...-net"); None if there is none yet."""

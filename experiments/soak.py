@@ -47,7 +47,7 @@ below the ephemeral range). Exit status 1 when a run failed.
 """
 import argparse, json, os, random, shutil, signal, subprocess, sys, tempfile, threading, time
 
-from procs import bridge_netns, host_netns, nft, pids_of
+from procs import bridge_netns, cpu_s, host_netns, nft, pids_of
 
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 ap.add_argument("--runs", type=int, default=40)
@@ -96,18 +96,6 @@ FILE = {"pipeline": "deploy/examples/pipeline.yaml", "esper": "deploy/examples/e
         "cluster": "deploy/examples/cluster.yaml"}
 HOST = {"loadgen": "h1", "node-a": "h2", "node-b": "h3", "sink": "h4"}  # cluster.yaml's
 os.makedirs(a.keep, exist_ok=True)
-
-
-def cpu_s(pids):
-    """The CPU seconds (user + system) the processes `pids` used so far."""
-    t = 0
-    for pid in pids:
-        try:
-            f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-            t += (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, IndexError, ValueError):  # it ended meanwhile
-            pass
-    return t
 
 
 def run(example, sets, schedule, port, rng):

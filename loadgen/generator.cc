@@ -208,7 +208,7 @@ void Generator::shutdown() {
 // How many events may be made now under the rate or burst schedule; sleeps
 // until at least one may.
 size_t Generator::allowed_now(double now) {
-  if (rate_ <= 0 && burst_events_ == 0) return SIZE_MAX;
+  if (!paced()) return SIZE_MAX;
   for (;;) {
     double due_s;
     int64_t allowed;
@@ -310,7 +310,7 @@ uint64_t Generator::scheduled_by(double now) const {
 uint32_t Generator::acquire_slot() {
   const uint32_t slot = pool_.try_acquire();
   if (slot != kNoSlot || pool_.closed()) return slot;
-  if (rate_ <= 0 && burst_events_ == 0) return wait_for_slot();
+  if (!paced()) return wait_for_slot();
   const double t = now_s();
   const uint32_t got = wait_for_slot();
   held_back_s_ += now_s() - t;
@@ -367,7 +367,7 @@ Status Generator::next(std::span<Descriptor> out, size_t* n) {
       out[k++] = make_end(slot);
       ended_ = true;
       // A paced run that the clock ended: what its schedule called for.
-      if ((rate_ > 0 || burst_events_ > 0) && !tuple_limit_ && !stop_.load(std::memory_order_relaxed)) {
+      if (paced() && !tuple_limit_ && !stop_.load(std::memory_order_relaxed)) {
         const uint64_t due = scheduled_by(now_s());
         behind_events_ = due > generated_events_ ? due - generated_events_ : 0;
       }

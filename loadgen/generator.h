@@ -88,6 +88,7 @@ class Generator final : public Source, public Remaker {
   Descriptor make_event(uint32_t slot, uint64_t ts);
 
  private:
+  bool paced() const { return rate_ > 0 || burst_events_ > 0; }  // a rate or bursts
   size_t allowed_now(double now);
   uint64_t scheduled_by(double now) const;
   uint32_t acquire_slot();

@@ -222,8 +222,9 @@ class End {
       if (!st || *n) return st;
     } while (Clock::now() < until);
     page_.p->sleeping[me_].store(1, std::memory_order_seq_cst);
-    if (!peer_owes) owe_nothing();
-    if (peer_owes) {
+    if (!peer_owes) {
+      owe_nothing();
+    } else {
       // Our sends complete only as the peer makes progress (and a large
       // one may need ours again in between, which no doorbell announces):
       // wake it, and look again soon whatever it does.
@@ -352,16 +353,13 @@ class End {
   // node waiting for credits behind a stalled receiver spun so on a whole
   // core). Nothing rides on polling then.
   void owe_nothing() {
-    if (!timer_unread_) return;
-    timer_armed_ = true;
-    cancel_timer();
+    if (timer_unread_) cancel_timer();
   }
   void cancel_timer() {
-    timer_unread_ = false;
-    if (!timer_armed_) return;
+    if (!timer_armed_ && !timer_unread_) return;
     itimerspec off{};  // disarmed, and what it counted is gone with it
     timerfd_settime(timer_.get(), 0, &off, nullptr);
-    timer_armed_ = false;
+    timer_armed_ = timer_unread_ = false;
   }
   // The timer, for what no event will announce (see idle()): longer for
   // each round in a row that found nothing.

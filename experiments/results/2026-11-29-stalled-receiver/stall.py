@@ -6,7 +6,7 @@ first 0.5 s of it let the backpressure reach the load generator).
 import argparse, os, signal, subprocess, sys, tempfile, time, json
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "experiments"))
-from procs import pids_of
+from procs import cpu_s, pids_of
 ap = argparse.ArgumentParser()
 ap.add_argument("--set", action="append", default=[])
 ap.add_argument("--port", type=int, default=19500)
@@ -23,14 +23,11 @@ p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, tex
 time.sleep(1.5)
 names = ["loadgen", "node-a", "node-b", "sink"]
 pids = {n: pids_of(f"{run_dir}/run", n) for n in names}
-def cpu(pid):
-    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 for v in pids[a.victim]: os.kill(v, signal.SIGSTOP)
 time.sleep(0.5)  # let the backpressure reach the loadgen
-c0 = {n: sum(cpu(x) for x in pids[n]) for n in names}
+c0 = {n: cpu_s(pids[n]) for n in names}
 time.sleep(a.stop_s)
-c1 = {n: sum(cpu(x) for x in pids[n]) for n in names}
+c1 = {n: cpu_s(pids[n]) for n in names}
 for v in pids[a.victim]: os.kill(v, signal.SIGCONT)
 j = json.loads(p.communicate()[0])
 print(os.path.basename(build.rstrip("/")), " ".join(a.set) or "tcp", "| % of a core while", a.victim, "stopped:",

@@ -12,8 +12,10 @@
 #include <filesystem>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,18 @@ std::string check_timeout(const std::string& text) {
   if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v <= 0)
     return fmt::format("must be a positive number of seconds, got {}", text);
   return {};
+}
+
+// A run's name for its snapshots: when, which supervisor, and 32 random bits
+// (two runs started in one second by one pid are not told apart otherwise).
+std::string new_run_id() {
+  std::random_device rd;
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y%m%dT%H%M%SZ", &utc);
+  return fmt::format("{}-{}-{:08x}", when, getpid(), rd());
 }
 
 }  // namespace
@@ -382,6 +396,10 @@ int main(int argc, char** argv) {
       d = std::move(mapped);
     }
   }
+  // One name per run, kept by its restarts (they read the same
+  // resolved.yaml): a snapshot from an earlier run in the same run
+  // directory or state_dir is passed over, not restored.
+  if (d.run_id.empty()) d.run_id = new_run_id();
   std::unique_ptr<Executor> executor;
   st = make_executor(d, stderr, &executor);
 

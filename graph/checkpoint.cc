@@ -215,6 +215,7 @@ Status SnapshotFiles::read_newest(const std::string& token, std::string* out, st
   std::string bytes[2], errors;
   uint64_t best = 0;
   int pick = -1;
+  others_ = 0;
   for (int i = 0; i < 2; ++i) {
     bool there = false;
     if (Status st = read_snapshot_file(name(i), &bytes[i], &there); !st) return st;
@@ -225,7 +226,10 @@ Status SnapshotFiles::read_newest(const std::string& token, std::string* out, st
       errors += (errors.empty() ? "" : "; ") + st.message();
       continue;
     }
-    if (tok != token) continue;  // another run's
+    if (tok != token) {  // another run's
+      ++others_;
+      continue;
+    }
     if (pick < 0 || number > best) {
       pick = i;
       best = number;

@@ -100,11 +100,14 @@ class SnapshotFiles {
   void remove();
   // What read_newest passed over ("" if nothing), for the log.
   const std::string& passed_over() const { return passed_over_; }
+  // How many files read_newest found whole but another run's.
+  int others() const { return others_; }
 
  private:
   std::string path_;
   bool sync_ = false;
   std::string passed_over_;
+  int others_ = 0;
   int fd_[2] = {-1, -1};
   size_t size_[2] = {0, 0};
 };

@@ -214,12 +214,14 @@ struct Deployment {
   // Operator snapshots: a node whose operators keep state writes it to
   // state_dir ("": the run's directory) every checkpoint_interval_ms (0:
   // never) and reads it back when restarted. run_token names the run a
-  // snapshot belongs to (set by the programs, not a key).
+  // snapshot belongs to (set by the programs, not a key): run_id and the
+  // summary's path; sluice-deploy sets a new run_id for every run.
   uint32_t checkpoint_interval_ms = 0;
   std::string state_dir;
   // on: each snapshot is on disk (fdatasync) before the input it holds is
   // acknowledged, so it survives the machine, not only the process.
   std::string snapshot_sync = "off";
+  std::string run_id;
   std::string run_token;
 
   uint16_t base_port = 17100;

@@ -496,6 +496,11 @@ const std::vector<Key>& keys() {
                "on: each snapshot reaches the disk (fdatasync) before the input it holds is acknowledged, "
                "so it survives the death of its machine, not only of its process, and a restart passes "
                "over a torn newer file; off: the page cache holds it"),
+      string_key("run_id", &Deployment::run_id,
+                 "names the run its snapshots belong to: a process restores only one written under the same "
+                 "run_id and summary path, so a run directory used again starts afresh; sluice-deploy run "
+                 "and up set a new one for each run unless the file or --set gives one; unset (a process "
+                 "started by hand): its summary's path alone"),
   };
   return k;
 }

@@ -632,8 +632,12 @@ int process_main(Role role, int argc, char** argv) {
   }
   // Snapshots go beside the summary, in the run's directory, unless the file
   // names a state_dir; the summary's path names the run they belong to.
+  // With run_id too: a run directory used again (sluice-deploy run
+  // --run-dir X twice) held the last run's final snapshots under the same
+  // path, and the next run's sink restored them as its own.
+  d.run_token = d.run_id;
   if (!summary.empty()) {
-    d.run_token = std::filesystem::absolute(summary).string();
+    d.run_token += (d.run_id.empty() ? "" : " ") + std::filesystem::absolute(summary).string();
     if (d.state_dir.empty()) d.state_dir = std::filesystem::path(summary).parent_path().string();
   }
   if (d.state_dir.empty()) d.state_dir = ".";

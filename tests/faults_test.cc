@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -468,6 +469,36 @@ TEST(Faults, AKilledSinkWithoutSnapshotsIsNotRunAgainAndTheRunSaysWhy) {
   EXPECT_NE(e.find("not restarted: without checkpoint_interval_ms"), std::string::npos) << e;
   EXPECT_EQ(o.json["processes"][3]["restarts"].as<int>(), 0);
   EXPECT_LT(took, 20.0);  // not the timeout: 3 s of run, 1 s to the kill
+}
+
+// A run directory used again: the sink keeps its final snapshot (a kill
+// after END restarts from it), and the next run in the same directory wrote
+// its summary beside it, under the same path. Its sink restored the last
+// run's ended stream as its own, and the run failed ("Connection reset by
+// peer" on node-b's handshake). Each run now has its own run_id: the old
+// files are passed over and overwritten.
+TEST(Faults, ARunDirectoryUsedAgainStartsAfresh) {
+  const fs::path dir = fs::temp_directory_path() / ("sluice-faults-again-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string run = (dir / "run").string();
+  const std::string cmd = kDeploy + " run " + kExample + " --json --run-dir " + run +
+                          " --set base_port=28600 --set duration_s=1 --set rate=2000 --set progress_s=0"
+                          " --set acks=on --set checkpoint_interval_ms=50 >" +
+                          (dir / "out").string() + " 2>" + (dir / "err").string();
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << "round " << round << ": " << slurp(dir / "err");
+    const YAML::Node j = YAML::Load(slurp(dir / "out"));
+    ASSERT_TRUE(fs::exists(run + "/sink.0.snapshot.0") || fs::exists(run + "/sink.0.snapshot.1"));
+    EXPECT_EQ(j["processes"][3]["name"].as<std::string>(), "sink");
+    EXPECT_EQ(j["processes"][3]["restored_checkpoint"].as<uint64_t>(0), 0u) << "round " << round;
+    EXPECT_GT(j["tuples"].as<uint64_t>(), 0u);
+    EXPECT_EQ(j["tuples"].as<uint64_t>(), j["processes"][0]["tuples_out"].as<uint64_t>()) << "round " << round;
+    EXPECT_EQ(j["lost"].as<uint64_t>(), 0u);
+  }
+  EXPECT_NE(slurp(run + "/sink.log").find("another run's snapshot, passed over"), std::string::npos)
+      << slurp(run + "/sink.log");
+  if (!::testing::Test::HasFailure()) fs::remove_all(dir);
 }
 
 // sluice-deploy killed with SIGKILL stops nothing on its way out: its

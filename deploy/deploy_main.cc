@@ -480,6 +480,7 @@ int main(int argc, char** argv) {
   opts.timeout_s = timeout_s;
   opts.stop_signal = &g_stop_signal;
   st = find_programs(bin_dir, &opts.programs);
+  if (st) st = check_run_dir_free(run_dir);
   if (!st) {
     fmt::print(stderr, "sluice-deploy: {}\n", st.message());
     if (json) {

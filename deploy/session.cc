@@ -372,6 +372,28 @@ void write_final(const RunReport& r) {
   write_state(r, "down");
 }
 
+Status check_run_dir_free(const std::string& run_dir) {
+  std::error_code ec;
+  if (run_dir.empty() || !fs::exists(state_path(run_dir), ec)) return {};
+  State s;
+  if (!read_state(run_dir, &s).ok() || s.phase == "down") return {};
+  std::string who;
+  if (alive(s.supervisor, s.supervisor_ticks)) {
+    who = fmt::format("its supervisor, pid {}, is alive", s.supervisor);
+  } else {
+    for (const ProcState& p : s.processes)
+      if (alive(p.pid, p.start_ticks)) {
+        who = fmt::format("its process {}, pid {}, is alive (its supervisor is gone)", p.name, p.pid);
+        break;
+      }
+  }
+  if (who.empty()) return {};
+  return Status::Error(fmt::format(
+      "{} belongs to a run that is not down ({}, phase {}): `sluice-deploy down {}` ends it; or give "
+      "another --run-dir",
+      run_dir, who, s.phase, run_dir));
+}
+
 SessionResult up_deployment(const Deployment& d, LaunchOptions o, bool json) {
   SessionResult res;
   std::error_code ec;

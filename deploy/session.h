@@ -46,6 +46,13 @@ void write_state(const RunReport& r, const char* phase);
 // state.json in phase "down".
 void write_final(const RunReport& r);
 
+// Before `run` or `up` writes into run_dir: an error when a run that is
+// not down still owns it (its supervisor, or any of its processes, alive:
+// state.json says which, with start times). A second `up` there wrote its
+// state over the first's, and the first's supervisor, holding its hosts,
+// was then out of reach of `status` and `down`.
+Status check_run_dir_free(const std::string& run_dir);
+
 // Exit codes of the three verbs, as docs/RUNNING.md's table says.
 struct SessionResult {
   int exit_code = 0;

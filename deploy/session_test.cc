@@ -413,6 +413,32 @@ TEST_F(Session, StatusOfARunAndOfNothing) {
   EXPECT_EQ(deploy("up " + kCluster + " --launcher nowhere"), 2);
 }
 
+// A run directory belongs to its run until it is down: a second `up` there
+// wrote its state.json over the first's, and the first's supervisor, with
+// its processes and hosts, was out of reach of `status` and `down` (seen:
+// both supervisors lived on, the second run failed on a port). Now `up`
+// and `run` into it are refused, naming the supervisor and `down`; once
+// down, the directory takes a new run.
+TEST_F(Session, ARunDirectoryInUseIsRefusedUntilItIsDown) {
+  const std::string sets = " --launcher local --set base_port=28700 --set rate=500" + on_loopback();
+  ASSERT_EQ(deploy("up " + kCluster + sets + " --set duration_s=30 --run-dir " + run_), 0) << err_ << out_;
+  YAML::Node s;
+  ASSERT_EQ(deploy("status --json " + run_, &s), 0) << err_ << out_;
+  const std::string supervisor = std::to_string(s["supervisor"]["pid"].as<int>());
+  for (const char* verb : {"up ", "run "}) {
+    EXPECT_EQ(deploy(verb + kCluster + sets + " --set duration_s=1 --run-dir " + run_), 2) << verb << out_;
+    EXPECT_HAS(err_, run_ + " belongs to a run that is not down (its supervisor, pid " + supervisor);
+    EXPECT_HAS(err_, "sluice-deploy down " + run_);
+  }
+  // The first run is still whole and reachable.
+  ASSERT_EQ(deploy("status --json " + run_, &s), 0) << err_ << out_;
+  EXPECT_EQ(std::to_string(s["supervisor"]["pid"].as<int>()), supervisor);
+  EXPECT_TRUE(s["supervisor"]["alive"].as<bool>());
+  EXPECT_EQ(process(s, "node-a")["state"].as<std::string>(), "running");
+  EXPECT_EQ(deploy("down " + run_), 0) << err_ << out_;  // drained: the run ends ok
+  EXPECT_EQ(deploy("run " + kCluster + sets + " --set tuples=10000 --run-dir " + run_), 0) << err_ << out_;
+}
+
 // Each process is pinned to its host's cores; pin_stages spreads its stage
 // threads over them, or puts them on the CPUs listed; the summary says
 // where each ran, and the CPU it last ran on is one it was allowed.

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 namespace sluice {
 namespace {
@@ -173,6 +174,23 @@ Status peek_snapshot(const void* data, size_t n, const std::string& where, std::
 SnapshotFiles::~SnapshotFiles() {
   for (int fd : fd_)
     if (fd >= 0) ::close(fd);
+}
+
+Status SnapshotFiles::prepare() {
+  const size_t slash = path_.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    return Status::Error(fmt::format("state_dir {}: cannot make it: {}", dir, ec.message()));
+  const std::string probe = path_ + ".probe";
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return Status::Error(fmt::format("state_dir {}: cannot write snapshots there ({}: {})", dir, probe,
+                                     std::strerror(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return {};
 }
 
 Status SnapshotFiles::write(uint64_t number, const std::string& bytes) {

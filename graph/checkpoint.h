@@ -96,6 +96,11 @@ class SnapshotFiles {
   // or both are another run's. A damaged file is an error naming it, even
   // beside a whole one, unless sync (then passed_over() names it).
   Status read_newest(const std::string& token, std::string* out, std::string* where, bool* found);
+  // Before the first snapshot, at start: makes the directory the files go
+  // in if it is missing, and creates and removes a file there, so that a
+  // state_dir that cannot be written fails the process before its stream
+  // starts (not at its first snapshot, with tuples already in flight).
+  Status prepare();
   // Both files, after END.
   void remove();
   // What read_newest passed over ("" if nothing), for the log.

@@ -489,7 +489,8 @@ const std::vector<Key>& keys() {
                "restarted; needs acks: on "
                "(docs/DESIGN.md, Operator snapshots)"),
       string_key("state_dir", &Deployment::state_dir,
-                 "where snapshots go, on each node's host (NAME.INSTANCE.snapshot.0 and .1); unset: the "
+                 "where snapshots go, on each node's host (NAME.INSTANCE.snapshot.0 and .1), made if "
+                 "missing; one that cannot hold files fails the process at its start; unset: the "
                  "run's directory"),
       enum_key("snapshot_sync", &kOnOff, [](Deployment* d, const std::string& v) { d->snapshot_sync = v; },
                [](const Deployment& d) { return d.snapshot_sync; },

@@ -19,6 +19,7 @@ Status Instance::restore() {
   ck_files_ = std::make_unique<SnapshotFiles>(cfg_.checkpoint_path, cfg_.checkpoint_sync);
   std::string bytes, where;
   bool found = false;
+  if (Status st = ck_files_->prepare(); !st) return st;
   Status read = ck_files_->read_newest(cfg_.checkpoint_token, &bytes, &where, &found);
   if (read && !found && ck_files_->others())
     spdlog::info("instance {}: {}.0/.1: another run's snapshot, passed over (this run starts afresh and "

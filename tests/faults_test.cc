@@ -394,6 +394,33 @@ TEST(Faults, ADamagedSnapshotIsAnErrorNamingTheFile) {
   fs::remove_all(state);
 }
 
+// state_dir is made when missing; one that cannot hold files fails the
+// process at its start, naming state_dir (it failed at the first snapshot,
+// with the stream running, as "snapshot DIR/sink.0.snapshot.1: cannot
+// create").
+TEST(Faults, AStateDirIsMadeOrItsFaultNamedAtTheStart) {
+  const fs::path base = fs::temp_directory_path() / ("sluice-faults-statedir-" + std::to_string(getpid()));
+  fs::remove_all(base);
+  fs::create_directories(base);
+  const fs::path made = base / "not" / "yet";
+  Outcome o = kill_mid_run("statedir-made", 28800, "",
+                           "--set acks=on --set checkpoint_interval_ms=50 --set duration_s=1 --set state_dir=" +
+                               made.string());
+  EXPECT_EQ(o.code, 0) << o.err;
+  EXPECT_TRUE(fs::exists(made / "sink.0.snapshot.0")) << o.err;
+  EXPECT_FALSE(fs::exists(made / "sink.0.snapshot.probe"));
+  const fs::path file = base / "a-file";
+  std::ofstream(file) << "not a directory";
+  o = kill_mid_run("statedir-file", 28800, "",
+                   "--set acks=on --set checkpoint_interval_ms=50 --set duration_s=1 --set state_dir=" +
+                       file.string());
+  ASSERT_TRUE(o.json.IsMap()) << o.err;
+  EXPECT_EQ(o.code, 1);
+  const std::string e = o.json["error"].as<std::string>("");
+  EXPECT_NE(e.find("state_dir " + file.string() + ": cannot make it"), std::string::npos) << e;
+  if (!::testing::Test::HasFailure()) fs::remove_all(base);
+}
+
 // The sink killed and restarted, with snapshots on: it restores its
 // verifier (every stream's position, its counts) from its last snapshot,
 // node-b replays what the sink had not acknowledged (a sink acknowledges

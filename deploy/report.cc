@@ -212,8 +212,9 @@ std::string report_table(const RunReport& r) {
     std::string times;
     for (double t : p.recovery_s)
       times += fmt::format("{}{}", times.empty() ? "" : ", ",
-                           t >= 0 ? fmt::format("{:.3f} s", t) : std::string("not seen at a sink"));
-    restarted += fmt::format("{}{} {} time{} (recovered in {})", restarted.empty() ? "" : "; ",
+                           t >= 0 ? fmt::format("recovered in {:.3f} s", t)
+                                  : std::string("its recovery not seen at a sink"));
+    restarted += fmt::format("{}{} {} time{} ({})", restarted.empty() ? "" : "; ",
                              p.name, p.restarts, p.restarts == 1 ? "" : "s",
                              times.empty() ? "?" : times);
   }

@@ -373,6 +373,9 @@ class Instance {
            std::unique_ptr<HandoverPool> handover = nullptr);
   ~Instance();
   void start();
+  // From any thread: every stage ends at once, without END, with `why` as
+  // the instance's status (a SIGTERM'd process, which still reports).
+  void stop(const Status& why) { fail(why); }
   void join();
   bool done() const { return done_.load(std::memory_order_acquire) == 3; }
   // An eventfd written once when done() turns true, so whoever waits for it

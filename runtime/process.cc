@@ -45,6 +45,28 @@ void on_signal(int) {
   if (fd >= 0) (void)!::write(fd, &one, sizeof one);
 }
 
+// A node or a sink told SIGTERM (sluice-deploy stopping a run that failed
+// or timed out, a supervisor that died, `kill`) stops at once, without the
+// stream's END (draining is the load generator's SIGINT), writes its
+// summary of what it counted, and then dies of the signal, so whoever
+// waits for it sees what it saw before. It died at once with no summary:
+// a run whose node-a was killed reported "0 tuples" for a sink that had
+// counted 500,000. Stopping may not take longer than kTermGraceS (a
+// thread blocked in a send to a peer that reads nothing): then, or at a
+// second SIGTERM, the signal's own action ends it.
+constexpr unsigned kTermGraceS = 2;
+std::atomic<bool> g_term{false};
+void die_of_sigterm(int) {
+  signal(SIGTERM, SIG_DFL);
+  raise(SIGTERM);
+}
+void on_term(int sig) {
+  if (g_term.exchange(true)) die_of_sigterm(sig);
+  signal(SIGALRM, die_of_sigterm);
+  alarm(kTermGraceS);
+  on_signal(sig);
+}
+
 struct Built {
   std::vector<std::unique_ptr<Instance>> instances;
   std::vector<Generator*> generators;
@@ -118,6 +140,7 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
       for (size_t l : d.outputs_of(index)) {
         out.push_back(d.link_options(l, k));
         out.back().stop = stop;  // a stop before it connected ends it at once
+        if (stop == &g_stop) out.back().abort = &g_term;  // and SIGTERM a reconnect
       }
       // A node that only forwards keeps no copies with acks: its upstream's
       // backup covers what it sends (node_backup: upstream, AckLedger).
@@ -342,6 +365,7 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
   ProgressCounts last;
   const bool has_in = !d.inputs_of(index).empty(), has_out = !d.outputs_of(index).empty();
   bool stopping = false;
+  double term_at = -1;  // SIGTERM: when the instances stop at once
   for (;;) {
     bool all_done = true;
     for (auto& in : b.instances) all_done = all_done && in->done();
@@ -349,12 +373,29 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
     if (stop && stop->load() && !stopping) {
       stopping = true;
       for (auto* g : b.generators) g->stop();
-      spdlog::info("stopping: the stream ends after the events already made");
+      if (!b.generators.empty()) {
+        spdlog::info("stopping: the stream ends after the events already made");
+        // SIGTERM: END has a second to drain (it cannot if what is
+        // downstream died), then the generator stops as a node does.
+        if (stop == &g_stop && g_term.load()) term_at = now_s() + 1.0;
+      } else if (stop == &g_stop && g_term.load()) {
+        term_at = now_s();
+      }
+    }
+    if (term_at >= 0 && now_s() >= term_at) {
+      term_at = -1;
+      spdlog::info("stopping (SIGTERM): at once, with a summary of what was counted");
+      for (auto& in : b.instances)
+        in->stop(Status::Error("stopped by SIGTERM before the stream's END; the counts are up to then"));
     }
     int timeout_ms = -1;
     if (d.progress_s > 0) timeout_ms = std::max(1, int((last_print + d.progress_s - now_s()) * 1e3) + 1);
     // A stop flag that no signal handler sets is looked at now and then.
     if (stop && stop != &g_stop && !stopping && (timeout_ms < 0 || timeout_ms > 20)) timeout_ms = 20;
+    if (term_at >= 0) {
+      const int left = std::max(1, int((term_at - now_s()) * 1e3) + 1);
+      timeout_ms = timeout_ms < 0 ? left : std::min(timeout_ms, left);
+    }
     pollfd pfd{wake.get(), POLLIN, 0};
     if (::poll(&pfd, 1, timeout_ms) > 0) {
       uint64_t n;
@@ -500,7 +541,7 @@ int process_main(Role role, int argc, char** argv) {
   // before it has a log line (seen with `down` 100 ms after `up`).
   if (role == Role::kLoadgen) {
     signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
+    signal(SIGTERM, on_term);
   }
   for (Status (*follow)() : {follow_supervisor, check_lifeline}) {
     if (Status st = follow(); !st) {
@@ -615,6 +656,7 @@ int process_main(Role role, int argc, char** argv) {
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
+  signal(SIGTERM, on_term);
 
   ProcessSummary s;
   // A sink's burst histograms go beside its summary (NAME.json -> NAME.bursts.tsv).
@@ -659,6 +701,13 @@ int process_main(Role role, int argc, char** argv) {
   if (!summary.empty())
     if (Status w = write_atomically(summary, s.to_json() + "\n"); !w)
       spdlog::error("cannot write summary to {}: {}", summary, w.message());
+  if (g_term.load()) {
+    spdlog::info("stopped by SIGTERM: summary written; ending as the signal does");
+    if (summary.empty()) fmt::print("{}\n", s.to_json());
+    std::fflush(stdout);
+    spdlog::shutdown();
+    die_of_sigterm(SIGTERM);
+  }
   if (!st.ok()) {
     spdlog::error("{}", st.message());
     return 1;

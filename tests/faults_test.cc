@@ -258,6 +258,15 @@ TEST(Faults, WithoutRestartAKilledNodeFailsTheRunNamingIt) {
   EXPECT_NE(e.find("killed by signal 9"), std::string::npos) << e;
   EXPECT_EQ(o.json["restarts"].as<int>(), 0);
   EXPECT_EQ(o.err.find("restarting"), std::string::npos) << o.err;
+  // What got through is counted: node-b and the sink, stopped by SIGTERM,
+  // report before they die of it (they died at once: "0 tuples").
+  for (int i : {2, 3}) {
+    const YAML::Node p = o.json["processes"][i];
+    EXPECT_EQ(p["error"].as<std::string>(""), "stopped by sluice-deploy when the run ended early") << p;
+    EXPECT_GT(p["events_in"].as<uint64_t>(0), 0u) << p;
+  }
+  EXPECT_GT(o.json["tuples"].as<uint64_t>(), 0u);
+  EXPECT_LE(o.json["tuples"].as<uint64_t>(), o.json["processes"][0]["tuples_out"].as<uint64_t>());
 }
 
 // A node stopped (SIGSTOP) for 2 s of a 3 s run, then continued: its

@@ -201,6 +201,8 @@ Status Sender::recover(Status why) {
   auto backoff = std::chrono::milliseconds(10);
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
+    if (opts_.abort && opts_.abort->load(std::memory_order_relaxed))
+      return Status::Error(fmt::format("{}{}; stopped while connecting again", who, why.message()));
     if (now >= deadline)
       return Status::Error(fmt::format("{}{}; not connected again within {} ms", who,
                                        why.message(), opts_.reconnect_timeout_ms));

@@ -60,6 +60,8 @@ struct LinkOptions {
   // a receiver that refuses the link as busy; nothing was sent on the link
   // yet. A reconnect (acks) does not look at it: frames it sent wait on it.
   const std::atomic<bool>* stop = nullptr;
+  // The process's stop-at-once (SIGTERM): a reconnect gives up too.
+  const std::atomic<bool>* abort = nullptr;
   std::string token;              // optional shared secret checked at handshake
   Wait wait = Wait::kBlock;       // for the transport's own internal queues
   // Upstream backup (PROTOCOL.md section 5): the sender keeps every frame it

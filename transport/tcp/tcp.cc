@@ -967,10 +967,11 @@ std::unique_ptr<Sender> make_sender(const LinkOptions& opts, SlotPool& pool, Sta
   if (!st->ok()) return nullptr;
   auto s = std::make_unique<Sender>(opts, std::move(c.carrier), pool, c.credits, c.peer_slot_bytes, link);
   // A sender with acks connects again with the same, stop or not
-  // (LinkOptions::stop is for the first connect: frames wait on a reconnect).
+  // (LinkOptions::stop is for the first connect: frames wait on a reconnect),
+  // unless the process is stopping at once (LinkOptions::abort).
   if (opts.acks) {
     LinkOptions again = opts;
-    again.stop = nullptr;
+    again.stop = opts.abort;
     s->set_connector([again, &pool, link](uint32_t timeout_ms, Connection* c) -> Status {
       return connect_link(again, pool, link, timeout_ms, c);
     });

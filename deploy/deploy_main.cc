@@ -124,7 +124,8 @@ int main(int argc, char** argv) {
   run->add_flag("--json", json, "Print the report as one JSON object on stdout instead of a table");
   run->add_option("--run-dir", run_dir,
                   "Where resolved.yaml, NAME.log and NAME.json go (default: "
-                  "./runs/<YYYYmmdd-HHMMSS>-<pid>)");
+                  "./runs/<YYYYmmdd-HHMMSS>-<pid>);\nrefused while a run there is not down; "
+                  "used again, it starts afresh");
   run->add_option("--bin-dir", bin_dir,
                   "Directory holding sluice-loadgen, sluice-node and sluice-sink (default: the\n"
                   "build folders beside this program: ../loadgen, ../node, ../sink, or its own)");

@@ -176,9 +176,13 @@ SnapshotFiles::~SnapshotFiles() {
     if (fd >= 0) ::close(fd);
 }
 
-Status SnapshotFiles::prepare() {
+std::string SnapshotFiles::directory() const {
   const size_t slash = path_.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
+}
+
+Status SnapshotFiles::prepare() {
+  const std::string dir = directory();
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec)
@@ -201,8 +205,7 @@ Status SnapshotFiles::write(uint64_t number, const std::string& bytes) {
       return Status::Error(fmt::format("snapshot {}: cannot create: {}", name(i), std::strerror(errno)));
     size_[i] = SIZE_MAX;  // unknown: cut to size after the first write
     if (sync_) {  // the new name, on disk too
-      const size_t slash = path_.rfind('/');
-      const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
+      const std::string dir = directory();
       const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       const bool synced = dfd >= 0 && ::fsync(dfd) == 0;
       const int err = errno;

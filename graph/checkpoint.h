@@ -89,6 +89,8 @@ class SnapshotFiles {
   explicit SnapshotFiles(std::string path, bool sync = false) : path_(std::move(path)), sync_(sync) {}
   ~SnapshotFiles();
   std::string name(int i) const { return path_ + "." + std::to_string(i); }
+  // The directory the files are in.
+  std::string directory() const;
   // Snapshot number `number` into file number & 1.
   Status write(uint64_t number, const std::string& bytes);
   // The newer of the two whose header and checksum hold and whose token is

@@ -522,6 +522,8 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
           continue;
         }
         c.restart_at = c.exited_at + restart_backoff_s(d, p.restarts + 1);
+        p.restart_due_wall_s = wall_s() + (c.restart_at - mono_s());
+        if (o.on_change) o.on_change(r, "running");  // status: restarting, not only dead
         if (o.progress) {
           fmt::print(o.progress, "sluice-deploy: {} died ({}); restarting ({}/{}) in {:.0f} ms\n",
                      p.name, death_words(c.status), p.restarts + 1, d.restart_limit,
@@ -534,6 +536,7 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
         continue;
       }
       c.restart_at = -1;
+      p.restart_due_wall_s = 0;
       ++p.restarts;
       p.restarted_at_s.push_back(mono_s() - t0);
       p.restarted_wall_s.push_back(wall_s());

@@ -110,6 +110,9 @@ struct ProcessOutcome {
   // restart: on-failure: how many times the supervisor started it again, and
   // when (seconds after the run's processes were all started).
   uint32_t restarts = 0;
+  // Dead with a restart planned: when it is due (CLOCK_REALTIME seconds;
+  // 0: none planned), for `status`.
+  double restart_due_wall_s = 0;
   std::vector<double> restarted_at_s;
   // Per restart, in CLOCK_REALTIME seconds (the clock of the sink's
   // summary): when its death was seen and when it was started again; and

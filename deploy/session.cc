@@ -36,6 +36,7 @@ struct ProcState {
   std::string state = "not started";  // not started | running | exited | killed
   int exit_code = -1, signal = 0;
   uint32_t restarts = 0;  // restart: on-failure: times the supervisor started it again
+  double restart_due = 0;  // dead, to be started again at this CLOCK_REALTIME second (0: not)
   std::string log, summary, metrics_url, error;
 };
 
@@ -63,7 +64,7 @@ std::string state_json(const State& s) {
                      {"pid", p.pid}, {"start_ticks", p.start_ticks}, {"state", p.state},
                      {"exit_code", p.exit_code}, {"signal", p.signal}, {"log", p.log},
                      {"summary", p.summary}, {"metrics_url", p.metrics_url}, {"error", p.error},
-                     {"restarts", p.restarts}});
+                     {"restarts", p.restarts}, {"restart_due_s", p.restart_due}});
   Json j = {{"run_id", s.run_id},
             {"run_dir", s.run_dir},
             {"deployment", s.deployment},
@@ -117,6 +118,7 @@ State state_of(const RunReport& r, const char* phase) {
                                                                       : metrics_url_in_log(p.log_path);
     q.error = p.error;
     q.restarts = p.restarts;
+    q.restart_due = p.running ? 0 : p.restart_due_wall_s;
     s.processes.push_back(std::move(q));
   }
   return s;
@@ -170,6 +172,7 @@ Status read_state(const std::string& where, State* out) {
       p.metrics_url = e.value("metrics_url", "");
       p.error = e.value("error", "");
       p.restarts = e.value("restarts", uint32_t{0});
+      p.restart_due = e.value("restart_due_s", 0.0);
       s.processes.push_back(std::move(p));
     }
     if (s.run_dir.empty()) s.run_dir = path.parent_path().string();
@@ -194,8 +197,17 @@ bool alive(pid_t pid, uint64_t ticks) {
 std::string describe_state(const ProcState& p, bool supervised);
 
 // What status says of a process: its state, and how often it was restarted.
+// Dead, and its supervisor will start it again (restart: on-failure).
+bool restart_pending(const ProcState& p, bool supervised) {
+  return supervised && p.state != "running" && p.restart_due > 0;
+}
+
 std::string describe(const ProcState& p, bool supervised) {
   std::string d = describe_state(p, supervised);
+  if (restart_pending(p, supervised)) {
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    d += fmt::format("; restart {} due in {:.1f} s", p.restarts + 1, std::max(0.0, p.restart_due - now));
+  }
   if (p.restarts > 0)
     d += fmt::format(" (restarted {} time{})", p.restarts, p.restarts == 1 ? "" : "s");
   return d;
@@ -467,7 +479,8 @@ SessionResult deployment_status(const std::string& where, bool json) {
   const bool down = s.phase == "down";
   const bool supervised = !down && alive(s.supervisor, s.supervisor_ticks);
   bool failed = down ? !s.ok : !supervised;
-  for (const auto& p : s.processes) failed = failed || process_failed(p);
+  // One dead with a restart planned has not failed the run (yet).
+  for (const auto& p : s.processes) failed = failed || (process_failed(p) && !restart_pending(p, supervised));
   res.exit_code = failed ? 1 : 0;
   // slurm: each process's job step, as Slurm has it now.
   std::map<std::string, std::string> steps;
@@ -492,7 +505,8 @@ SessionResult deployment_status(const std::string& where, bool json) {
       Json e = {{"name", p.name},       {"role", p.role},         {"host", p.host},
                 {"where", p.where},     {"pid", p.pid},           {"state", state},
                 {"exit_code", p.exit_code}, {"signal", p.signal}, {"describe", describe(p, supervised)},
-                {"metrics_url", p.metrics_url}, {"log", p.log},   {"restarts", p.restarts}};
+                {"metrics_url", p.metrics_url}, {"log", p.log},   {"restarts", p.restarts},
+                {"restarting", restart_pending(p, supervised)}};
       if (const std::string step = step_of(p); !step.empty()) e["slurm_step"] = step;
       procs.push_back(std::move(e));
     }

@@ -439,6 +439,31 @@ TEST_F(Session, ARunDirectoryInUseIsRefusedUntilItIsDown) {
   EXPECT_EQ(deploy("run " + kCluster + sets + " --set tuples=10000 --run-dir " + run_), 0) << err_ << out_;
 }
 
+// A process that died with a restart planned: `status` said only "killed
+// by signal 9" (and exited 1) for the whole back-off, as if the run had
+// failed. It says the restart is due, and exits 0 until it is not.
+TEST_F(Session, StatusSaysARestartIsDue) {
+  const std::string sets = " --launcher local --set base_port=28700 --set rate=500 --set acks=on"
+                           " --set restart=on-failure --set restart_backoff_ms=2500" + on_loopback();
+  ASSERT_EQ(deploy("up " + kCluster + sets + " --set duration_s=30 --run-dir " + run_), 0) << err_ << out_;
+  YAML::Node s;
+  ASSERT_EQ(deploy("status --json " + run_, &s), 0) << err_ << out_;
+  const pid_t victim = process(s, "node-a")["pid"].as<pid_t>();
+  ASSERT_GT(victim, 0);
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  s = status_until([](const YAML::Node& j) { return process(j, "node-a")["restarting"].as<bool>(false); });
+  const YAML::Node a = process(s, "node-a");
+  ASSERT_TRUE(a["restarting"].as<bool>(false)) << out_;
+  EXPECT_HAS(a["describe"].as<std::string>(), "killed by signal 9 (Killed); restart 1 due in ");
+  EXPECT_FALSE(s["failed"].as<bool>(true)) << out_;
+  EXPECT_EQ(deploy("status " + run_), 0) << out_;
+  EXPECT_HAS(out_, "restart 1 due in");
+  s = status_until([](const YAML::Node& j) { return process(j, "node-a")["restarts"].as<int>(0) == 1; });
+  EXPECT_EQ(process(s, "node-a")["state"].as<std::string>(), "running") << out_;
+  EXPECT_FALSE(process(s, "node-a")["restarting"].as<bool>(true));
+  EXPECT_EQ(deploy("down " + run_), 0) << err_ << out_;
+}
+
 // Each process is pinned to its host's cores; pin_stages spreads its stage
 // threads over them, or puts them on the CPUs listed; the summary says
 // where each ran, and the CPU it last ran on is one it was allowed.

@@ -561,7 +561,13 @@ int process_main(Role role, int argc, char** argv) {
       "     no such process in it, an unreadable --starts file, or (--restarted, --starts)\n"
       "     state a restart cannot bring back{}",
       prog, role == Role::kLoadgen ? "load generator" : role == Role::kSink ? "sink" : "node",
-      role == Role::kSink ? "\n  3  the stream ended, and the sink counted lost, duplicated or corrupt tuples" : "")};
+      std::string(role == Role::kSink ? "\n  3  the stream ended, and the sink counted lost, duplicated or corrupt tuples"
+                                      : "") +
+          (role == Role::kLoadgen
+               ? "\nSignals: SIGINT ends the stream after the events already made (END drains through);\n"
+                 "SIGTERM does too, but stops at once after a second; either way the summary is written."
+               : "\nSignals: SIGTERM stops it at once, without the stream's END: it writes its summary of\n"
+                 "what it counted and then dies of the signal (a second SIGTERM, or 2 s, ends it at once)."))};
   app.failure_message([prog](const CLI::App*, const CLI::Error& e) {
     return fmt::format("{}: {}\nRun with --help for more information.\n", prog, e.what());
   });

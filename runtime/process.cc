@@ -56,6 +56,9 @@ void on_signal(int) {
 // second SIGTERM, the signal's own action ends it.
 constexpr unsigned kTermGraceS = 2;
 std::atomic<bool> g_term{false};
+// The instances were stopped at once for it (a load generator whose END
+// drained in time ends as it would have: its SIGTERM is Ctrl-C's).
+std::atomic<bool> g_stopped_at_once{false};
 void die_of_sigterm(int) {
   signal(SIGTERM, SIG_DFL);
   raise(SIGTERM);
@@ -384,6 +387,7 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
     }
     if (term_at >= 0 && now_s() >= term_at) {
       term_at = -1;
+      g_stopped_at_once.store(true);
       spdlog::info("stopping (SIGTERM): at once, with a summary of what was counted");
       for (auto& in : b.instances)
         in->stop(Status::Error("stopped by SIGTERM before the stream's END; the counts are up to then"));
@@ -707,13 +711,14 @@ int process_main(Role role, int argc, char** argv) {
   if (!summary.empty())
     if (Status w = write_atomically(summary, s.to_json() + "\n"); !w)
       spdlog::error("cannot write summary to {}: {}", summary, w.message());
-  if (g_term.load()) {
+  if (g_stopped_at_once.load()) {
     spdlog::info("stopped by SIGTERM: summary written; ending as the signal does");
     if (summary.empty()) fmt::print("{}\n", s.to_json());
     std::fflush(stdout);
     spdlog::shutdown();
     die_of_sigterm(SIGTERM);
   }
+  if (g_term.load()) alarm(0);  // it ended in time, as it would have without the signal
   if (!st.ok()) {
     spdlog::error("{}", st.message());
     return 1;

@@ -118,7 +118,7 @@ State state_of(const RunReport& r, const char* phase) {
                                                                       : metrics_url_in_log(p.log_path);
     q.error = p.error;
     q.restarts = p.restarts;
-    q.restart_due = p.running ? 0 : p.restart_due_wall_s;
+    q.restart_due = p.restart_due_wall_s;  // 0 again once it is restarted
     s.processes.push_back(std::move(q));
   }
   return s;

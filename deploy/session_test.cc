@@ -446,6 +446,11 @@ TEST_F(Session, StatusSaysARestartIsDue) {
   const std::string sets = " --launcher local --set base_port=28700 --set rate=500 --set acks=on"
                            " --set restart=on-failure --set restart_backoff_ms=2500" + on_loopback();
   ASSERT_EQ(deploy("up " + kCluster + sets + " --set duration_s=30 --run-dir " + run_), 0) << err_ << out_;
+  // Killed once the stream flows: killed while the load generator waited
+  // for its handshake's reply, node-a took the generator's first connect
+  // with it, and the generator was restarted too (not what this is about).
+  for (int i = 0; i < 150 && slurp(run_ + "/loadgen.log").find(" 1 s: out ") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   YAML::Node s;
   ASSERT_EQ(deploy("status --json " + run_, &s), 0) << err_ << out_;
   const pid_t victim = process(s, "node-a")["pid"].as<pid_t>();

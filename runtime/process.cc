@@ -45,20 +45,21 @@ void on_signal(int) {
   if (fd >= 0) (void)!::write(fd, &one, sizeof one);
 }
 
-// A node or a sink told SIGTERM (sluice-deploy stopping a run that failed
-// or timed out, a supervisor that died, `kill`) stops at once, without the
-// stream's END (draining is the load generator's SIGINT), writes its
-// summary of what it counted, and then dies of the signal, so whoever
-// waits for it sees what it saw before. It died at once with no summary:
-// a run whose node-a was killed reported "0 tuples" for a sink that had
-// counted 500,000. Stopping may not take longer than kTermGraceS (a
-// thread blocked in a send to a peer that reads nothing): then, or at a
-// second SIGTERM, the signal's own action ends it.
+// SIGTERM (sluice-deploy stopping a run that failed or timed out, a
+// supervisor that died, `kill`). A node or a sink stops at once, without
+// the stream's END (draining is the load generator's SIGINT); a load
+// generator first gives its END a second to drain, as Ctrl-C does, and
+// stops at once only if it did not. Either way the process writes its
+// summary of what it counted; one stopped at once then dies of the
+// signal, so whoever waits for it sees the exit it saw before, and one
+// that ended in time exits as it would have. (Nodes and sinks died at once
+// with no summary: a run whose node-a was killed reported "0 tuples" for
+// a sink that had counted 998,070.) Stopping may not take longer than
+// kTermGraceS (a thread blocked in a send to a peer that reads nothing):
+// then, or at a second SIGTERM, the signal's own action ends it.
 constexpr unsigned kTermGraceS = 2;
 std::atomic<bool> g_term{false};
-// The instances were stopped at once for it (a load generator whose END
-// drained in time ends as it would have: its SIGTERM is Ctrl-C's).
-std::atomic<bool> g_stopped_at_once{false};
+std::atomic<bool> g_stopped_at_once{false};  // the instances were stopped at once for it
 void die_of_sigterm(int) {
   signal(SIGTERM, SIG_DFL);
   raise(SIGTERM);

@@ -6,7 +6,10 @@
 //
 // A new carrier is done when it passes: add one line to kCarriers
 // (transport/carrier_cases.h). Acknowledgements and replay: replay_test.cc.
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "transport/carrier_cases.h"
+#include "transport/handshake.h"
 #include "transport/link.h"
 #include "transport/test_util.h"
 #include "transport/transport.h"
@@ -535,6 +539,101 @@ TEST_P(Conformance, ShutdownWakesAWaitingReceiver) {
   });
   EXPECT_FALSE(r.got_end);
   EXPECT_NE(r.receive_error.find("shut down"), std::string::npos) << r.receive_error;
+}
+
+// A receiver killed as it started: its socket took the connection and the
+// Hello, then reset (or closed) it before replying. The sender connects
+// again, as it does while nothing listens yet, and the restarted receiver
+// (here a listener on the same port) gets the link. It failed the
+// sender's first connect ("reading the HelloReply: Connection reset by
+// peer"), and under sluice-deploy its whole process.
+TEST_P(Conformance, AReceiverGoneMidHandshakeIsConnectedAgain) {
+  for (const bool reset : {true, false}) {
+    SCOPED_TRACE(reset ? "reset" : "closed");
+    TransportContext ctx;
+    const LinkOptions ro = options({128, 1, 1, 1, 0, 1, 4096, 4, 0, 0});
+    // The first receiver: a bare socket that reads the Hello and goes away.
+    int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+    const int on = 1;
+    ::setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t alen = sizeof a;
+    ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    ASSERT_EQ(::listen(lfd, 1), 0);
+    ::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &alen);
+    LinkOptions so = ro;
+    so.port = ntohs(a.sin_port);
+    so.connect_timeout_ms = 10000;
+
+    SlotPool tx_pool(4, 4096);
+    std::unique_ptr<Sender> sender;
+    Status sst;
+    // A sender that gave up ends the restarted receiver's wait (a failure,
+    // not a hang).
+    std::atomic<bool> gave_up{false};
+    std::atomic<Listener*> waiting{nullptr};
+    std::thread sending([&] {
+      sender = make_sender(so, tx_pool, ctx, &sst);
+      if (!sender) {
+        gave_up = true;
+        if (Listener* l = waiting.load()) l->shutdown();
+        return;
+      }
+      std::byte end[64];
+      const size_t eb = write_end(end, 0, 0, 0);
+      sst = sender->end(end, static_cast<uint32_t>(eb));
+      if (sst) sst = sender->close();
+    });
+    {
+      const int c = ::accept(lfd, nullptr, nullptr);
+      ASSERT_GE(c, 0);
+      // All of the Hello: a socket closed with bytes unread sends a reset.
+      std::byte hello[kHandshakePrefixBytes + kMaxHandshakeBytes];
+      uint32_t hl = 0;
+      EXPECT_EQ(::recv(c, hello, kHandshakePrefixBytes, MSG_WAITALL), ssize_t{kHandshakePrefixBytes});
+      EXPECT_TRUE(decode_handshake_prefix(hello, &hl).ok());
+      EXPECT_EQ(::recv(c, hello, hl, MSG_WAITALL), ssize_t(hl));
+      if (reset) {
+        const linger l{1, 0};
+        ::setsockopt(c, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+      }
+      ::close(c);
+      ::close(lfd);
+    }
+    // The restarted receiver, a little later, on the same port.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    SlotPool rx_pool(ro.slots, ro.slot_bytes);
+    std::vector<uint32_t> all(ro.slots);
+    EXPECT_EQ(rx_pool.try_acquire_n(all.data(), all.size()), all.size());
+    LinkOptions lo = ro;
+    lo.port = so.port;
+    Status st;
+    auto listener = make_listener(lo, rx_pool, 0, ctx, &st);
+    ASSERT_TRUE(listener) << st.message();
+    waiting = listener.get();
+    if (gave_up) listener->shutdown();
+    auto receiver = listener->accept(&st);
+    EXPECT_TRUE(receiver) << st.message();
+    if (receiver) {
+      ReceiveStage stage(rx_pool, *receiver);
+      std::vector<Descriptor> out(4);
+      size_t n = 0;
+      Status rs = stage.next(out, &n);
+      EXPECT_TRUE(rs.ok()) << rs.message();
+      ASSERT_EQ(n, 1u);
+      EXPECT_TRUE(out[0].flags & kDescEnd);
+      EXPECT_TRUE(rx_pool.release(out[0].slot).ok());
+      rs = stage.drain();
+      EXPECT_TRUE(rs.ok()) << rs.message();
+    }
+    sending.join();
+    EXPECT_TRUE(sender) << sst.message();
+    EXPECT_TRUE(sst.ok()) << sst.message();
+    receiver.reset();
+    sender.reset();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Carriers, Conformance, ::testing::ValuesIn(kCarriers),

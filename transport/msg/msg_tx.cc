@@ -383,9 +383,11 @@ class MsgTx final : public TxCarrier {
 };
 
 
-// Connects the control connection, shakes hands and opens the endpoint.
-Status connect_tx(const LinkOptions& opts, SlotPool& pool, Factory& factory, const std::string& link,
-                  uint32_t timeout_ms, Connection* c) {
+// Connects the control connection, shakes hands and opens the endpoint,
+// once. *vanished: it failed because the receiver closed the control
+// connection before the exchange ended.
+Status connect_tx_once(const LinkOptions& opts, SlotPool& pool, Factory& factory,
+                       const std::string& link, uint32_t timeout_ms, Connection* c, bool* vanished) {
   tcp::SocketOptions so;
   so.handshake_timeout_ms = opts.connect_timeout_ms;
   so.keepalive_s = opts.tcp.keepalive_s;  // the control connection says when the peer is gone
@@ -395,13 +397,16 @@ Status connect_tx(const LinkOptions& opts, SlotPool& pool, Factory& factory, con
   if (!st) return st;
   Fd ctl(raw);
   ReplyInfo reply;
-  st = tcp::ask_hello(ctl.get(), opts, link, &reply);
+  st = tcp::ask_hello(ctl.get(), opts, link, &reply, vanished);
   if (!st) return st;
   tcp::set_recv_timeout(ctl.get(), opts.connect_timeout_ms);
   std::string page_name, peer_addr, addr;
   st = read_blob(ctl.get(), &page_name, link, "receiver's doorbell page");
   if (st) st = read_blob(ctl.get(), &peer_addr, link, "receiver's endpoint address");
-  if (!st) return st;
+  if (!st) {
+    *vanished = tcp::closed_by_peer(ctl.get());
+    return st;
+  }
   Page page;
   if (!page_name.empty()) {
     st = open_page(&page, page_name);
@@ -415,7 +420,10 @@ Status connect_tx(const LinkOptions& opts, SlotPool& pool, Factory& factory, con
   // rma (msg.h item 6): the receiver's key, empty when it has rma off.
   std::string key;
   st = read_blob(ctl.get(), &key, link, "receiver's rma key");
-  if (!st) return st;
+  if (!st) {
+    *vanished = tcp::closed_by_peer(ctl.get());
+    return st;
+  }
   if (opts.msg.rma != !key.empty())
     return Status::Error(fmt::format("{}: this sender has rma {} and the receiver rma {}: both ends "
                                      "of a link must agree",
@@ -441,6 +449,15 @@ Status connect_tx(const LinkOptions& opts, SlotPool& pool, Factory& factory, con
   c->credits = reply.credits;
   c->peer_slot_bytes = reply.slot_bytes;
   return {};
+}
+
+// The same, again while the receiver vanishes mid-exchange.
+Status connect_tx(const LinkOptions& opts, SlotPool& pool, Factory& factory, const std::string& link,
+                  uint32_t timeout_ms, Connection* c) {
+  return tcp::connect_again_while_vanished(
+      timeout_ms, opts.stop, link, [&](uint32_t left, bool* vanished) {
+        return connect_tx_once(opts, pool, factory, link, left, c, vanished);
+      });
 }
 }  // namespace
 

@@ -544,12 +544,18 @@ void refuse_hello(int fd, const std::string& receiver, const std::string& link,
   if (encode_reply(reply, buf, sizeof buf, &n)) (void)send_all(fd, buf, n, link);
 }
 
-Status ask_hello(int fd, const LinkOptions& opts, const std::string& link, ReplyInfo* reply) {
+Status ask_hello(int fd, const LinkOptions& opts, const std::string& link, ReplyInfo* reply,
+                 bool* vanished) {
+  if (vanished) *vanished = false;
   alignas(8) std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
   size_t n = 0;
   Status st = encode_hello(hello_from_options(opts), buf, sizeof buf, &n);
-  if (st) st = send_all(fd, buf, n, link);
   if (!st) return st;
+  st = send_all(fd, buf, n, link);
+  if (!st) {
+    if (vanished) *vanished = closed_by_peer(fd);
+    return st;
+  }
   set_recv_timeout(fd, opts.connect_timeout_ms);
   if (opts.stop) {  // a receiver that took the connection may never answer: see a stop meanwhile
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(opts.connect_timeout_ms);
@@ -560,7 +566,10 @@ Status ask_hello(int fd, const LinkOptions& opts, const std::string& link, Reply
   }
   uint32_t len = 0;
   st = read_handshake(fd, buf, &len, link, "HelloReply");
-  if (!st) return st;
+  if (!st) {
+    if (vanished) *vanished = closed_by_peer(fd);
+    return st;
+  }
   Status s = decode_reply(buf, len, reply);
   if (!s) return Status::Error(fmt::format("{}: HelloReply: {}", link, s.message()));
   if (!reply->accepted)
@@ -570,6 +579,44 @@ Status ask_hello(int fd, const LinkOptions& opts, const std::string& link, Reply
                                      reply->credits, reply->slot_bytes));
   set_recv_timeout(fd, 0);
   return {};
+}
+
+bool closed_by_peer(int fd) {
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && (err == ECONNRESET || err == EPIPE))
+    return true;
+  // A reset whose error a read already took leaves the socket closed; a
+  // clean close reads as end of stream.
+  tcp_info ti{};
+  len = sizeof ti;
+  if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == 0 &&
+      (ti.tcpi_state == TCP_CLOSE || ti.tcpi_state == TCP_CLOSE_WAIT))
+    return true;
+  char c;
+  const ssize_t r = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return r == 0 || (r < 0 && (errno == ECONNRESET || errno == EPIPE));
+}
+
+Status connect_again_while_vanished(uint32_t timeout_ms, const std::atomic<bool>* stop,
+                                    const std::string& link, const ConnectAttempt& attempt) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  uint32_t left = timeout_ms;
+  for (int again = 0;; ++again) {
+    bool vanished = false;
+    Status st = attempt(left, &vanished);
+    if (st || !vanished) return st;
+    const auto now = Clock::now();
+    if (now >= deadline || (stop && stop->load(std::memory_order_relaxed))) return st;
+    if (again == 0)
+      spdlog::warn("{}; the receiver went away during the handshake: connecting again, for up to {} ms",
+                   st.message(),
+                   std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now).count());
+    std::this_thread::sleep_for(std::min<Clock::duration>(std::chrono::milliseconds(20), deadline - now));
+    left = static_cast<uint32_t>(std::max<int64_t>(
+        1, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count()));
+  }
 }
 
 }  // namespace sluice::tcp

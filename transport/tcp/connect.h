@@ -117,7 +117,24 @@ Verdict answer_hello(int fd, const LinkOptions& opts, const std::string& link,
 void refuse_hello(int fd, const std::string& receiver, const std::string& link,
                   const std::string& reason, std::string* why);
 //   ask_hello: the sender's side, within opts.connect_timeout_ms. An error
-//   names the link and why (refused, or a grant no link can use).
-Status ask_hello(int fd, const LinkOptions& opts, const std::string& link, ReplyInfo* reply);
+//   names the link and why (refused, or a grant no link can use). When
+//   `vanished` is given, it says whether the receiver closed or reset the
+//   connection before its reply was read: a process killed as it started,
+//   whose restart (or a slow start's second try) listens again.
+Status ask_hello(int fd, const LinkOptions& opts, const std::string& link, ReplyInfo* reply,
+                 bool* vanished = nullptr);
+
+// Whether the peer of a connected socket closed or reset it: a read that
+// failed on such a socket is one a new connection may not fail.
+bool closed_by_peer(int fd);
+
+// A sender's connect: `attempt` connects and shakes hands within the time it
+// is given; while it fails because the receiver vanished mid-handshake
+// (*vanished), it is made again until timeout_ms has passed or `stop` is
+// set, as connect_with_retry retries a refused connect. Any other failure
+// (a refusal, a grant no link can use, the deadline) is returned at once.
+using ConnectAttempt = std::function<Status(uint32_t timeout_ms, bool* vanished)>;
+Status connect_again_while_vanished(uint32_t timeout_ms, const std::atomic<bool>* stop,
+                                    const std::string& link, const ConnectAttempt& attempt);
 
 }  // namespace sluice::tcp

@@ -919,9 +919,9 @@ std::unique_ptr<Listener> make_listener(const LinkOptions& opts, SlotPool& pool,
 
 namespace {
 
-// Connects and shakes hands.
-Status connect_link(const LinkOptions& opts, SlotPool& pool, const std::string& link,
-                    uint32_t timeout_ms, Connection* c) {
+// Connects and shakes hands, once.
+Status connect_link_once(const LinkOptions& opts, SlotPool& pool, const std::string& link,
+                         uint32_t timeout_ms, Connection* c, bool* vanished) {
   SocketOptions so;
   so.congestion = opts.tcp.congestion;
   so.rto_max_ms = opts.tcp.rto_max_ms;
@@ -933,7 +933,7 @@ Status connect_link(const LinkOptions& opts, SlotPool& pool, const std::string& 
   if (!st) return st;
   Fd fd(raw);
   ReplyInfo reply;
-  st = ask_hello(fd.get(), opts, link, &reply);
+  st = ask_hello(fd.get(), opts, link, &reply, vanished);
   if (!st) return st;
   if (opts.tcp.encoding == Encoding::kSg)
     c->carrier = std::make_unique<SgTx>(std::move(fd), opts, pool, link);
@@ -942,6 +942,14 @@ Status connect_link(const LinkOptions& opts, SlotPool& pool, const std::string& 
   c->credits = reply.credits;
   c->peer_slot_bytes = reply.slot_bytes;
   return {};
+}
+
+// Connects and shakes hands, again while the receiver vanishes mid-handshake.
+Status connect_link(const LinkOptions& opts, SlotPool& pool, const std::string& link,
+                    uint32_t timeout_ms, Connection* c) {
+  return connect_again_while_vanished(timeout_ms, opts.stop, link, [&](uint32_t left, bool* vanished) {
+    return connect_link_once(opts, pool, link, left, c, vanished);
+  });
 }
 
 }  // namespace

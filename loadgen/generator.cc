@@ -335,12 +335,34 @@ uint32_t Generator::wait_for_slot() {
   }
 }
 
+void Generator::resume_at(uint64_t events, double elapsed_s) {
+  // Streams take events round-robin (make_event), each event full but a
+  // `tuples` limit's last.
+  generated_events_ = events;
+  generated_tuples_ = 0;
+  for (uint32_t s = 0; s < streams_; ++s) {
+    events_[s] = events / streams_ + (s < events % streams_ ? 1 : 0);
+    next_seq_[s] = events_[s] * tuples_per_event_;
+    generated_tuples_ += next_seq_[s];
+  }
+  if (tuple_limit_ && generated_tuples_ > tuple_limit_ && events > 0) {
+    next_seq_[(events - 1) % streams_] -= generated_tuples_ - tuple_limit_;  // the short last one
+    generated_tuples_ = tuple_limit_;
+  }
+  if (burst_events_ > 0)
+    resumed_s_ = double(events / burst_events_) * burst_ms_ / 1e3;
+  else if (rate_ > 0)
+    resumed_s_ = double(events) / rate_;
+  else
+    resumed_s_ = elapsed_s;
+}
+
 Status Generator::next(std::span<Descriptor> out, size_t* n) {
   *n = 0;
   waited_ = false;
   if (ended_) return {};
   double now = now_s();
-  if (t0_ < 0) t0_ = now;
+  if (t0_ < 0) t0_ = now - resumed_s_;
   bool finished = stop_.load(std::memory_order_relaxed) ||
                   (tuple_limit_ ? generated_tuples_ >= tuple_limit_ : now - t0_ >= duration_s_);
   size_t want = finished ? 0 : std::min(out.size(), allowed_now(now));

@@ -83,6 +83,15 @@ class Generator final : public Source, public Remaker {
   void report(ProcessSummary& s) const override;
   // Ends the stream early but cleanly (SIGINT): END goes out after what was made.
   void stop() { stop_.store(true, std::memory_order_relaxed); }
+  // A restarted generator whose first `events` events were acknowledged
+  // downstream (its position file, runtime/process.cc) makes the stream
+  // from there: every stream's sequence numbers and event counts as they
+  // were after them, the schedule (rate, bursts) as if they were made on
+  // time, and without one the clock at `elapsed_s` of duration_s. Before
+  // the first next().
+  void resume_at(uint64_t events, double elapsed_s);
+  // Where resume_at put the clock (0 without it).
+  double resumed_s() const { return resumed_s_; }
   // Makes the next event in `slot` with send timestamp `ts` (exposed for
   // benchmarks: what next() does per event, without the schedule or the pool).
   Descriptor make_event(uint32_t slot, uint64_t ts);
@@ -108,6 +117,7 @@ class Generator final : public Source, public Remaker {
   uint64_t generated_events_ = 0;
   uint64_t generated_tuples_ = 0;
   double t0_ = -1;
+  double resumed_s_ = 0;  // resume_at: where the clock starts
   bool ended_ = false;
   bool waited_ = false;
   double held_back_s_ = 0;     // paced: waiting for a free slot

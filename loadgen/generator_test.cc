@@ -1,7 +1,9 @@
 // What a paced load generator says about being held back (Generator::report).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -83,6 +85,88 @@ TEST(Generator, AGeneratorThatCatchesUpIsBehindByNothing) {
   const ProcessSummary s = run(g, 0.1, 0.3);
   EXPECT_GT(s.held_back_s, 0.1);
   EXPECT_EQ(s.behind_events, 0u);
+}
+
+// What a generator makes, event by event (headers without their times and
+// checksums), then its END's accounts.
+struct Made {
+  std::vector<std::array<uint64_t, 4>> events;  // stream, first_seq, tuple_count, event_seq
+  std::vector<std::array<uint64_t, 3>> end;     // stream, next_seq, events
+};
+Made make_all(Generator& g) {
+  Made m;
+  Descriptor out[4];
+  for (bool end = false; !end;) {
+    size_t n = 0;
+    EXPECT_TRUE(g.next(out, &n).ok());
+    EXPECT_GT(n, 0u);
+    if (n == 0) break;
+    for (size_t i = 0; i < n; ++i) {
+      const std::byte* p = g.pool().slot(out[i].slot) + out[i].offset;
+      if (out[i].flags & kDescEnd) {
+        EndOfStream eos;
+        read_end(p, out[i].bytes, &eos);
+        for (uint32_t s = 0; s < eos.n_streams; ++s)
+          m.end.push_back({eos.streams[s].stream, eos.streams[s].next_seq, eos.streams[s].events});
+        end = true;
+      } else {
+        EventHeader h;
+        std::memcpy(&h, p, sizeof h);
+        m.events.push_back({h.stream, h.first_seq, h.tuple_count, h.event_seq});
+        uint64_t seq;  // and its tuples are numbered from there
+        std::memcpy(&seq, p + kEventHeaderBytes + size_t{h.tuple_count - 1} * h.tuple_bytes + kTupleSeqOffset, 8);
+        EXPECT_EQ(seq, h.first_seq + h.tuple_count - 1);
+      }
+      (void)g.pool().release(out[i].slot);
+    }
+  }
+  return m;
+}
+
+// A restarted load generator resumes at the events acknowledged before its
+// death (runtime/process.cc, Position): from there it makes what a
+// generator that never died would have, event for event, and the same END.
+// Three streams taking events in turn, 5 tuples an event and a `tuples`
+// limit that makes the last event short (98 tuples: 20 events, the last of
+// 3), resumed at the start, mid-stream, before and after the short one.
+TEST(Generator, AResumedGeneratorMakesTheRestOfTheSameStream) {
+  Deployment d;
+  d.tuple_bytes = 12;
+  d.event_bytes = kEventHeaderBytes + 5 * 12;
+  d.streams = 3;
+  d.tuples = 98;
+  d.duration_s = 60;
+  d.loadgen_slots = 8;
+  Generator whole(d, 0);
+  const Made all = make_all(whole);
+  ASSERT_EQ(all.events.size(), 20u);
+  EXPECT_EQ(all.events.back()[2], 3u);
+  for (uint64_t at : {0u, 1u, 7u, 19u, 20u}) {
+    SCOPED_TRACE(at);
+    Generator g(d, 0);
+    g.resume_at(at, 0.5);
+    const Made rest = make_all(g);
+    const std::vector<std::array<uint64_t, 4>> tail(all.events.begin() + at, all.events.end());
+    EXPECT_EQ(rest.events, tail);
+    EXPECT_EQ(rest.end, all.end);
+  }
+}
+
+// Paced, the schedule goes on where the resumed events left it: at 1,000
+// events/s, resumed at 300 of a 0.5 s run's 500, it makes the other 200 in
+// about 0.2 s, not a burst of them and not another 0.5 s.
+TEST(Generator, AResumedPacedGeneratorKeepsItsSchedule) {
+  Generator g(paced(1000, 0.5), 0);
+  g.resume_at(300, 99);  // the clock of a paced one is its events'
+  EXPECT_DOUBLE_EQ(g.resumed_s(), 0.3);
+  const auto t0 = std::chrono::steady_clock::now();
+  const Made rest = make_all(g);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(rest.events.size(), 190u);
+  EXPECT_LE(rest.events.size(), 200u);
+  EXPECT_EQ(rest.events.front()[1], 300u);
+  EXPECT_GT(took, 0.1);
+  EXPECT_LT(took, 0.45);
 }
 
 }  // namespace

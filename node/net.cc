@@ -793,6 +793,13 @@ bool NetDestination::settled() const {
   return true;
 }
 
+bool NetDestination::acked_events(uint64_t* n) const {
+  std::lock_guard lk(mu_);
+  if (opts_.size() != 1 || links_.size() != 1 || !opts_[0].acks) return false;
+  *n = links_[0]->replay_stats().acked_events;
+  return true;
+}
+
 void NetDestination::live_links(std::vector<LiveLink>* out) const {
   std::lock_guard lk(mu_);
   for (size_t i = 0; i < links_.size(); ++i)

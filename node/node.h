@@ -285,6 +285,10 @@ class NetDestination final : public Destination {
   std::byte* room(uint32_t* capacity) override;
   void report(ProcessSummary& s) const override;
   void live_links(std::vector<LiveLink>* out) const override;
+  // With acks and one link: the events it sent that its receiver has
+  // acknowledged as safe downstream, in the order they were given to
+  // consume() (any thread). false: more links than one, or none yet.
+  bool acked_events(uint64_t* n) const;
 
  private:
   Status split_by_stream(const Descriptor& d);

@@ -27,6 +27,7 @@
 
 #include "base/fd.h"
 #include "base/file.h"
+#include "graph/checkpoint.h"
 #include "loadgen/generator.h"
 #include "node/node.h"
 #include "sink/verifier.h"
@@ -71,10 +72,44 @@ void on_term(int sig) {
   on_signal(sig);
 }
 
+// A load generator that a supervisor may restart, with acks on its one
+// link and no operators: every 200 ms it writes how many of its events were
+// acknowledged downstream (and its clock) to a position file in state_dir,
+// NAME.K.position.{0,1} (graph/checkpoint.h's format and token, no
+// operators); restarted, it makes its stream from there instead of from the
+// start (Generator::resume_at). What it had sent after that position comes
+// again, and the sink drops what it already counted, as for any replay.
+// Without it a load generator killed at 15 s of a 20 s run made its whole
+// stream again: 35 s, and 15 s of it duplicates for the sink to drop.
+struct Position {
+  Generator* gen = nullptr;
+  const NetDestination* dest = nullptr;
+  std::unique_ptr<SnapshotFiles> files;
+  uint64_t base_events = 0;   // where this start resumed
+  double base_s = 0;          // and its clock then
+  uint64_t written = UINT64_MAX, number = 0;
+  bool failed = false;        // a write failed (said once)
+};
+constexpr double kPositionEveryS = 0.2;
+
+std::string encode_position(const std::string& token, uint64_t number, uint64_t events, double elapsed_s) {
+  CheckpointState cs;
+  cs.number = number;
+  cs.process.resize(16);
+  std::memcpy(cs.process.data(), &events, 8);
+  std::memcpy(cs.process.data() + 8, &elapsed_s, 8);
+  OperatorChain none;
+  SnapshotOut scratch;
+  std::string out;
+  encode_snapshot(token, none, cs, &scratch, &out);
+  return out;
+}
+
 struct Built {
   std::vector<std::unique_ptr<Instance>> instances;
   std::vector<Generator*> generators;
   std::vector<Verifier*> verifiers;
+  std::vector<Position> positions;
 };
 
 // One instance of process `index`: its receive stage over its upstream links
@@ -82,7 +117,7 @@ struct Built {
 // (or a verifier).
 Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
              std::function<void()> on_first, const std::vector<unsigned>& process_cpus,
-             const std::atomic<bool>* stop) {
+             const std::atomic<bool>* stop, bool may_restart) {
   const ProcessConfig& pc = d.processes[index];
   for (uint32_t k = 0; k < d.instances; ++k) {
     Status st;
@@ -165,6 +200,15 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         nd->set_ledger(ledger);
       }
       if (remaker) nd->set_remaker(remaker);
+      if (pc.role == Role::kLoadgen && may_restart && chain.size() == 0 && !d.handover_copy &&
+          d.outputs_of(index).size() == 1 && d.link_options(d.outputs_of(index)[0], k).acks) {
+        Position pos;
+        pos.gen = b->generators.back();
+        pos.dest = nd.get();
+        pos.files = std::make_unique<SnapshotFiles>(
+            fmt::format("{}/{}.{}.position", d.state_dir.empty() ? std::string(".") : d.state_dir, pc.name, k));
+        b->positions.push_back(std::move(pos));
+      }
       dest = std::move(nd);
     }
     InstanceConfig ic;
@@ -274,7 +318,8 @@ Status count_start(const std::string& path, uint32_t* restarted) {
 }  // namespace
 
 Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* stop,
-                   ProcessSummary* out, const std::string& bursts_path) {
+                   ProcessSummary* out, const std::string& bursts_path, uint32_t restarted,
+                   bool may_restart) {
   const ProcessConfig& pc = d.processes[index];
   ProcessSummary& s = *out;
   s.name = pc.name;
@@ -330,11 +375,53 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
       return st;
     }
   }
-  st = build(d, index, ctx, &b, on_first, process_cpus, stop);
+  st = build(d, index, ctx, &b, on_first, process_cpus, stop, may_restart || restarted > 0);
   if (!st.ok()) {
     s.ok = false;
     s.error = st.message();
     return st;
+  }
+  // A load generator's position (Position): read back when restarted. A
+  // file that cannot be read is no wrong result here, only a longer one:
+  // the stream is made again from its start and the sinks drop what they
+  // already counted, as before positions.
+  for (Position& p : b.positions) {
+    if (Status ps = p.files->prepare(); !ps) {
+      spdlog::warn("{}; without a position a restart makes the stream again from its start", ps.message());
+      p.failed = true;
+      continue;
+    }
+    if (!restarted) continue;
+    std::string bytes, where;
+    bool found = false;
+    Status rs = p.files->read_newest(d.run_token, &bytes, &where, &found);
+    OperatorChain none;
+    CheckpointState cs;
+    bool stale = false;
+    if (rs && found) rs = decode_snapshot(bytes.data(), bytes.size(), where, d.run_token, none, &cs, &stale);
+    if (rs && found && !stale && cs.process.size() != 16)
+      rs = Status::Error(fmt::format("{}: a position of {} bytes, not 16", where, cs.process.size()));
+    if (!rs) {
+      spdlog::warn("{}; making the stream again from its start (the sinks drop what they already counted)",
+                   rs.message());
+      continue;
+    }
+    if (!found || stale) {
+      spdlog::info("no position of this run in {}.0 or .1: making the stream again from its start",
+                   p.files->name(0).substr(0, p.files->name(0).size() - 2));
+      continue;
+    }
+    uint64_t events = 0;
+    double elapsed = 0;
+    std::memcpy(&events, cs.process.data(), 8);
+    std::memcpy(&elapsed, cs.process.data() + 8, 8);
+    p.gen->resume_at(events, elapsed);
+    p.base_events = p.written = events;
+    p.base_s = p.gen->resumed_s();
+    p.number = cs.number;
+    spdlog::info("resuming from {}: its first {} events were acknowledged downstream; making the "
+                 "stream from there, {:.3f} s into it",
+                 where, events, p.base_s);
   }
   if (exporter) {
     std::vector<const Instance*> watched;
@@ -365,7 +452,7 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
   for (auto& in : b.instances) in->start();
 
   const double start = now_s();
-  double last_print = start;
+  double last_print = start, last_position = start;
   ProgressCounts last;
   const bool has_in = !d.inputs_of(index).empty(), has_out = !d.outputs_of(index).empty();
   bool stopping = false;
@@ -401,6 +488,10 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
       const int left = std::max(1, int((term_at - now_s()) * 1e3) + 1);
       timeout_ms = timeout_ms < 0 ? left : std::min(timeout_ms, left);
     }
+    if (!b.positions.empty()) {
+      const int left = std::max(1, int((last_position + kPositionEveryS - now_s()) * 1e3) + 1);
+      timeout_ms = timeout_ms < 0 ? left : std::min(timeout_ms, left);
+    }
     pollfd pfd{wake.get(), POLLIN, 0};
     if (::poll(&pfd, 1, timeout_ms) > 0) {
       uint64_t n;
@@ -420,6 +511,28 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
       spdlog::info("{}", progress_line(now - start, now - last_print, now_counts, last, has_in, has_out));
       last_print = now;
       last = now_counts;
+    }
+    if (!b.positions.empty() && now - last_position >= kPositionEveryS) {
+      last_position = now;
+      double ran = 0;
+      if (started) {
+        std::lock_guard lk(start_mu);
+        ran = now - t0;
+      }
+      for (Position& p : b.positions) {
+        uint64_t acked = 0;
+        if (p.failed || !p.dest->acked_events(&acked) || p.base_events + acked == p.written) continue;
+        const uint64_t at = p.base_events + acked;
+        ++p.number;
+        if (Status w = p.files->write(p.number, encode_position(d.run_token, p.number, at, p.base_s + ran));
+            !w) {
+          spdlog::warn("position not written: {}; a restart would make the stream again from its start",
+                       w.message());
+          p.failed = true;
+          continue;
+        }
+        p.written = at;
+      }
     }
   }
   for (auto& in : b.instances) in->join();
@@ -441,6 +554,9 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
     Status ist = in->status();
     if (!ist.ok()) errors += (errors.empty() ? "" : "; ") + ist.message();
   }
+  // The stream ended whole: no restart will read the positions.
+  if (errors.empty())
+    for (Position& p : b.positions) p.files->remove();
   std::optional<BurstStats> bursts;
   for (auto* v : b.verifiers) {
     lat.merge(v->latency());
@@ -586,7 +702,8 @@ int process_main(Role role, int argc, char** argv) {
   uint32_t restarted = 0;
   app.add_option("--restarted", restarted,
                  "times this process was started again after a death (sluice-deploy's restart: "
-                 "on-failure sets it); without snapshots a restarted sink or stateful node refuses to run");
+                 "on-failure sets it); without snapshots a restarted sink or stateful node refuses to run; "
+                 "a restarted load generator with acks resumes from its position in the state directory");
   std::string starts;
   app.add_option("--starts", starts,
                  "count this process's starts in FILE: a start after the first is a restart, as with "
@@ -705,7 +822,8 @@ int process_main(Role role, int argc, char** argv) {
     spdlog::error("{}", st.message());
     return 2;
   }
-  st = run_process(d, static_cast<size_t>(index), &g_stop, &s, bursts_path);
+  st = run_process(d, static_cast<size_t>(index), &g_stop, &s, bursts_path, restarted,
+                   restarts_on_failure(d, d.processes[index]) || !starts.empty());
   // Whole or not at all: a process killed while writing it (at the end of
   // a run, once the sinks have ended) left a torn file the supervisor
   // could not read, and failed the run for it.

@@ -19,8 +19,12 @@ namespace sluice {
 // nothing yet).
 // `bursts_path`: where a sink in burst mode writes its burst histograms
 // ("" = nowhere).
+// `restarted`: the starts before this one (--restarted, --starts); with
+// `may_restart` (a supervisor restarts it when it dies) a load generator
+// keeps its position for a restart to resume from (process.cc, Position).
 Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* stop,
-                   ProcessSummary* out, const std::string& bursts_path = "");
+                   ProcessSummary* out, const std::string& bursts_path = "", uint32_t restarted = 0,
+                   bool may_restart = false);
 
 // The environment variable that tells a program the pid of the supervisor
 // that started it as its child (sluice-deploy's local and netns launchers

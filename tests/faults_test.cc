@@ -72,6 +72,8 @@ struct Outcome {
   std::string run_dir;
   std::string results;  // the sink's results file (esper- or correlate-results.csv), when it wrote one
   std::string node_a_log;
+  std::string loadgen_log;
+  bool position_left = false;  // a load generator's position file is in the run directory
 };
 
 // Runs the example for duration_s with `sets`, sends `victim` (none if
@@ -111,6 +113,9 @@ Outcome kill_mid_run(const std::string& name, int port, const std::string& victi
   o.err = slurp(dir / "err");
   o.results = slurp(fs::path(o.run_dir) / (example == kCorrelate ? "correlate-results.csv" : "esper-results.csv"));
   o.node_a_log = slurp(fs::path(o.run_dir) / "node-a.log");
+  o.loadgen_log = slurp(fs::path(o.run_dir) / "loadgen.log");
+  for (int i : {0, 1})
+    o.position_left = o.position_left || fs::exists(fs::path(o.run_dir) / ("loadgen.0.position." + std::to_string(i)));
   try {
     o.json = YAML::Load(slurp(dir / "out"));
   } catch (const YAML::Exception&) {
@@ -414,6 +419,32 @@ TEST(Faults, ALoadGeneratorToldSIGTERMEndsTheStreamAndTheRunSucceeds) {
   EXPECT_GT(o.json["tuples"].as<uint64_t>(), 0u);
   EXPECT_EQ(o.json["tuples"].as<uint64_t>(), o.json["processes"][0]["tuples_out"].as<uint64_t>());
   EXPECT_EQ(o.json["lost"].as<uint64_t>(), 0u);
+}
+
+// A killed load generator is restarted and resumes where its position
+// says its events were acknowledged downstream: it makes only the rest of
+// its stream, and the run succeeds with nothing lost or twice. Before
+// positions it made the whole stream again (a kill at 1 s of a 3 s run:
+// 4 s of events for the sink to count 3 s of, dropping the first second's
+// again).
+TEST(Faults, AKilledLoadGeneratorResumesFromWhatWasAcknowledged) {
+  Outcome o = kill_mid_run("loadgen-resume", 28900, "loadgen",
+                           "--set restart=on-failure --set restart_backoff_ms=200 --set acks=on");
+  ASSERT_TRUE(o.json.IsMap()) << o.err;
+  EXPECT_EQ(o.code, 0) << o.err << o.json["error"];
+  EXPECT_EQ(o.json["processes"][0]["name"].as<std::string>(), "loadgen");
+  EXPECT_EQ(o.json["processes"][0]["restarts"].as<int>(), 1);
+  const uint64_t tuples = o.json["tuples"].as<uint64_t>();
+  EXPECT_GT(tuples, 0u);
+  EXPECT_EQ(o.json["lost"].as<uint64_t>(), 0u);
+  EXPECT_EQ(o.json["duplicated"].as<uint64_t>(), 0u);
+  // The restarted generator's summary: only what it made after resuming.
+  EXPECT_LT(o.json["processes"][0]["tuples_out"].as<uint64_t>(), tuples);
+  EXPECT_LT(o.json["deduplicated"].as<uint64_t>(), tuples / 2);
+  EXPECT_NE(o.loadgen_log.find("resuming from"), std::string::npos) << o.loadgen_log;
+  EXPECT_NE(o.loadgen_log.find("events were acknowledged downstream"), std::string::npos) << o.loadgen_log;
+  // The stream ended whole: the position files are gone with it.
+  EXPECT_FALSE(o.position_left);
 }
 
 // state_dir is made when missing; one that cannot hold files fails the

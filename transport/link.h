@@ -351,6 +351,7 @@ using Connector = std::function<Status(uint32_t timeout_ms, Connection*)>;
 // What a sender's upstream backup did, for the summary.
 struct ReplayStats {
   uint64_t reconnects = 0;     // connections made again after a break
+  uint64_t acked_events = 0;   // events of the frames acknowledged so far, every connection
   uint64_t replayed_frames = 0;
   uint64_t replayed_events = 0;
   uint64_t held_frames = 0;    // frames sent and not yet acknowledged, now
@@ -500,7 +501,7 @@ class Sender {
   uint64_t claimed_held_ = 0, forgets_ = 0;
   std::vector<EventHeader> kept_headers_;
   Counter reconnects_, replayed_frames_, replayed_events_, held_frames_, max_held_frames_,
-      remade_events_;
+      remade_events_, acked_events_;
   mutable std::mutex swap_mu_;  // carrier_ and gate_ replaced by a recovery, against stats()
   LinkStats retired_;           // what the connections before this one counted
   bool ended_ = false, closed_ = false, closed_without_end_ = false;

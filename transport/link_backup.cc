@@ -72,6 +72,7 @@ Status Sender::drop_acked() {
       if (!st) return Status::Error(fmt::format("{}: {}", name_, st.message()));
     }
     piece_head_ = k.first_piece + k.pieces;
+    if (k.kind == FrameKind::kEvents) acked_events_.add(k.events);
     ++log_head_;
   }
   if (claims_acked) ledger_->acked();
@@ -364,6 +365,7 @@ ReplayStats Sender::replay_stats() const {
   r.held_frames = held_frames_.get();
   r.max_held_frames = max_held_frames_.get();
   r.remade_events = remade_events_.get();
+  r.acked_events = acked_events_.get();
   return r;
 }
 

@@ -23,8 +23,9 @@ that fails can be repeated exactly (--seed S --first I --runs 1):
             tcp: UCX's tcp transport, each across the namespaces' bridge)
 
 and 1-3 faults in the run: SIGKILL (twice as likely) or SIGSTOP for 0.5-3 s
-of node-a, node-b, the sink or the load generator (started again, it makes
-its stream again from the start, and the sink drops what it had), sometimes
+of node-a, node-b, the sink or the load generator (started again, it
+resumes from its position, what its link had acknowledged, and the sink
+drops what comes twice), sometimes
 with threads: dedicated or shared.
 A run passes when the report says ok, with lost, duplicated and corrupt 0,
 and (esper) the same groups as the run without faults. A failed run's

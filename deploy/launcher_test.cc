@@ -601,6 +601,41 @@ TEST(LauncherReport, ARestoredSinkIsMeasuredOverItsWholeStream) {
   EXPECT_DOUBLE_EQ(fresh.tuples_per_s, 1000 / 2.0);
 }
 
+// A restart's recovery ends at the first tuple at the sink after it: the
+// end of the sink's pause that the restart falls in, or, for a node killed
+// before the stream reached the sink, the sink's first tuple (the report
+// said "its recovery not seen at a sink" for one killed as the run started).
+TEST(LauncherReport, ARecoveryEndsAtTheSinksFirstTupleAfterTheRestart) {
+  RunReport r;
+  ProcessOutcome node;
+  node.name = "node-a";
+  node.role = Role::kNode;
+  node.restarts = 2;
+  node.died_wall_s = {1000.0, 1010.0};
+  node.restarted_wall_s = {1000.5, 1010.5};
+  ProcessOutcome sink;
+  sink.name = "sink";
+  sink.role = Role::kSink;
+  sink.have_summary = true;
+  sink.summary.first_arrival_s = 1001.25;  // the stream reached it after the first restart
+  sink.summary.stalls_s = {{1009.0, 1011.5}};
+  r.processes = {node, sink};
+  fill_report(&r);
+  ASSERT_EQ(r.processes[0].recovery_s.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.processes[0].recovery_s[0], 1.25);
+  EXPECT_DOUBLE_EQ(r.processes[0].recovery_s[1], 1.5);
+  EXPECT_NE(report_table(r).find("node-a 2 times (recovered in 1.250 s, recovered in 1.500 s)"),
+            std::string::npos)
+      << report_table(r);
+
+  // A restored sink's first arrival is its own restart's: not a recovery
+  // of the node's.
+  r.processes[1].summary.restored_first_arrival_s = 999.0;
+  fill_report(&r);
+  EXPECT_DOUBLE_EQ(r.processes[0].recovery_s[0], -1);
+  EXPECT_DOUBLE_EQ(r.processes[0].recovery_s[1], 1.5);
+}
+
 TEST(LauncherHelpers, JsonEscape) {
   EXPECT_EQ(json_escape("plain"), "plain");
   EXPECT_EQ(json_escape("a\"b\\c"), "a\\\"b\\\\c");

@@ -15,9 +15,11 @@ namespace {
 // Each restart's recovery: from the death to the first tuple at a sink
 // after the process was started again. That tuple ends a pause of the sink
 // (Verifier::arrived) that the restart falls in; a restarted sink's is its
-// own first event. Where no sink paused across the restart (another path
-// kept it fed, or the sink itself was restarted later and its pauses start
-// after), the time is not known: -1.
+// own first event; for a process that died before any tuple reached the
+// sink (killed as the run started), the sink's first tuple. Where no sink
+// paused across the restart (another path kept it fed, or the sink itself
+// was restarted later and its pauses start after), the time is not known:
+// -1.
 void fill_recoveries(RunReport* r) {
   for (ProcessOutcome& p : r->processes) {
     p.recovery_s.assign(p.died_wall_s.size(), -1);
@@ -32,6 +34,11 @@ void fill_recoveries(RunReport* r) {
           if (q.role != Role::kSink || !q.have_summary) continue;
           for (const auto& st : q.summary.stalls_s)
             if (st[0] <= back && back <= st[1] && (first < 0 || st[1] < first)) first = st[1];
+          // Its stream's first tuple came after the restart (a restored
+          // sink's first_arrival_s is its own last start's: not that).
+          const double a = q.summary.first_arrival_s;
+          if (q.summary.restored_first_arrival_s == 0 && a > 0 && a >= back && (first < 0 || a < first))
+            first = a;
         }
       }
       if (first >= 0) p.recovery_s[k] = std::max(0.0, first - p.died_wall_s[k]);

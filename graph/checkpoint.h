@@ -89,6 +89,8 @@ class SnapshotFiles {
   explicit SnapshotFiles(std::string path, bool sync = false) : path_(std::move(path)), sync_(sync) {}
   ~SnapshotFiles();
   std::string name(int i) const { return path_ + "." + std::to_string(i); }
+  // What the names are made of (NAME of NAME.0 and NAME.1).
+  const std::string& path() const { return path_; }
   // The directory the files are in.
   std::string directory() const;
   // Snapshot number `number` into file number & 1.

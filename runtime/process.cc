@@ -93,11 +93,12 @@ struct Position {
 constexpr double kPositionEveryS = 0.2;
 
 std::string encode_position(const std::string& token, uint64_t number, uint64_t events, double elapsed_s) {
+  SnapshotOut pos;
+  pos.put(events);
+  pos.put(elapsed_s);
   CheckpointState cs;
   cs.number = number;
-  cs.process.resize(16);
-  std::memcpy(cs.process.data(), &events, 8);
-  std::memcpy(cs.process.data() + 8, &elapsed_s, 8);
+  cs.process = pos.data();
   OperatorChain none;
   SnapshotOut scratch;
   std::string out;
@@ -399,7 +400,10 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
     CheckpointState cs;
     bool stale = false;
     if (rs && found) rs = decode_snapshot(bytes.data(), bytes.size(), where, d.run_token, none, &cs, &stale);
-    if (rs && found && !stale && cs.process.size() != 16)
+    SnapshotIn pos(cs.process.data(), cs.process.size());
+    const uint64_t events = pos.get<uint64_t>();
+    const double elapsed = pos.get<double>();
+    if (rs && found && !stale && (!pos.ok() || pos.left() != 0))
       rs = Status::Error(fmt::format("{}: a position of {} bytes, not 16", where, cs.process.size()));
     if (!rs) {
       spdlog::warn("{}; making the stream again from its start (the sinks drop what they already counted)",
@@ -408,13 +412,9 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
     }
     if (!found || stale) {
       spdlog::info("no position of this run in {}.0 or .1: making the stream again from its start",
-                   p.files->name(0).substr(0, p.files->name(0).size() - 2));
+                   p.files->path());
       continue;
     }
-    uint64_t events = 0;
-    double elapsed = 0;
-    std::memcpy(&events, cs.process.data(), 8);
-    std::memcpy(&elapsed, cs.process.data() + 8, 8);
     p.gen->resume_at(events, elapsed);
     p.base_events = p.written = events;
     p.base_s = p.gen->resumed_s();

@@ -5,6 +5,9 @@
 // snapshot holds its effect ("Operator snapshots" in docs/DESIGN.md), so
 // the longer a slot waits for one, the more often the generator stands
 // with its pool empty. Both in one process, in turn, on the same machine.
+// (A sink whose input links have acks no longer holds its slots: it claims
+// its frames, so this is now the cost a node with operators, or a sink
+// behind a handover copy, pays.)
 //
 //   ninja -C build sink_window_bench
 //   flock /tmp/cpu.lock build/bench/sink_window_bench --benchmark_repetitions=5

@@ -109,7 +109,9 @@ void Instance::start() {
   checkpointing_ = !cfg_.checkpoint_path.empty() && (!chain_.empty() || dest_->saves_state());
   if (checkpointing_) {
     cfg_.threads = Threads::kDedicated;
-    held_.reserve(work_pool_->slots());
+    // Claimed frames are bounded by the links' acknowledgement windows
+    // (Receiver::window), held slots by the pool.
+    held_.reserve(work_pool_->slots() * (cfg_.input_ledger ? kAckWindowPerSlot : 1));
     ck_.watermarks.assign(chain_.size(), 0);
     ck_async_ = chain_.empty();  // a sink: its state is its destination's alone
     if (ck_async_) cuts_ = std::make_unique<Cut[]>(kCuts);
@@ -435,11 +437,7 @@ bool Instance::process_batch(Descriptor* batch, size_t n) {
       if (d.flags & kDescEnd) {
         if (checkpointing_) {
           // Held until the final checkpoint: a crash before then has END replayed.
-          if (Status st = pool.retain(d.slot, 1); !st) {
-            fail(st);
-            return false;
-          }
-          held_.push_back(d.slot);
+          if (!hold(d)) return false;
           saw_end_ = true;
         }
         ok = end_chain(d);
@@ -448,13 +446,9 @@ bool Instance::process_batch(Descriptor* batch, size_t n) {
       }
       if (checkpointing_) {
         if (!trim_replayed(d)) continue;
-        // Held (one holder more) until a snapshot holds its effect: only
-        // then may its upstream hear that it is acknowledged.
-        if (Status st = pool.retain(d.slot, 1); !st) {
-          fail(st);
-          return false;
-        }
-        held_.push_back(d.slot);
+        // Held (one holder more, or claimed) until a snapshot holds its
+        // effect: only then may its upstream hear that it is acknowledged.
+        if (!hold(d)) return false;
         ck_in_tuples_ += d.tuples;
         if (chain_.empty()) {  // a sink: its verifier is what keeps state
           batch[kept++] = d;

@@ -173,10 +173,11 @@ class NetSource final : public Source, public AckLedger, private SlotPool::Freed
   void report(ProcessSummary& s) const override;
   void live_links(std::vector<LiveLink>* out) const override;
   bool waited() const override { return waited_; }
-  // A node that keeps no copies (AckLedger, node_backup: upstream): its
-  // sender claims the frames it forwards from this source's links. Before
-  // start().
-  void keep_no_copies() { claims_ = true; }
+  // The frames of this source's links are claimed (AckLedger) and
+  // acknowledged once ack() says so: by a node that keeps no copies
+  // (node_backup: upstream), whose sender claims the frames it forwards, and
+  // by a sink that snapshots, once a snapshot holds them. Before start().
+  void claim_frames() { claims_ = true; }
   Take claim(uint32_t slot, Claim* c) override;
   void ack(const Claim& c) override;
   void acked() override;
@@ -240,7 +241,7 @@ class NetSource final : public Source, public AckLedger, private SlotPool::Freed
   std::vector<std::unique_ptr<Rejoin>> rejoin_;
   size_t down_ = 0;  // links down now: tend_broken has nothing to do without one
   uint64_t reconnects_ = 0;
-  // The ledger (keep_no_copies). Each link slot's epoch when it was handed
+  // The ledger (claim_frames). Each link slot's epoch when it was handed
   // out; the epoch asked for (replay_upstream, the sender's thread) and the
   // one the frames now handed out belong to (this stage's, once it broke
   // the links); each link's connection, counted.
@@ -351,6 +352,12 @@ struct InstanceConfig {
   uint32_t checkpoint_ms = 0;
   bool checkpoint_sync = false;  // snapshot_sync: fdatasync each snapshot
   uint32_t checkpoint_hold = 1;
+  // A sink that snapshots, whose input links all have acks: it *claims* each
+  // input frame (AckLedger) instead of holding its slot, so the slot and its
+  // credit come back once the verifier is done with it and only the
+  // acknowledgement waits for the snapshot that holds its effect. null: it
+  // holds the slots (a node's operators, or a handover copy).
+  AckLedger* input_ledger = nullptr;
 };
 
 // What one instance counts, read while it runs (or after): the one set of
@@ -511,8 +518,16 @@ class Instance {
   bool checkpoint(bool final);         // false: the instance stopped meanwhile
   bool write_snapshot(const CheckpointState& st);
   bool release_held();                 // all of held_
+  bool hold(const Descriptor& d);      // false: the instance failed
   bool wait_input_until(uint64_t deadline_ns);
-  std::vector<uint32_t> held_;         // input slots whose effect no snapshot holds yet
+  // An input frame whose effect no snapshot holds yet: its slot, held (one
+  // holder more), or, with cfg_.input_ledger, its claim (the slot went on).
+  struct Held {
+    AckLedger::Claim claim;
+    uint32_t slot = 0;
+    bool claimed = false;
+  };
+  std::vector<Held> held_;
   CheckpointState ck_;
   SnapshotOut ck_scratch_;
   std::string ck_bytes_;

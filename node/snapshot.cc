@@ -164,17 +164,41 @@ bool Instance::write_snapshot(const CheckpointState& st) {
 // acknowledgements upstream. False: the instance failed.
 bool Instance::release_held() { return release_held_to(held_base_ + held_.size()); }
 
-// The oldest held slots, up to the count `held` of all ever held: a cut
-// covers a prefix of them (they are held in the order they are forwarded).
-bool Instance::release_held_to(uint64_t held) {
-  const size_t m = static_cast<size_t>(held - held_base_);
-  for (size_t i = 0; i < m; ++i) {
-    if (Status st = work_pool_->release(held_[i]); !st) {
+// The input frame in d waits for a snapshot: claimed, so that its slot goes
+// on as without snapshots and only its acknowledgement waits, or its slot
+// held. A claim the ledger refuses (a slot that is not a link's) holds the
+// slot. False: the instance failed.
+bool Instance::hold(const Descriptor& d) {
+  Held h;
+  h.slot = d.slot;
+  if (cfg_.input_ledger) h.claimed = cfg_.input_ledger->claim(d.slot, &h.claim) == AckLedger::Take::kClaimed;
+  if (!h.claimed) {
+    if (Status st = work_pool_->retain(d.slot, 1); !st) {
       fail(st);
       return false;
     }
   }
-  held_.erase(held_.begin(), held_.begin() + static_cast<ptrdiff_t>(m));  // at most the pool's slots, once a snapshot
+  held_.push_back(h);
+  return true;
+}
+
+// The oldest held slots, up to the count `held` of all ever held: a cut
+// covers a prefix of them (they are held in the order they are forwarded).
+bool Instance::release_held_to(uint64_t held) {
+  const size_t m = static_cast<size_t>(held - held_base_);
+  bool acked = false;
+  for (size_t i = 0; i < m; ++i) {
+    if (held_[i].claimed) {
+      cfg_.input_ledger->ack(held_[i].claim);
+      acked = true;
+    } else if (Status st = work_pool_->release(held_[i].slot); !st) {
+      fail(st);
+      return false;
+    }
+  }
+  if (acked) cfg_.input_ledger->acked();  // the receive stage sends them upstream
+  // At most the links' acknowledgement windows, once a snapshot.
+  held_.erase(held_.begin(), held_.begin() + static_cast<ptrdiff_t>(m));
   held_base_ = held;
   return true;
 }

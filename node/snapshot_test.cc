@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -291,6 +293,143 @@ TEST(Snapshots, ASinkCopiesItsStateOutAtTheCutEvenWhileItsSendStageIsBehind) {
   EXPECT_GT(s2.restored_bytes, 0u);
   EXPECT_GT(s2.restored_first_arrival_s, 0);
   EXPECT_GE(s2.last_arrival_s, s2.restored_first_arrival_s);
+  std::filesystem::remove(path + ".0");
+  std::filesystem::remove(path + ".1");
+}
+
+// A snapshotting sink's input link seen through its ledger (AckLedger), as
+// a NetSource with claims is: a generator's events copied into 16 slots of
+// its own, each frame numbered as it arrives. claim() names the frame in a
+// slot; ack() is the sink letting it go upstream, which must come only once
+// a snapshot holds it: no frame beyond the tuples the sink's last copy of
+// its state covered.
+class ClaimingSource final : public Source, public AckLedger {
+ public:
+  ClaimingSource(const Deployment& d, const std::atomic<uint64_t>* covered)
+      : gen_(d, 0), pool_(16, gen_.pool().slot_bytes()), covered_(covered), frame_of_(16, 0) {}
+  Status next(std::span<Descriptor> out, size_t* n) override {
+    *n = 0;
+    const uint32_t mine = pool_.acquire(Wait::kBlock);
+    if (mine == kNoSlot) return Status::Error("stopped");
+    size_t got = 0;
+    Status st = gen_.next(out.subspan(0, 1), &got);
+    if (!st || got == 0) {
+      (void)pool_.release(mine);
+      return st;
+    }
+    const Descriptor g = out[0];
+    std::memcpy(pool_.slot(mine), gen_.pool().slot(g.slot) + g.offset, g.bytes);
+    (void)gen_.pool().release(g.slot);
+    {
+      std::lock_guard lk(mu_);
+      // The slot came back to the link before the frame it held was
+      // acknowledged: its credit did not wait for the snapshot.
+      if (frame_of_[mine] != 0 && !acked_[frame_of_[mine]]) ++early_;
+      frame_of_[mine] = ++frames_;
+      upto_.push_back(upto_.back() + g.tuples);
+      acked_.push_back(false);
+    }
+    out[0] = {mine, 0, g.bytes, g.events, g.tuples, g.flags};
+    *n = 1;
+    return {};
+  }
+  SlotPool& pool() override { return pool_; }
+  void shutdown() override {
+    gen_.shutdown();
+    pool_.close();
+  }
+  Take claim(uint32_t slot, Claim* c) override {
+    std::lock_guard lk(mu_);
+    c->frame = frame_of_[slot];
+    ++claims_;
+    return Take::kClaimed;
+  }
+  void ack(const Claim& c) override {
+    std::lock_guard lk(mu_);
+    if (c.frame <= last_acked_ || c.frame > frames_) ++out_of_order_;
+    last_acked_ = std::max(last_acked_, c.frame);
+    acked_[c.frame] = true;
+    ++acks_;
+    if (upto_[c.frame] > covered_->load()) ++unsaved_;  // acknowledged before a snapshot held it
+  }
+  void acked() override {}
+  void replay_upstream() override { ADD_FAILURE() << "a sink has no downstream to replay for"; }
+  bool stale(uint32_t) const override { return false; }
+
+  std::mutex mu_;
+  uint64_t frames_ = 0, claims_ = 0, acks_ = 0, last_acked_ = 0, early_ = 0, unsaved_ = 0,
+           out_of_order_ = 0;
+
+ private:
+  Generator gen_;
+  SlotPool pool_;
+  const std::atomic<uint64_t>* covered_;
+  std::vector<uint64_t> frame_of_;      // by slot: the frame it holds now (0: none yet)
+  std::vector<uint64_t> upto_{0};       // by frame: the tuples up to and with it
+  std::vector<bool> acked_{false};      // by frame
+};
+
+// A verifier that says how many tuples the newest copy of its state covers.
+class CoveredSink final : public Destination {
+ public:
+  CoveredSink(SlotPool& pool, std::atomic<uint64_t>* covered) : v_(pool), covered_(covered) {}
+  Status consume(std::span<const Descriptor> descs) override { return v_.consume(descs); }
+  Status finish() override { return v_.finish(); }
+  bool saves_state() const override { return true; }
+  void save(SnapshotOut& out) const override {
+    uint64_t covered = 0;  // what the instance put first: the tuples taken in
+    std::memcpy(&covered, out.data().data(), sizeof covered);
+    if (covered > covered_->load()) covered_->store(covered);
+    v_.save(out);
+  }
+  Verifier v_;
+
+ private:
+  std::atomic<uint64_t>* covered_;
+};
+
+// A sink whose input links have acks claims its input frames instead of
+// holding their slots: a slot goes back to its link (and its credit to the
+// sender) once the verifier is done with it, and only the acknowledgement
+// waits for a snapshot. Every frame, END's too, is acknowledged once, in
+// order, and none before a snapshot covers it; slots come back ahead of
+// their acknowledgements (the snapshots are 64 descriptors apart, the link
+// has 16 slots: holding them, it would wait for the idle snapshots).
+TEST(Snapshots, ASinkWithAcksGivesItsSlotsBackAndAcknowledgesOnlyWhatASnapshotHolds) {
+  Deployment d = two_streams();
+  OperatorChain chain;
+  ASSERT_TRUE(OperatorChain::make({}, Schema::default_for(d.tuple_bytes), &chain).ok());
+  std::atomic<uint64_t> covered{0};
+  auto src = std::make_unique<ClaimingSource>(d, &covered);
+  ClaimingSource* cs = src.get();
+  auto sink = std::make_unique<CoveredSink>(src->pool(), &covered);
+  CoveredSink* k = sink.get();
+  const std::string path = ::testing::TempDir() + "/claiming-" + std::to_string(getpid()) + ".snapshot";
+  InstanceConfig ic;
+  ic.ring_slots = 4;
+  ic.checkpoint_path = path;
+  ic.checkpoint_token = "test";
+  ic.checkpoint_ms = 1000;
+  ic.checkpoint_hold = 64;
+  ic.input_ledger = cs;
+  Instance in(ic, std::move(src), std::move(sink), std::move(chain), [] {});
+  in.start();
+  in.join();
+  ASSERT_TRUE(in.status().ok()) << in.status().message();
+  const VerifyCounts c = k->v_.counts();
+  EXPECT_TRUE(c.end_seen);
+  EXPECT_EQ(c.tuples, 20000u);
+  EXPECT_EQ(c.lost, 0u);
+  ProcessSummary s;
+  in.report(s);
+  EXPECT_GT(s.checkpoints, 1u);
+  std::lock_guard lk(cs->mu_);
+  EXPECT_EQ(cs->claims_, cs->frames_) << "every frame is claimed, none held";
+  EXPECT_EQ(cs->acks_, cs->frames_) << "every frame is acknowledged once";
+  EXPECT_EQ(cs->last_acked_, cs->frames_);
+  EXPECT_EQ(cs->out_of_order_, 0u);
+  EXPECT_EQ(cs->unsaved_, 0u) << "frames acknowledged before a snapshot held them";
+  EXPECT_GT(cs->early_, 0u) << "no slot came back before its frame was acknowledged";
   std::filesystem::remove(path + ".0");
   std::filesystem::remove(path + ".1");
 }

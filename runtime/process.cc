@@ -197,7 +197,7 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
                              d.inputs_of(index).size() == 1;
       auto nd = std::make_unique<NetDestination>(std::move(out), pc.split, send_pool, ctx, tally);
       if (no_copies) {
-        ledger->keep_no_copies();
+        ledger->claim_frames();
         nd->set_ledger(ledger);
       }
       if (remaker) nd->set_remaker(remaker);
@@ -259,7 +259,20 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         // acks with the sink's snapshots ran at 0.80 of acks off with half,
         // 0.96 with an eighth (4.5x the snapshots, 3-4% of a core;
         // experiments/results/2026-11-27-issue15-sink-hold).
-        const uint32_t share = chain.empty() ? 8 : 2;
+        uint32_t share = chain.empty() ? 8 : 2;
+        // A sink whose links all have acks holds no slots: it claims its
+        // input frames (InstanceConfig::input_ledger), so what waits for a
+        // snapshot is the acknowledgement alone, and a sender may have 4 x
+        // slots frames unacknowledged (Receiver::window). Half its slots
+        // apart, the snapshots leave it most of that window, a quarter as
+        // many as an eighth would.
+        bool all_acks = true;
+        for (size_t l : d.inputs_of(index)) all_acks = all_acks && d.link_options(l, k).acks;
+        if (pc.role == Role::kSink && ledger && !d.handover_copy && all_acks) {
+          ledger->claim_frames();
+          ic.input_ledger = ledger;
+          share = 2;
+        }
         ic.checkpoint_hold = std::max<uint32_t>(1, least == UINT32_MAX ? 1 : least / share);
       }
     }

@@ -310,7 +310,7 @@ TEST(Links, AClaimedFrameIsAcknowledgedUpstreamWhenItsClaimIsAndSentAgainWhenAsk
   Status st;
   auto src = NetSource::make({o}, rx_ctx, &st);
   ASSERT_TRUE(src) << st.message();
-  src->keep_no_copies();
+  src->claim_frames();
 
   SlotPool tx_pool(4, o.slot_bytes);
   std::atomic<bool> dropped{false}, finish{false};

@@ -1,6 +1,7 @@
 #include "deploy/launcher.h"
 #include "deploy/progress.h"
 #include "graph/operator.h"
+#include "runtime/process.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -93,6 +94,14 @@ bool exited_ok(const Child& c) {
 // exited 2: its file or options are bad, or, restarted, it has state a
 // restart cannot bring back, and trying again fails the same way. (Exit 3,
 // a sink's verdict, is an end, not a death: exited_ok.)
+// A load generator that ended before its stream began, asked to stop
+// (Ctrl-C, down): it says so (kExitStoppedBeforeStream), or, still
+// starting, died of the SIGINT before it could catch it.
+bool ended_before_stream(int status) {
+  return (WIFEXITED(status) && WEXITSTATUS(status) == kExitStoppedBeforeStream) ||
+         (WIFSIGNALED(status) && WTERMSIG(status) == SIGINT);
+}
+
 bool restartable_death(int status) { return !(WIFEXITED(status) && WEXITSTATUS(status) == 2); }
 
 // "signal KILL", "exit code 1": how a process died, for the restart line.
@@ -456,6 +465,7 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
   double drain_deadline = -1;
   double blame_at = -1;  // when a failure seen is judged
   double sinks_ended_at = -1;  // when every sink had ended (restart: on-failure)
+  bool never_began = false;    // stopped before any load generator began its stream
   // How long to sleep for an exit: until the next thing due (a restart, a
   // failure to judge, the drain deadline, the timeout, a progress line).
   // The cap covers a stop signal that another thread caught (a signal to
@@ -491,6 +501,41 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
     // go instead, and so is one restarted just before, if it still runs
     // kSettleGrace later.
     if (sinks_ended_at < 0 && sinks_ended(children, d)) sinks_ended_at = mono_s();
+    // Asked to end the stream (Ctrl-C, down) before a load generator had
+    // begun it: it ended with nothing sent. Once every one has, the rest
+    // wait for a stream that will never come: they are let go (stopped,
+    // not blamed), and the run, which lost nothing, ends. (`down` 20 ms
+    // after `up` failed the run: the load generator, stopped while it
+    // connected, exited 1, or died of the SIGINT before it could catch it.)
+    if (drain_deadline >= 0 && !never_began) {
+      bool all = true;
+      for (auto& c : children) {
+        if (d.processes[c.index].role != Role::kLoadgen) continue;
+        if (!c.running && !c.settled && c.restart_at < 0 && ended_before_stream(c.status)) {
+          c.settled = true;
+          r.processes[c.index].settled = "asked to stop before its stream began; nothing was sent";
+        }
+        all = all && c.settled && ended_before_stream(c.status);
+      }
+      if (all) {
+        never_began = true;
+        for (auto& c : children) {
+          if (!c.running || c.settled) continue;
+          c.settled = true;
+          c.settle_kill_at = mono_s() + o.grace_s;
+          r.processes[c.index].settled = "stopped: the stream never began (asked to stop before "
+                                         "the load generator had begun it)";
+          ex.signal(c.pid, SIGTERM);
+        }
+        if (o.progress) {
+          fmt::print(o.progress, "sluice-deploy: stopped before the stream began; nothing was sent\n");
+          std::fflush(o.progress);
+        }
+      }
+    }
+    if (never_began)
+      for (auto& c : children)
+        if (c.running && c.settle_kill_at > 0 && mono_s() >= c.settle_kill_at) ex.signal(c.pid, SIGKILL);
     size_t pending = 0;
     for (size_t slot = 0; slot < children.size(); ++slot) {
       Child& c = children[slot];

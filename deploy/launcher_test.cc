@@ -525,6 +525,33 @@ TEST_F(Launcher, StopSignalIsForwarded) {
   expect_nothing_left(r);
 }
 
+// Asked to stop (Ctrl-C, down) before the load generator had begun its
+// stream: it ends with nothing sent (sluice-loadgen, stopped while it
+// connects, exits 4; still starting, it dies of the SIGINT itself), and
+// the rest, which wait for a stream that will never come, are let go. The
+// run lost nothing: it is ok (`down` 20 ms after `up` failed it).
+TEST_F(Launcher, AStopBeforeTheStreamBeganEndsTheRunOk) {
+  for (const std::string loadgen : {"loadgen:connecting", "loadgen:hang"}) {
+    static volatile std::sig_atomic_t stop = 0;
+    stop = 0;
+    opts_.stop_signal = &stop;
+    std::thread t([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      stop = SIGINT;
+    });
+    RunReport r = run_with((loadgen + ",node-a:hang,node-b:hang,sink:hang").c_str());
+    t.join();
+    EXPECT_TRUE(r.ok) << loadgen << ": " << r.error;
+    ASSERT_EQ(r.processes.size(), 4u);
+    for (const auto& p : r.processes) {
+      EXPECT_TRUE(p.ok) << loadgen << ": " << p.name << ": " << p.error;
+      EXPECT_HAS(p.settled, p.role == Role::kLoadgen ? "asked to stop before its stream began"
+                                                     : "the stream never began");
+    }
+    expect_nothing_left(r);
+  }
+}
+
 TEST_F(Launcher, LostTuplesFailTheRun) {
   RunReport r = run_with("sink:lost");
   EXPECT_FALSE(r.ok);

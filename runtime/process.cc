@@ -851,6 +851,15 @@ int process_main(Role role, int argc, char** argv) {
     die_of_sigterm(SIGTERM);
   }
   if (g_term.load()) alarm(0);  // it ended in time, as it would have without the signal
+  // A load generator asked to end its stream (Ctrl-C, sluice-deploy down)
+  // before it had begun it, still connecting: it sent nothing, so nothing
+  // is lost. Its own exit code (kExitStoppedBeforeStream), so that the
+  // supervisor stops the rest, which wait for a stream that never comes,
+  // instead of failing the run (seen: `down` 20 ms after `up`).
+  if (!st.ok() && role == Role::kLoadgen && g_stop.load() && !g_term.load() && s.events_out == 0) {
+    spdlog::warn("stopped before its stream began (asked to stop while it connected): {}", st.message());
+    return kExitStoppedBeforeStream;
+  }
   if (!st.ok()) {
     spdlog::error("{}", st.message());
     return 1;

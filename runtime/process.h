@@ -36,6 +36,12 @@ constexpr const char* kSupervisorPidEnv = "SLUICE_SUPERVISOR_PID";
 // supervisor's death ends a local child (SIGTERM).
 constexpr const char* kLifelineEnv = "SLUICE_LIFELINE";
 
+// A load generator's exit code when it was asked to stop (SIGINT: Ctrl-C,
+// sluice-deploy down) before its stream began, still connecting: it sent
+// nothing. 0 is a run to its end, 1 a failure, 2 a refusal (the file, a
+// restart without snapshots), 3 a sink's verdict of lost tuples.
+constexpr int kExitStoppedBeforeStream = 4;
+
 // main() of the three programs: parses the command line (a deployment file,
 // or standalone flags), runs, writes the summary. Returns the exit code.
 int process_main(Role role, int argc, char** argv);

@@ -1,6 +1,7 @@
 // Processes started by hand (a stopped sink, programs chained by flags) and
 // Ctrl-C on sluice-deploy: the stream drains and nothing is lost.
 
+#include "runtime/process.h"
 #include "tests/pipeline_fixture.h"
 
 namespace {
@@ -119,6 +120,35 @@ TEST(PipelineStandalone, ProgramsChainedByFlagsDeliverEveryTuple) {
   EXPECT_EQ(s["tuples_in"].as<uint64_t>(), 50000u);
   EXPECT_EQ(s["lost"].as<uint64_t>(), 0u);
   EXPECT_EQ(s["corrupt"].as<uint64_t>(), 0u);
+}
+
+// A load generator asked to stop (SIGINT: Ctrl-C, sluice-deploy down) while
+// it still connects ends with nothing sent, and says so with an exit code
+// of its own (kExitStoppedBeforeStream), which the supervisor takes for a
+// stop before the stream began, not a failure (the launcher's test).
+TEST(PipelineStandalone, ALoadGeneratorStoppedWhileItConnectsSaysNothingWasSent) {
+  std::string dir = scratch("stopped-connecting");
+  const std::string log = dir + "/loadgen.log";
+  pid_t lg = fork();
+  if (lg == 0) {
+    FILE* f = std::freopen(log.c_str(), "w", stderr);
+    (void)f;
+    execl(SLUICE_LOADGEN, SLUICE_LOADGEN, "--connect", "127.0.0.1:28470", "--set",
+          "connect_timeout_ms=30000", "--set", "progress_s=0", "--summary",
+          (dir + "/loadgen.json").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  // Nothing listens there: it is still connecting (refused, retried).
+  // Once it logs, it catches SIGINT (process_main's first step).
+  for (int i = 0; i < 500 && slurp(log).find("[sluice-loadgen]") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  kill(lg, SIGINT);
+  EXPECT_EQ(wait_exit(lg, 30), sluice::kExitStoppedBeforeStream) << slurp(log);
+  EXPECT_NE(slurp(log).find("stopped before its stream began (asked to stop while it connected): "
+                            "link loadgen -> downstream (127.0.0.1:28470): stopped while connecting"),
+            std::string::npos)
+      << slurp(log);
 }
 
 // Ctrl-C on sluice-deploy: the load generator ends its stream, what was made

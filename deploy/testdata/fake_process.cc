@@ -28,6 +28,8 @@
 //   killed-once-hang  like killed-once, but a start after that hangs: a
 //              process restarted to find its neighbours already gone
 //   slow       ok, 800 ms later
+//   connecting (a load generator) never connects; asked to stop (SIGINT),
+//              exits 4, as sluice-loadgen stopped while it connects does
 // Every fake writes its pid to <summary>.pid first (follow reads P's).
 #include <poll.h>
 #include <signal.h>
@@ -195,6 +197,10 @@ int main(int argc, char** argv) {
     pid_t g = fork();
     if (g == 0) sleep_forever();
     std::ofstream(summary + ".grandchild") << g << "\n";
+    sleep_forever();
+  }
+  if (mode == "connecting") {
+    signal(SIGINT, [](int) { _exit(4); });  // kExitStoppedBeforeStream
     sleep_forever();
   }
   if (mode == "nosummary") return 0;

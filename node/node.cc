@@ -861,7 +861,7 @@ void Instance::live(LiveInstance* out) const {
     out->stages[i].events = stage_events(i);
     out->stages[i].tid = stage_tid(i);
     for (int r = 0; r < kBlockReasons; ++r)
-      out->stages[i].blocked_ns[r] = blocked_ns_[i][r].load(std::memory_order_relaxed);
+      out->stages[i].blocked_ns[r] = blocked_ns_[i].ns[r].load(std::memory_order_relaxed);
   }
   out->ring[0] = ring_size(0);
   out->ring[1] = ring_size(1);

@@ -404,7 +404,7 @@ class Instance {
   static const char* stage_name(int i);
   // The stage's thread (its id, for its CPU time in /proc), 0 before it started.
   pid_t stage_tid(int i) const { return tid_[i].load(std::memory_order_acquire); }
-  uint64_t stage_events(int i) const { return stage_events_[i].load(std::memory_order_relaxed); }
+  uint64_t stage_events(int i) const { return stage_events_[i].n.load(std::memory_order_relaxed); }
   // Descriptors waiting in the rings: 0 receive -> process, 1 process -> send.
   size_t ring_size(int r) const { return r == 0 ? to_process_.size() : to_send_.size(); }
   size_t ring_capacity() const { return cfg_.ring_slots; }
@@ -435,7 +435,7 @@ class Instance {
   bool hand_over(Descriptor& d);
   bool push_all(int stage, SpscRing<Descriptor>& ring, const Descriptor* d, size_t n);
   void add_blocked(int stage, BlockReason r, uint64_t since_ns) {
-    auto& a = blocked_ns_[stage][r];
+    auto& a = blocked_ns_[stage].ns[r];
     a.store(a.load(std::memory_order_relaxed) + (mono_ns() - since_ns), std::memory_order_relaxed);
   }
   class ChainEmitter;
@@ -472,27 +472,36 @@ class Instance {
   SpscRing<Descriptor> to_send_;
   StageCounters in_, out_;
   CpuTimes cpu_[3];
-  std::atomic<uint64_t> stage_events_[3] = {0, 0, 0};
+  // Written by one stage each, per batch: a cache line apiece (three
+  // threads writing one line made it bounce between the cores on every
+  // batch). Likewise the blocked times and run to completion's counters.
+  struct alignas(kCacheLine) StageEvents {
+    std::atomic<uint64_t> n{0};
+  };
+  StageEvents stage_events_[3];
   std::atomic<pid_t> tid_[3] = {0, 0, 0};
   // Where each stage ran, read by its thread as it ends.
   std::string stage_cpus_[3];
   int last_cpu_[3] = {-1, -1, -1};
   void run_stage(int i, void (Instance::*loop)());
-  std::atomic<uint64_t> blocked_ns_[3][kBlockReasons] = {};
+  struct alignas(kCacheLine) Blocked {
+    std::atomic<uint64_t> ns[kBlockReasons] = {};
+  };
+  Blocked blocked_ns_[3];
   void count_stage(int i, uint64_t ev) {
-    stage_events_[i].store(stage_events_[i].load(std::memory_order_relaxed) + ev,
-                           std::memory_order_relaxed);
+    stage_events_[i].n.store(stage_events_[i].n.load(std::memory_order_relaxed) + ev,
+                             std::memory_order_relaxed);
   }
   std::atomic<int> done_{0};
   int done_fd_ = -1;
   void stage_done(int stages);
   // threads: adaptive and shared ("Run to completion" in node.cc).
   bool inline_ = false;           // the receiving thread runs process (and send) now
-  uint64_t handed_ = 0;           // descriptors pushed to to_process_ (receive thread only)
+  alignas(kCacheLine) uint64_t handed_ = 0;  // descriptors pushed to to_process_ (receive thread only)
   uint32_t unwaited_ = 0;         // batches in a row that came without a wait (receive thread only)
-  std::atomic<uint64_t> processed_{0};  // of those, done by the process thread
-  std::atomic<uint64_t> queued_{0};     // descriptors pushed to to_send_, by whoever produced them
-  std::atomic<uint64_t> sent_{0};       // of those, consumed by the send thread
+  alignas(kCacheLine) std::atomic<uint64_t> processed_{0};  // of those, done by the process thread
+  alignas(kCacheLine) std::atomic<uint64_t> queued_{0};  // descriptors pushed to to_send_, by whoever produced them
+  alignas(kCacheLine) std::atomic<uint64_t> sent_{0};    // of those, consumed by the send thread
   std::mutex send_mu_;            // dest_: the send thread, or the receiving thread sending inline
   // next_to_send's wait: the destination's fds and the ring's, kept from one
   // wait to the next (the send stage's own; sized once, no allocation per wait).
@@ -541,7 +550,9 @@ class Instance {
   std::atomic<bool> restored_end_{false};
   SnapshotOut ck_dest_;
   double ck_wait_s_ = 0, ck_write_s_ = 0;
-  std::atomic<uint64_t> ck_queued_{0}, ck_sent_{0};  // descriptors to the send stage, and consumed there
+  // Descriptors to the send stage, and consumed there.
+  alignas(kCacheLine) std::atomic<uint64_t> ck_queued_{0};
+  alignas(kCacheLine) std::atomic<uint64_t> ck_sent_{0};
   // A sink without operators snapshots without stopping its send stage
   // ("Operator snapshots" in docs/DESIGN.md). The process stage posts cuts:
   // the descriptors it forwarded so far, with its streams' positions then.

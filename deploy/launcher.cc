@@ -533,9 +533,6 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
         }
       }
     }
-    if (never_began)
-      for (auto& c : children)
-        if (c.running && c.settle_kill_at > 0 && mono_s() >= c.settle_kill_at) ex.signal(c.pid, SIGKILL);
     size_t pending = 0;
     for (size_t slot = 0; slot < children.size(); ++slot) {
       Child& c = children[slot];
@@ -611,14 +608,13 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
     }
     if (sinks_ended_at >= 0 && mono_s() >= sinks_ended_at + kSettleGrace)
       for (auto& c : children) {
-        if (!c.running || r.processes[c.index].restarts == 0) continue;
-        if (c.settle_kill_at < 0) {
-          c.settle_kill_at = mono_s() + o.grace_s;
-          ex.signal(c.pid, SIGTERM);
-        } else if (mono_s() >= c.settle_kill_at) {
-          ex.signal(c.pid, SIGKILL);
-        }
+        if (!c.running || r.processes[c.index].restarts == 0 || c.settle_kill_at >= 0) continue;
+        c.settle_kill_at = mono_s() + o.grace_s;
+        ex.signal(c.pid, SIGTERM);
       }
+    // One let go (either way above) that outlives its SIGTERM's grace.
+    for (auto& c : children)
+      if (c.running && c.settle_kill_at > 0 && mono_s() >= c.settle_kill_at) ex.signal(c.pid, SIGKILL);
     // The child that failed first ends the run and is the one it names: when
     // a process dies, its upstream and downstream fail a moment later for
     // want of it, and are stopped (or, if they were quicker than the

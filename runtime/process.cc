@@ -259,7 +259,6 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         // acks with the sink's snapshots ran at 0.80 of acks off with half,
         // 0.96 with an eighth (4.5x the snapshots, 3-4% of a core;
         // experiments/results/2026-11-27-issue15-sink-hold).
-        uint32_t share = chain.empty() ? 8 : 2;
         // A sink whose links all have acks holds no slots: it claims its
         // input frames (InstanceConfig::input_ledger), so what waits for a
         // snapshot is the acknowledgement alone, and a sender may have 4 x
@@ -268,11 +267,12 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         // many as an eighth would.
         bool all_acks = true;
         for (size_t l : d.inputs_of(index)) all_acks = all_acks && d.link_options(l, k).acks;
-        if (pc.role == Role::kSink && ledger && !d.handover_copy && all_acks) {
+        const bool claims = pc.role == Role::kSink && ledger && !d.handover_copy && all_acks;
+        if (claims) {
           ledger->claim_frames();
           ic.input_ledger = ledger;
-          share = 2;
         }
+        const uint32_t share = chain.empty() && !claims ? 8 : 2;
         ic.checkpoint_hold = std::max<uint32_t>(1, least == UINT32_MAX ? 1 : least / share);
       }
     }

@@ -95,6 +95,31 @@ TEST(Graph, ARestartThatWouldLoseStateIsAWarning) {
   for (size_t i = 0; i < d.processes.size(); ++i) EXPECT_TRUE(restart_loses_state(d, i).ok()) << i;
 }
 
+// A sink's snapshots release acknowledgements. Whether anything upstream
+// waits on them (runtime/process.cc then snapshots the sink less often
+// where nothing does): a node that snapshots its own state does, before
+// each snapshot; so does a node that keeps copies (node_backup: copies, a
+// union); a load generator and a node that only forwards do not.
+TEST(Graph, WhetherAnythingUpstreamWaitsForASinksSnapshots) {
+  const std::string dir = std::string(SLUICE_SOURCE_DIR) + "/deploy/examples/";
+  const std::vector<std::string> acks = {"acks=on", "checkpoint_interval_ms=50"};
+  Deployment d;
+  ASSERT_TRUE(load_deployment(dir + "pipeline.yaml", acks, &d).ok());
+  EXPECT_FALSE(upstream_waits_for_snapshots(d, 3));  // filters that forward, a load generator
+  EXPECT_FALSE(upstream_waits_for_snapshots(d, 1));  // node-a: the load generator alone
+  std::vector<std::string> copies = acks;
+  copies.push_back("node_backup=copies");
+  ASSERT_TRUE(load_deployment(dir + "pipeline.yaml", copies, &d).ok());
+  EXPECT_TRUE(upstream_waits_for_snapshots(d, 3));
+  EXPECT_FALSE(upstream_waits_for_snapshots(d, 1));
+  ASSERT_TRUE(load_deployment(dir + "esper.yaml", acks, &d).ok());
+  EXPECT_TRUE(upstream_waits_for_snapshots(d, 3)) << "node-b's groupby waits before each snapshot";
+  EXPECT_FALSE(upstream_waits_for_snapshots(d, 2));  // node-b itself: a filter and a load generator
+  d = parse_ok(std::string(kUnion) + "acks: on\n");
+  EXPECT_TRUE(upstream_waits_for_snapshots(d, 3)) << "a union keeps copies";
+  EXPECT_FALSE(upstream_waits_for_snapshots(d, 2));
+}
+
 TEST(Graph, SplitAndCopy) {
   Deployment d = parse_ok(R"(streams: 4
 processes:

@@ -337,4 +337,31 @@ Status restart_loses_state(const Deployment& d, size_t index) {
   return {};
 }
 
+bool upstream_waits_for_snapshots(const Deployment& d, size_t index) {
+  std::vector<bool> seen(d.processes.size(), false);
+  std::vector<size_t> todo{index};
+  while (!todo.empty()) {
+    const size_t at = todo.back();
+    todo.pop_back();
+    for (size_t l : d.inputs_of(at)) {
+      const size_t p = d.links[l].from;
+      if (seen[p]) continue;
+      seen[p] = true;
+      const ProcessConfig& pc = d.processes[p];
+      if (pc.role == Role::kLoadgen) continue;
+      // The condition process.cc gives a node that keeps no copies.
+      const std::vector<size_t> ins = d.inputs_of(p), outs = d.outputs_of(p);
+      if (d.node_backup_copies || d.handover_copy || ins.size() != 1 || outs.size() != 1 ||
+          !d.link_options(ins[0], 0).acks || !d.link_options(outs[0], 0).acks)
+        return true;
+      OperatorChain chain;
+      if (Status st = OperatorChain::make(pc.operators, pc.in_schema, &chain); !st) return true;
+      for (size_t i = 0; i < chain.size(); ++i)
+        if (chain.op(i).state() != Operator::State::kNone) return true;
+      todo.push_back(p);
+    }
+  }
+  return false;
+}
+
 }  // namespace sluice

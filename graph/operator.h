@@ -245,4 +245,15 @@ class OperatorChain {
 // that sets restart: on-failure on such a process gets a warning.
 Status restart_loses_state(const Deployment& d, size_t index);
 
+// Whether some process upstream of process `index` waits on the
+// acknowledgements that index's snapshots release, beyond the room in its
+// replay log: a node whose operators keep state (each of its snapshots
+// waits until what it sent was acknowledged) or a node that keeps copies
+// (node_backup: copies, a handover copy, a union or a split: its slots
+// wait). Load generators and nodes that only forward (node_backup:
+// upstream) wait for nothing else, so a sink with only those upstream may
+// snapshot less often (runtime/process.cc). Chains that cannot be made
+// count as waiting (the runtime reports them).
+bool upstream_waits_for_snapshots(const Deployment& d, size_t index);
+
 }  // namespace sluice

@@ -31,9 +31,6 @@ constexpr uint32_t kBacklogBatches = 8;
 // next one while sending this one wins: with 32 KiB events run inline, a
 // full-rate pipeline ran at 0.87x dedicated's tuples/s (issue 17's notes).
 constexpr uint64_t kInlineBytes = 8192;
-// Checkpoints: the least time between two snapshots taken because the
-// process stage went idle with input held.
-constexpr uint64_t kIdleCheckpointGapNs = 1000000;
 
 struct Counts {
   uint64_t events, tuples, bytes;
@@ -511,11 +508,11 @@ void Instance::process_loop() {
     if (n == 0 && ck_async_ && !held_.empty() && !saw_end_) {
       // Idle with input held: as below, but the snapshot's state comes from
       // the send stage, which may be busy with what came before. A cut at
-      // everything held (at most one snapshot a millisecond), then a look
+      // everything held (at most one each checkpoint_idle_gap_ns), then a look
       // every 50 us until it is written.
       ok = ck_complete();
       if (!ok || held_.empty()) continue;
-      const uint64_t gap = std::min<uint64_t>(kIdleCheckpointGapNs, uint64_t{cfg_.checkpoint_ms} * 1000000);
+      const uint64_t gap = std::min<uint64_t>(cfg_.checkpoint_idle_gap_ns, uint64_t{cfg_.checkpoint_ms} * 1000000);
       const uint64_t t = mono_ns();
       if (ck_uncut() > 0 && t >= last_ck_ns_ + gap) {
         ok = ck_post() && ck_complete();
@@ -532,11 +529,11 @@ void Instance::process_loop() {
       continue;
     }
     if (n == 0 && checkpointing_ && !held_.empty() && !saw_end_) {
-      // Idle with input held: a snapshot now (at most one a millisecond),
+      // Idle with input held: a snapshot now (at most one each checkpoint_idle_gap_ns),
       // not when the interval is up: the upstream waits for its
       // acknowledgements, and a node upstream of it may wait for those in
       // turn before its own snapshot.
-      const uint64_t gap = std::min<uint64_t>(kIdleCheckpointGapNs, uint64_t{cfg_.checkpoint_ms} * 1000000);
+      const uint64_t gap = std::min<uint64_t>(cfg_.checkpoint_idle_gap_ns, uint64_t{cfg_.checkpoint_ms} * 1000000);
       if (mono_ns() >= last_ck_ns_ + gap) {
         ok = checkpoint(false);
         continue;

@@ -352,6 +352,11 @@ struct InstanceConfig {
   uint32_t checkpoint_ms = 0;
   bool checkpoint_sync = false;  // snapshot_sync: fdatasync each snapshot
   uint32_t checkpoint_hold = 1;
+  // The least time between two snapshots taken because the process stage
+  // went idle with input held (at most checkpoint_ms). A process upstream
+  // may be waiting for the acknowledgements they release (a node's own
+  // snapshot); where none can be, a sink waits longer (runtime/process.cc).
+  uint64_t checkpoint_idle_gap_ns = 1000000;
   // A sink that snapshots, whose input links all have acks: it *claims* each
   // input frame (AckLedger) instead of holding its slot, so the slot and its
   // credit come back once the verifier is done with it and only the

@@ -91,6 +91,9 @@ struct Position {
   bool failed = false;        // a write failed (said once)
 };
 constexpr double kPositionEveryS = 0.2;
+// A claiming sink that nothing upstream waits on: the least time between
+// two snapshots it takes because it went idle (build(), checkpoint_hold).
+constexpr uint64_t kUnwatchedSinkGapNs = 4000000;
 
 std::string encode_position(const std::string& token, uint64_t number, uint64_t events, double elapsed_s) {
   SnapshotOut pos;
@@ -265,6 +268,17 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         // slots frames unacknowledged (Receiver::window). Half its slots
         // apart, the snapshots leave it most of that window, a quarter as
         // many as an eighth would.
+        // Where nothing upstream waits on those acknowledgements but for
+        // room in its replay log (load generators and nodes that only
+        // forward: upstream_waits_for_snapshots), half the window apart
+        // and, idle, at most one each 4 ms: each snapshot costs about
+        // 40 us of CPU beyond its write, and on 2 cores a quarter as many
+        // gave 1.03-1.10x the tuples/s (both bounds together; either alone
+        // left the other to cut as often). A node that snapshots its own
+        // state waits for its outputs' acknowledgements with its process
+        // stage stopped, so behind one the sink keeps to 1 ms: at 4 ms the
+        // esper example's node-b waited 2.8x as long and ran at 0.93x
+        // (experiments/results/2026-11-29-session38).
         bool all_acks = true;
         for (size_t l : d.inputs_of(index)) all_acks = all_acks && d.link_options(l, k).acks;
         const bool claims = pc.role == Role::kSink && ledger && !d.handover_copy && all_acks;
@@ -272,8 +286,20 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
           ledger->claim_frames();
           ic.input_ledger = ledger;
         }
+        const bool unwatched = claims && !upstream_waits_for_snapshots(d, index);
         const uint32_t share = chain.empty() && !claims ? 8 : 2;
         ic.checkpoint_hold = std::max<uint32_t>(1, least == UINT32_MAX ? 1 : least / share);
+        if (unwatched && least != UINT32_MAX) {
+          ic.checkpoint_hold = std::max<uint32_t>(1, least * kAckWindowPerSlot / 2);
+          ic.checkpoint_idle_gap_ns = kUnwatchedSinkGapNs;
+        }
+        if (pc.role == Role::kSink && k == 0)
+          spdlog::info("snapshots every {} input frames and, when idle, at most every {} ms{}",
+                       ic.checkpoint_hold,
+                       std::min<uint64_t>(ic.checkpoint_idle_gap_ns / 1000000, d.checkpoint_interval_ms),
+                       unwatched ? " (nothing upstream waits on them but for room in its replay log)"
+                       : claims  ? " (a process upstream waits on them)"
+                                 : " (they hold its input slots)");
       }
     }
     ic.wait = d.wait;

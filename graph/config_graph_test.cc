@@ -99,7 +99,8 @@ TEST(Graph, ARestartThatWouldLoseStateIsAWarning) {
 // waits on them (runtime/process.cc then snapshots the sink less often
 // where nothing does): a node that snapshots its own state does, before
 // each snapshot; so does a node that keeps copies (node_backup: copies, a
-// union); a load generator and a node that only forwards do not.
+// union) and a load generator that keeps slots; a load generator that
+// keeps headers and a node that only forwards do not.
 TEST(Graph, WhetherAnythingUpstreamWaitsForASinksSnapshots) {
   const std::string dir = std::string(SLUICE_SOURCE_DIR) + "/deploy/examples/";
   const std::vector<std::string> acks = {"acks=on", "checkpoint_interval_ms=50"};
@@ -112,6 +113,10 @@ TEST(Graph, WhetherAnythingUpstreamWaitsForASinksSnapshots) {
   ASSERT_TRUE(load_deployment(dir + "pipeline.yaml", copies, &d).ok());
   EXPECT_TRUE(upstream_waits_for_snapshots(d, 3));
   EXPECT_FALSE(upstream_waits_for_snapshots(d, 1));
+  std::vector<std::string> slots = acks;
+  slots.push_back("loadgen_backup=slots");
+  ASSERT_TRUE(load_deployment(dir + "pipeline.yaml", slots, &d).ok());
+  EXPECT_TRUE(upstream_waits_for_snapshots(d, 3)) << "a load generator that keeps its slots";
   ASSERT_TRUE(load_deployment(dir + "esper.yaml", acks, &d).ok());
   EXPECT_TRUE(upstream_waits_for_snapshots(d, 3)) << "node-b's groupby waits before each snapshot";
   EXPECT_FALSE(upstream_waits_for_snapshots(d, 2));  // node-b itself: a filter and a load generator

@@ -348,7 +348,13 @@ bool upstream_waits_for_snapshots(const Deployment& d, size_t index) {
       if (seen[p]) continue;
       seen[p] = true;
       const ProcessConfig& pc = d.processes[p];
-      if (pc.role == Role::kLoadgen) continue;
+      // A load generator that keeps each event's header (loadgen_backup:
+      // headers, no operators) frees the slot once sent; one that keeps
+      // slots holds them until acknowledged.
+      if (pc.role == Role::kLoadgen) {
+        if (d.loadgen_backup_slots || !pc.operators.empty()) return true;
+        continue;
+      }
       // The condition process.cc gives a node that keeps no copies.
       const std::vector<size_t> ins = d.inputs_of(p), outs = d.outputs_of(p);
       if (d.node_backup_copies || d.handover_copy || ins.size() != 1 || outs.size() != 1 ||

@@ -250,8 +250,10 @@ Status restart_loses_state(const Deployment& d, size_t index);
 // replay log: a node whose operators keep state (each of its snapshots
 // waits until what it sent was acknowledged) or a node that keeps copies
 // (node_backup: copies, a handover copy, a union or a split: its slots
-// wait). Load generators and nodes that only forward (node_backup:
-// upstream) wait for nothing else, so a sink with only those upstream may
+// wait), or a load generator that keeps slots (loadgen_backup: slots, or
+// operators). Load generators that keep headers and nodes that only
+// forward (node_backup: upstream) wait for nothing else, so a sink with
+// only those upstream may
 // snapshot less often (runtime/process.cc). Chains that cannot be made
 // count as waiting (the runtime reports them).
 bool upstream_waits_for_snapshots(const Deployment& d, size_t index);

@@ -209,11 +209,13 @@ TEST(Threads, AHandoverCopyStaysDedicated) {
 // ---- max_delay_us -------------------------------------------------------------
 
 // The sink's verifier, counting the send stage's consume() calls.
+// pause_ms: its first consume() stalls that long first, as a downstream
+// link that grants no credit does.
 class CountingVerifier final : public Destination {
  public:
-  explicit CountingVerifier(SlotPool& pool) : v_(pool) {}
+  explicit CountingVerifier(SlotPool& pool, uint32_t pause_ms = 0) : v_(pool), pause_ms_(pause_ms) {}
   Status consume(std::span<const Descriptor> descs) override {
-    ++calls_;
+    if (calls_++ == 0 && pause_ms_) std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms_));
     return v_.consume(descs);
   }
   Status finish() override { return v_.finish(); }
@@ -222,6 +224,7 @@ class CountingVerifier final : public Destination {
 
  private:
   Verifier v_;
+  uint32_t pause_ms_;
   uint64_t calls_ = 0;
 };
 
@@ -230,9 +233,10 @@ struct Gathered {
   uint64_t calls, max_latency_ns;
 };
 
-Gathered run_gathering(const Deployment& d, uint32_t max_delay_us, uint32_t capacity) {
+Gathered run_gathering(const Deployment& d, uint32_t max_delay_us, uint32_t capacity,
+                       uint32_t pause_ms = 0) {
   auto gen = std::make_unique<Generator>(d, 0);
-  auto dest = std::make_unique<CountingVerifier>(gen->pool());
+  auto dest = std::make_unique<CountingVerifier>(gen->pool(), pause_ms);
   CountingVerifier* cv = dest.get();
   InstanceConfig ic;
   ic.ring_slots = 64;
@@ -274,6 +278,26 @@ TEST(MaxDelay, NothingWaitsLongerThanTheBound) {
   // 2 ms, and room for a loaded machine; without the bound, 290 ms.
   EXPECT_LT(g.max_latency_ns, 100'000'000u);
   EXPECT_GE(g.calls, 15u);
+}
+
+// A downstream paused for 50 ms (its first send stalls, as a link with no
+// credit does): what queued behind it meanwhile goes within the 2 ms bound
+// once it is back, and so does everything after, each event alone (5 ms
+// apart, they never fill a 64 KiB frame). A send stage that counted the
+// bound only until the first send, or gathered until a frame was full,
+// would hold them to END, 250 ms later.
+TEST(MaxDelay, WhatQueuedBehindAPausedDownstreamGoesWithinTheBound) {
+  Deployment d = small_deployment(64, 0, 60);
+  d.streams = 1;
+  d.rate = 200;
+  d.loadgen_slots = 64;
+  Gathered g = run_gathering(d, 2000, 65536, /*pause_ms=*/50);
+  EXPECT_TRUE(g.counts.end_seen);
+  EXPECT_EQ(g.counts.tuples, 60u);
+  EXPECT_EQ(g.counts.lost, 0u);
+  // The pause and the bound (52 ms), with room for a loaded machine.
+  EXPECT_LT(g.max_latency_ns, 150'000'000u);
+  EXPECT_GE(g.calls, 30u) << "the events after the pause went together";
 }
 
 // original's handover: every event is copied into a fresh slot between the

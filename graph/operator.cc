@@ -337,6 +337,17 @@ Status restart_loses_state(const Deployment& d, size_t index) {
   return {};
 }
 
+bool forwards_without_copies(const Deployment& d, size_t p, const OperatorChain& chain) {
+  const std::vector<size_t> ins = d.inputs_of(p), outs = d.outputs_of(p);
+  if (d.processes[p].role != Role::kNode || d.node_backup_copies || d.handover_copy ||
+      ins.size() != 1 || outs.size() != 1 || !d.link_options(ins[0], 0).acks ||
+      !d.link_options(outs[0], 0).acks)
+    return false;
+  for (size_t i = 0; i < chain.size(); ++i)
+    if (chain.op(i).state() != Operator::State::kNone) return false;
+  return true;
+}
+
 bool upstream_waits_for_snapshots(const Deployment& d, size_t index) {
   std::vector<bool> seen(d.processes.size(), false);
   std::vector<size_t> todo{index};
@@ -355,15 +366,9 @@ bool upstream_waits_for_snapshots(const Deployment& d, size_t index) {
         if (d.loadgen_backup_slots || !pc.operators.empty()) return true;
         continue;
       }
-      // The condition process.cc gives a node that keeps no copies.
-      const std::vector<size_t> ins = d.inputs_of(p), outs = d.outputs_of(p);
-      if (d.node_backup_copies || d.handover_copy || ins.size() != 1 || outs.size() != 1 ||
-          !d.link_options(ins[0], 0).acks || !d.link_options(outs[0], 0).acks)
-        return true;
       OperatorChain chain;
       if (Status st = OperatorChain::make(pc.operators, pc.in_schema, &chain); !st) return true;
-      for (size_t i = 0; i < chain.size(); ++i)
-        if (chain.op(i).state() != Operator::State::kNone) return true;
+      if (!forwards_without_copies(d, p, chain)) return true;
       todo.push_back(p);
     }
   }

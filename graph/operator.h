@@ -245,6 +245,12 @@ class OperatorChain {
 // that sets restart: on-failure on such a process gets a warning.
 Status restart_loses_state(const Deployment& d, size_t index);
 
+// Whether node p, whose operators are `chain`, forwards without keeping
+// copies when it has acks (node_backup: upstream): one link in and one
+// out, both with acks, operators that keep no state, no node_backup:
+// copies and no handover copy. Its upstream's backup covers what it sends.
+bool forwards_without_copies(const Deployment& d, size_t p, const OperatorChain& chain);
+
 // Whether some process upstream of process `index` waits on the
 // acknowledgements that index's snapshots release, beyond the room in its
 // replay log: a node whose operators keep state (each of its snapshots
@@ -252,9 +258,8 @@ Status restart_loses_state(const Deployment& d, size_t index);
 // (node_backup: copies, a handover copy, a union or a split: its slots
 // wait), or a load generator that keeps slots (loadgen_backup: slots, or
 // operators). Load generators that keep headers and nodes that only
-// forward (node_backup: upstream) wait for nothing else, so a sink with
-// only those upstream may
-// snapshot less often (runtime/process.cc). Chains that cannot be made
+// forward (forwards_without_copies) wait for nothing else, so a sink with
+// only those upstream may snapshot less often (runtime/process.cc). Chains that cannot be made
 // count as waiting (the runtime reports them).
 bool upstream_waits_for_snapshots(const Deployment& d, size_t index);
 

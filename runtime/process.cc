@@ -187,17 +187,9 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
       }
       // A node that only forwards keeps no copies with acks: its upstream's
       // backup covers what it sends (node_backup: upstream, AckLedger).
-      bool acked = !out.empty();
-      for (const auto& o : out) acked = acked && o.acks;
-      for (size_t l : d.inputs_of(index)) acked = acked && d.link_options(l, k).acks;
-      bool stateless = true;
-      for (size_t i = 0; i < chain.size(); ++i)
-        stateless = stateless && chain.op(i).state() == Operator::State::kNone;
       // (Operators that keep no state take no snapshots, whatever
       // checkpoint_interval_ms says.)
-      const bool no_copies = ledger && pc.role == Role::kNode && acked && stateless &&
-                             !d.node_backup_copies && !d.handover_copy && out.size() == 1 &&
-                             d.inputs_of(index).size() == 1;
+      const bool no_copies = ledger && forwards_without_copies(d, index, chain);
       auto nd = std::make_unique<NetDestination>(std::move(out), pc.split, send_pool, ctx, tally);
       if (no_copies) {
         ledger->claim_frames();
@@ -288,11 +280,9 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         }
         const bool unwatched = claims && !upstream_waits_for_snapshots(d, index);
         const uint32_t share = chain.empty() && !claims ? 8 : 2;
-        ic.checkpoint_hold = std::max<uint32_t>(1, least == UINT32_MAX ? 1 : least / share);
-        if (unwatched && least != UINT32_MAX) {
-          ic.checkpoint_hold = std::max<uint32_t>(1, least * kAckWindowPerSlot / 2);
-          ic.checkpoint_idle_gap_ns = kUnwatchedSinkGapNs;
-        }
+        const uint32_t hold = unwatched ? least * kAckWindowPerSlot / 2 : least / share;
+        ic.checkpoint_hold = std::max<uint32_t>(1, least == UINT32_MAX ? 1 : hold);
+        if (unwatched) ic.checkpoint_idle_gap_ns = kUnwatchedSinkGapNs;
         if (pc.role == Role::kSink && k == 0)
           spdlog::info("snapshots every {} input frames and, when idle, at most every {} ms{}",
                        ic.checkpoint_hold,

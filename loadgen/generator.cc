@@ -335,6 +335,37 @@ uint32_t Generator::wait_for_slot() {
   }
 }
 
+uint64_t events_safe_downstream(Split split, uint32_t first_stream, uint32_t streams, uint64_t base,
+                                std::span<const uint64_t> acked) {
+  const size_t n = acked.size();
+  if (n == 0 || streams == 0) return base;
+  if (n == 1 || split == Split::kCopy) return base + *std::min_element(acked.begin(), acked.end());
+  const auto link_of = [&](uint64_t s) { return (first_stream + s) % n; };
+  uint64_t safe = UINT64_MAX;
+  for (size_t j = 0; j < n; ++j) {
+    // Link j takes `per_round` of every round of `streams` events.
+    uint64_t per_round = 0, before = 0;
+    for (uint64_t s = 0; s < streams; ++s)
+      if (link_of(s) == j) {
+        ++per_round;
+        if (s < base % streams) ++before;
+      }
+    if (per_round == 0) continue;  // no stream of this generator goes there
+    // Its first event not acknowledged, counted on the link from the
+    // stream's start (every one before `base` was safe), and where that
+    // event is in the generator's order.
+    const uint64_t k = base / streams * per_round + before + acked[j];
+    uint64_t nth = k % per_round, at = 0;
+    for (uint64_t s = 0; s < streams; ++s)
+      if (link_of(s) == j && nth-- == 0) {
+        at = s;
+        break;
+      }
+    safe = std::min(safe, k / per_round * streams + at);
+  }
+  return safe == UINT64_MAX ? base : safe;
+}
+
 void Generator::resume_at(uint64_t events, double elapsed_s) {
   // Streams take events round-robin (make_event), each event full but a
   // `tuples` limit's last.

@@ -58,6 +58,22 @@ class FieldFiller {
 // event is a function of its header, so a link keeps the header and frees
 // the slot once sent, and a replay makes the event again in the pool's
 // reserve. The pool then holds the queue alone, not the links' windows.
+class Generator;
+
+// Where a restarted load generator may resume (runtime/process.cc,
+// Position): how many of its events, from the first, are all safe
+// downstream, given the events each of its links has acknowledged since
+// this start, which resumed at event `base` (0: at the stream's start).
+// Event i is stream first_stream + i % streams (round-robin), and goes to
+// the one link of `acked`, or with several by `split`: stream (stream s to
+// link s % n; a link's events are its streams' in generator order), copy
+// (every event to every link). The answer is the most P such that every
+// event before P was acknowledged on each link it went to; what a restart
+// at P makes again that a link had already acknowledged, its sinks drop.
+// Not for split: key (a link gets parts of events, not whole ones).
+uint64_t events_safe_downstream(Split split, uint32_t first_stream, uint32_t streams, uint64_t base,
+                                std::span<const uint64_t> acked);
+
 class Generator final : public Source, public Remaker {
  public:
   // Streams first_stream .. first_stream + d.streams - 1 (Deployment::first_stream).
@@ -92,6 +108,8 @@ class Generator final : public Source, public Remaker {
   void resume_at(uint64_t events, double elapsed_s);
   // Where resume_at put the clock (0 without it).
   double resumed_s() const { return resumed_s_; }
+  uint32_t first_stream() const { return first_stream_; }
+  uint32_t streams() const { return streams_; }
   // Makes the next event in `slot` with send timestamp `ts` (exposed for
   // benchmarks: what next() does per event, without the schedule or the pool).
   Descriptor make_event(uint32_t slot, uint64_t ts);

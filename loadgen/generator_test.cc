@@ -1,6 +1,7 @@
 // What a paced load generator says about being held back (Generator::report).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstring>
@@ -150,6 +151,53 @@ TEST(Generator, AResumedGeneratorMakesTheRestOfTheSameStream) {
     EXPECT_EQ(rest.events, tail);
     EXPECT_EQ(rest.end, all.end);
   }
+}
+
+// A load generator with several links (split: stream or copy) resumes
+// where every event before was acknowledged on the link it went to. Checked
+// against the events themselves: for each link, the events it took in the
+// generator's order, the first it had not acknowledged (those before the
+// start's `base` all were), and the least of those over the links. Links
+// that take no stream (3 links, 1 stream) and streams that do not start at
+// 0 (an instance's, or a second generator's) included.
+TEST(Generator, ASplitGeneratorResumesWhereEveryLinkAcknowledgedAll) {
+  for (uint32_t streams : {1u, 3u, 4u, 5u})
+    for (uint32_t first : {0u, 1u, 6u})
+      for (size_t n : {2u, 3u})
+        for (uint64_t base : {0u, 7u, 12u})
+          for (int trial = 0; trial < 20; ++trial) {
+            SCOPED_TRACE(::testing::Message() << streams << " streams from " << first << ", " << n
+                                              << " links, base " << base << ", trial " << trial);
+            // Events base .. base+59 made since the start; link j acked a
+            // prefix of its share of them (trial 0: none, trial 1: all).
+            std::vector<std::vector<uint64_t>> taken(n);
+            for (uint64_t i = 0; i < base + 60; ++i) taken[(first + i % streams) % n].push_back(i);
+            std::vector<uint64_t> acked(n), before(n);
+            for (size_t j = 0; j < n; ++j) {
+              before[j] = std::count_if(taken[j].begin(), taken[j].end(), [&](uint64_t i) { return i < base; });
+              const uint64_t since = taken[j].size() - before[j];
+              acked[j] = trial == 0 ? 0 : trial == 1 ? since : (trial * 7919u + j * 104729u) % (since + 1);
+            }
+            uint64_t want = base + 60;  // every event made, if every link acked all
+            for (size_t j = 0; j < n; ++j) {
+              const uint64_t k = before[j] + acked[j];
+              if (k < taken[j].size()) want = std::min(want, taken[j][k]);
+            }
+            if (trial == 1) {
+              // All acknowledged: the next event, wherever it goes.
+              EXPECT_EQ(events_safe_downstream(Split::kStream, first, streams, base, acked), base + 60);
+            } else {
+              EXPECT_EQ(events_safe_downstream(Split::kStream, first, streams, base, acked), want);
+            }
+            EXPECT_GE(events_safe_downstream(Split::kStream, first, streams, base, acked), base);
+          }
+  // copy: every event on every link, so the least any link acknowledged.
+  const std::vector<uint64_t> copied = {40, 17, 23};
+  EXPECT_EQ(events_safe_downstream(Split::kCopy, 0, 4, 100, copied), 117u);
+  // One link: what it acknowledged, whatever the split says.
+  const std::vector<uint64_t> one = {9};
+  EXPECT_EQ(events_safe_downstream(Split::kStream, 2, 4, 3, one), 12u);
+  EXPECT_EQ(events_safe_downstream(Split::kKey, 2, 4, 3, one), 12u);
 }
 
 // Paced, the schedule goes on where the resumed events left it: at 1,000

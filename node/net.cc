@@ -793,10 +793,14 @@ bool NetDestination::settled() const {
   return true;
 }
 
-bool NetDestination::acked_events(uint64_t* n) const {
+bool NetDestination::acked_events(std::vector<uint64_t>* per_link) const {
   std::lock_guard lk(mu_);
-  if (opts_.size() != 1 || links_.size() != 1 || !opts_[0].acks) return false;
-  *n = links_[0]->replay_stats().acked_events;
+  if (opts_.empty() || links_.size() != opts_.size()) return false;
+  per_link->clear();
+  for (size_t i = 0; i < links_.size(); ++i) {
+    if (!opts_[i].acks) return false;
+    per_link->push_back(links_[i]->replay_stats().acked_events);
+  }
   return true;
 }
 

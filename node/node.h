@@ -286,10 +286,11 @@ class NetDestination final : public Destination {
   std::byte* room(uint32_t* capacity) override;
   void report(ProcessSummary& s) const override;
   void live_links(std::vector<LiveLink>* out) const override;
-  // With acks and one link: the events it sent that its receiver has
-  // acknowledged as safe downstream, in the order they were given to
-  // consume() (any thread). false: more links than one, or none yet.
-  bool acked_events(uint64_t* n) const;
+  // With acks on every link: per link, the events it sent that its
+  // receiver has acknowledged as safe downstream, in the order they were
+  // given to consume() (any thread). false: a link without acks, or not
+  // every link connected yet.
+  bool acked_events(std::vector<uint64_t>* per_link) const;
 
  private:
   Status split_by_stream(const Descriptor& d);

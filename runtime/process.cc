@@ -72,9 +72,12 @@ void on_term(int sig) {
   on_signal(sig);
 }
 
-// A load generator that a supervisor may restart, with acks on its one
-// link and no operators: every 200 ms it writes how many of its events were
-// acknowledged downstream (and its clock) to a position file in state_dir,
+// A load generator that a supervisor may restart, with acks on its links
+// (one, or several split by stream or copied) and no operators: every
+// 200 ms it writes how many of its events are safe downstream
+// (events_safe_downstream: with several links, every event before it
+// acknowledged on each link it went to) and its clock to a position file
+// in state_dir,
 // NAME.K.position.{0,1} (graph/checkpoint.h's format and token, no
 // operators); restarted, it makes its stream from there instead of from the
 // start (Generator::resume_at). What it had sent after that position comes
@@ -84,6 +87,8 @@ void on_term(int sig) {
 struct Position {
   Generator* gen = nullptr;
   const NetDestination* dest = nullptr;
+  Split split = Split::kStream;  // how its events go to its links
+  std::vector<uint64_t> acked;   // per link, since this start (scratch)
   std::unique_ptr<SnapshotFiles> files;
   uint64_t base_events = 0;   // where this start resumed
   double base_s = 0;          // and its clock then
@@ -196,11 +201,15 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         nd->set_ledger(ledger);
       }
       if (remaker) nd->set_remaker(remaker);
-      if (pc.role == Role::kLoadgen && may_restart && chain.size() == 0 && !d.handover_copy &&
-          d.outputs_of(index).size() == 1 && d.link_options(d.outputs_of(index)[0], k).acks) {
+      const std::vector<size_t> out_links = d.outputs_of(index);
+      const bool all_acked = std::all_of(out_links.begin(), out_links.end(),
+                                         [&](size_t l) { return d.link_options(l, k).acks; });
+      if (pc.role == Role::kLoadgen && may_restart && chain.size() == 0 && !d.handover_copy && all_acked &&
+          (out_links.size() == 1 || pc.split != Split::kKey)) {
         Position pos;
         pos.gen = b->generators.back();
         pos.dest = nd.get();
+        pos.split = pc.split;
         pos.files = std::make_unique<SnapshotFiles>(
             fmt::format("{}/{}.{}.position", d.state_dir.empty() ? std::string(".") : d.state_dir, pc.name, k));
         b->positions.push_back(std::move(pos));
@@ -549,9 +558,10 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
         ran = now - t0;
       }
       for (Position& p : b.positions) {
-        uint64_t acked = 0;
-        if (p.failed || !p.dest->acked_events(&acked) || p.base_events + acked == p.written) continue;
-        const uint64_t at = p.base_events + acked;
+        if (p.failed || !p.dest->acked_events(&p.acked)) continue;
+        const uint64_t at =
+            events_safe_downstream(p.split, p.gen->first_stream(), p.gen->streams(), p.base_events, p.acked);
+        if (at == p.written) continue;
         ++p.number;
         if (Status w = p.files->write(p.number, encode_position(d.run_token, p.number, at, p.base_s + ran));
             !w) {

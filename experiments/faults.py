@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Faults x carriers with acks: on and restart: on-failure: SIGKILL a node
-mid-run and let the supervisor start it again, SIGSTOP one for 5 s and
+(or the load generator) mid-run and let the supervisor start it again, SIGSTOP one for 5 s and
 continue it, kill node-a then node-b three times over in one run, kill the
 group-by node of deploy/examples/esper.yaml, the grace join and the
 correlate node of deploy/examples/correlate.yaml with operator snapshots on
@@ -50,6 +50,8 @@ FAULTS = {
     "SIGSTOP 5 s node-a": (PIPELINE, [(2, "node-a", signal.SIGSTOP)], []),
     "SIGKILL node-a, node-b, x3": (PIPELINE, three, ["restart_limit=3"]),
     "SIGKILL sink (snapshots on)": (PIPELINE, [(2, "sink", signal.SIGKILL)], ["checkpoint_interval_ms=50"]),
+    # Restarted, it resumes from its position file (what was acknowledged).
+    "SIGKILL loadgen": (PIPELINE, [(2, "loadgen", signal.SIGKILL)], []),
     # node-b groups by p0 over count windows; 2000 events/s makes the 2 M
     # tuples last about 4 s, so the kill lands mid-run.
     "esper: SIGKILL group-by node-b": (ESPER, [(1.5, "node-b", signal.SIGKILL)],
@@ -95,7 +97,7 @@ rows = []
 # process happens to hold as its local port cannot bind it (seen here with
 # base ports from 32200 up: "cannot listen ... Address already in use").
 # 700 apart (a run listens up to +300, its reference run at +350 up to +650),
-# 27 runs from 8000 end below 27,000.
+# 30 runs from 8000 end below 29,000.
 port = 8000 - 700
 for carrier, csets in CARRIERS.items():
     for name, (example, schedule, sets) in FAULTS.items():

@@ -788,8 +788,26 @@ std::byte* NetDestination::room(uint32_t* capacity) {
 
 bool NetDestination::settled() const {
   std::lock_guard lk(mu_);
+  return settled_locked();
+}
+
+bool NetDestination::settled_locked() const {
   for (const auto& l : links_)
     if (l->replay_stats().held_frames) return false;
+  return true;
+}
+
+void NetDestination::log_marks(std::vector<uint64_t>* marks) const {
+  std::lock_guard lk(mu_);
+  marks->clear();
+  for (const auto& l : links_) marks->push_back(l->replay_stats().logged_frames);
+}
+
+bool NetDestination::settled_through(const std::vector<uint64_t>& marks) const {
+  std::lock_guard lk(mu_);
+  if (marks.size() != links_.size()) return settled_locked();
+  for (size_t i = 0; i < links_.size(); ++i)
+    if (links_[i]->replay_stats().done_frames < marks[i]) return false;
   return true;
 }
 

@@ -111,6 +111,7 @@ void Instance::start() {
     held_.reserve(work_pool_->slots() * (cfg_.input_ledger ? kAckWindowPerSlot : 1));
     ck_.watermarks.assign(chain_.size(), 0);
     ck_async_ = chain_.empty();  // a sink: its state is its destination's alone
+    ck_node_async_ = !ck_async_ && !dest_->saves_state();
     if (ck_async_) cuts_ = std::make_unique<Cut[]>(kCuts);
   }
   if (cfg_.threads == Threads::kShared) {
@@ -534,6 +535,18 @@ void Instance::process_loop() {
       // acknowledgements, and a node upstream of it may wait for those in
       // turn before its own snapshot.
       const uint64_t gap = std::min<uint64_t>(cfg_.checkpoint_idle_gap_ns, uint64_t{cfg_.checkpoint_ms} * 1000000);
+      if (ck_node_pending_) {
+        // One taken, its outputs not all acknowledged yet: a look every
+        // 50 us, or at once when input comes.
+        if (!(ok = ck_node_commit())) continue;
+        if (ck_node_pending_) {
+          const uint64_t t = mono_ns();
+          wait_input_until(t + 50000);
+          add_blocked(1, kRingEmpty, t);
+          continue;
+        }
+        if (held_.empty()) continue;
+      }
       if (mono_ns() >= last_ck_ns_ + gap) {
         ok = checkpoint(false);
         continue;
@@ -557,7 +570,7 @@ void Instance::process_loop() {
         ok = ck_complete();
         if (ok && (ck_uncut() >= cfg_.checkpoint_hold || (ck_uncut() > 0 && checkpoint_due())))
           ok = ck_post() && ck_complete();
-      } else if (held_.size() >= cfg_.checkpoint_hold || checkpoint_due()) {
+      } else if (ck_node_pending_ || held_.size() >= cfg_.checkpoint_hold || checkpoint_due()) {
         ok = checkpoint(false);
       }
     }

@@ -129,6 +129,13 @@ class Destination {
   // receivers (acks: on), so no crash of this process can lose it. A
   // checkpoint waits for this before it writes a snapshot.
   virtual bool settled() const { return true; }
+  // From any thread: where what it consumed so far ends in its links' logs
+  // (one mark per link; none where nothing is kept), and whether everything
+  // up to such marks was acknowledged since: settled() as of when the marks
+  // were taken. A node's snapshot taken at the marks may be written then
+  // (Instance::ck_node_begin), while what came after is still on its way.
+  virtual void log_marks(std::vector<uint64_t>* marks) const { marks->clear(); }
+  virtual bool settled_through(const std::vector<uint64_t>& marks) const { return settled(); }
   // In place: room for the next events of a node's last operator straight
   // in the downstream receiver's slot (Sender::room: one link whose carrier
   // maps the receiver's slots here), and its *capacity; the descriptor of
@@ -283,6 +290,8 @@ class NetDestination final : public Destination {
   Status progress() override;
   void wait_fds(std::vector<int>* fds) const override;
   bool settled() const override;
+  void log_marks(std::vector<uint64_t>* marks) const override;
+  bool settled_through(const std::vector<uint64_t>& marks) const override;
   std::byte* room(uint32_t* capacity) override;
   void report(ProcessSummary& s) const override;
   void live_links(std::vector<LiveLink>* out) const override;
@@ -293,6 +302,7 @@ class NetDestination final : public Destination {
   bool acked_events(std::vector<uint64_t>* per_link) const;
 
  private:
+  bool settled_locked() const;  // settled(), mu_ held
   Status split_by_stream(const Descriptor& d);
   Status route(const Descriptor& d);
   Status flush(size_t link);
@@ -531,6 +541,18 @@ class Instance {
   bool trim_replayed(Descriptor& d);   // false: all of d was in the snapshot
   bool checkpoint_due() const;
   bool checkpoint(bool final);         // false: the instance stopped meanwhile
+  // A node's snapshots (operators, not a sink): taken between two batches
+  // and written once what the operators emitted before it was acknowledged
+  // downstream, while the process stage goes on (snapshot.cc). One at a
+  // time; its input acknowledgements wait for the write.
+  bool ck_node_begin();                // process thread; false: the instance failed
+  bool ck_node_commit();               // process thread: writes the pending one if it may
+  bool ck_node_async_ = false;
+  bool ck_node_pending_ = false, ck_node_marked_ = false;
+  uint64_t ck_node_target_ = 0;        // ck_queued_ when it was taken
+  std::string ck_node_bytes_;          // its encoded snapshot
+  std::vector<uint64_t> ck_node_marks_;  // where its outputs end in the links' logs
+  uint64_t ck_node_number_ = 0, ck_node_held_ = 0;  // its number; the input held up to it
   bool write_snapshot(const CheckpointState& st);
   bool release_held();                 // all of held_
   bool hold(const Descriptor& d);      // false: the instance failed

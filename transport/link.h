@@ -355,6 +355,8 @@ struct ReplayStats {
   uint64_t replayed_frames = 0;
   uint64_t replayed_events = 0;
   uint64_t held_frames = 0;    // frames sent and not yet acknowledged, now
+  uint64_t logged_frames = 0;  // frames ever put in the log (its tail), every connection
+  uint64_t done_frames = 0;    // of those, the ones acknowledged or forgotten (its head)
   uint64_t max_held_frames = 0;
   uint64_t remade_events = 0;  // events a replay made again from their headers (Remaker)
 };
@@ -501,7 +503,7 @@ class Sender {
   uint64_t claimed_held_ = 0, forgets_ = 0;
   std::vector<EventHeader> kept_headers_;
   Counter reconnects_, replayed_frames_, replayed_events_, held_frames_, max_held_frames_,
-      remade_events_, acked_events_;
+      remade_events_, acked_events_, logged_frames_, done_frames_;
   mutable std::mutex swap_mu_;  // carrier_ and gate_ replaced by a recovery, against stats()
   LinkStats retired_;           // what the connections before this one counted
   bool ended_ = false, closed_ = false, closed_without_end_ = false;

@@ -77,6 +77,7 @@ Status Sender::drop_acked() {
   }
   if (claims_acked) ledger_->acked();
   held_frames_.set(log_tail_ - log_head_);
+  done_frames_.set(log_head_);
   return {};
 }
 
@@ -89,6 +90,7 @@ void Sender::forget_log() {
   piece_head_ = piece_tail_;
   claimed_held_ = 0;
   held_frames_.set(0);
+  done_frames_.set(log_head_);
   ++forgets_;
 }
 
@@ -169,6 +171,7 @@ Status Sender::keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_
   }
   ++log_tail_;
   held_frames_.set(log_tail_ - log_head_);
+  logged_frames_.set(log_tail_);
   if (log_tail_ - log_head_ > max_held_frames_.get()) max_held_frames_.set(log_tail_ - log_head_);
   return {};
 }
@@ -366,6 +369,8 @@ ReplayStats Sender::replay_stats() const {
   r.max_held_frames = max_held_frames_.get();
   r.remade_events = remade_events_.get();
   r.acked_events = acked_events_.get();
+  r.logged_frames = logged_frames_.get();
+  r.done_frames = done_frames_.get();
   return r;
 }
 

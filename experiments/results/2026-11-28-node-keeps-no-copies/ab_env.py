@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Throughput A/B, alternated per round, 128 B tuples in 32 KiB events (the demo pipeline).
   python3 ab_env.py ROUNDS VARIANT...   (from the repository root)
-A variant is "k=v ..." keys for --set; a token whose key is upper case (NAME=1) goes to the environment."""
+A variant is "k=v ..." keys for --set; a token whose key is upper case (NAME=1) goes to the environment.
+EXAMPLE=FILE (in the script's own environment) runs that deployment file instead of the demo pipeline."""
 import sys, json, subprocess, statistics, os
 R = int(sys.argv[1]); variants = sys.argv[2:]
 res = {v: [] for v in variants}
@@ -13,7 +14,7 @@ for r in range(R):
             k = t.split("=")[0]
             if k.isupper(): env[k] = t.split("=",1)[1]
             else: sets.append(t)
-        cmd = ["build/deploy/sluice-deploy", "run", "deploy/examples/pipeline.yaml", "--json", "--run-dir", "/tmp/abtp",
+        cmd = ["build/deploy/sluice-deploy", "run", os.environ.get("EXAMPLE", "deploy/examples/pipeline.yaml"), "--json", "--run-dir", "/tmp/abtp",
                "--set", "duration_s=3", "--set", "progress_s=0", "--set", "base_port=26700",
                "--set", "event_bytes=32768", "--set", "tuple_bytes=128"]
         for s in sets: cmd += ["--set", s]

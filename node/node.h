@@ -552,7 +552,7 @@ class Instance {
   uint64_t ck_node_target_ = 0;        // ck_queued_ when it was taken
   std::string ck_node_bytes_;          // its encoded snapshot
   std::vector<uint64_t> ck_node_marks_;  // where its outputs end in the links' logs
-  uint64_t ck_node_number_ = 0, ck_node_held_ = 0;  // its number; the input held up to it
+  uint64_t ck_node_held_ = 0;          // the input held up to it (its number is ck_.number's)
   bool write_snapshot(const CheckpointState& st);
   bool release_held();                 // all of held_
   bool hold(const Descriptor& d);      // false: the instance failed

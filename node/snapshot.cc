@@ -171,7 +171,6 @@ bool Instance::ck_node_begin() {
   ck_.max_ts = max_ts_;
   for (size_t i = 0; i < chain_.size(); ++i) ck_.watermarks[i] = watermark_[i];
   encode_snapshot(cfg_.checkpoint_token, chain_, ck_, &ck_scratch_, &ck_node_bytes_);
-  ck_node_number_ = ck_.number;
   ck_node_held_ = held_base_ + held_.size();
   ck_node_pending_ = true;
   last_ck_ns_ = mono_ns();
@@ -192,7 +191,7 @@ bool Instance::ck_node_commit() {
   }
   if (!dest_->settled_through(ck_node_marks_)) return true;
   const uint64_t t0 = mono_ns();
-  if (Status s = ck_files_->write(ck_node_number_, ck_node_bytes_); !s) {
+  if (Status s = ck_files_->write(ck_.number, ck_node_bytes_); !s) {  // one on its way: still its number
     fail(Status::Error(fmt::format("instance {}: {}", cfg_.index, s.message())));
     return false;
   }

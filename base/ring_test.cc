@@ -4,8 +4,12 @@
 
 #include <atomic>
 #include <barrier>
+#include <chrono>
 #include <thread>
 #include <vector>
+
+#include <poll.h>
+#include <unistd.h>
 
 namespace sluice {
 namespace {
@@ -139,6 +143,129 @@ TEST_P(RingTwoThreads, OrderAndCountSurviveAMillionItems) {
 INSTANTIATE_TEST_SUITE_P(Waits, RingTwoThreads,
                          ::testing::Values(Wait::kBlock, Wait::kSpin, Wait::kHybrid),
                          [](const auto& info) { return std::string(wait_name(info.param)); });
+
+// The futex form: a notify that finds waiters moves the epoch and clears
+// them, so a second notify before they ran finds none (no second syscall);
+// a waiter that cancelled is not counted.
+TEST(EventCount, ANotifyClearsTheWaitersItWakes) {
+  EventCount ec;
+  const uint32_t k1 = ec.prepare_wait();
+  ec.cancel_wait(k1);
+  ec.notify();  // nobody waits: the epoch stays
+  const uint32_t k2 = ec.prepare_wait();
+  EXPECT_EQ(k2, k1);
+  ec.notify();  // wakes k2's waiter: a new epoch, no waiters
+  ec.notify();  // finds none
+  ec.wait(k2);  // returns at once: its epoch has gone
+  const uint32_t k3 = ec.prepare_wait();
+  EXPECT_EQ(k3, k2 + 1);
+  ec.cancel_wait(k3);
+  ec.cancel_wait(k2);  // a stale key takes nobody off the count
+  const uint32_t k4 = ec.prepare_wait();
+  EXPECT_EQ(k4, k3);
+  ec.cancel_wait(k4);
+}
+
+// Several threads block on one eventcount while two notifiers move a value:
+// each waiter sees every value up to the last, none sleeps past a change.
+TEST(EventCount, BlockedWaitersAllWakeForEachChange) {
+  EventCount ec;
+  std::atomic<uint64_t> value{0};
+  constexpr uint64_t kLast = 20000;
+  std::vector<std::thread> waiters;
+  std::atomic<int> finished{0};
+  for (int w = 0; w < 3; ++w)
+    waiters.emplace_back([&] {
+      uint64_t seen = 0;
+      while (seen < kLast) {
+        wait_until(Wait::kBlock, ec, [&] { return value.load() != seen; }, [] { return false; });
+        seen = value.load();
+      }
+      finished.fetch_add(1);
+    });
+  auto notifier = [&] {
+    for (;;) {
+      uint64_t v = value.load();
+      if (v >= kLast) break;
+      if (value.compare_exchange_weak(v, v + 1)) ec.notify();
+    }
+  };
+  std::thread a(notifier), b(notifier);
+  a.join();
+  b.join();
+  // A lost wake-up leaves a waiter asleep for good: give them 10 s.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (finished.load() < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(finished.load(), 3);
+  if (finished.load() < 3) {
+    value.store(kLast + 1);
+    for (int i = 0; i < 100 && finished.load() < 3; ++i) {
+      ec.notify();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  for (auto& t : waiters) t.join();
+}
+
+// The fd form writes its eventfd once per announced wait: the notifies after
+// the first find it readable already and would wake nobody.
+TEST(EventCount, NotifiesOfOneFdWaitWriteTheEventfdOnce) {
+  EventCount ec;
+  ASSERT_TRUE(ec.enable_fd());
+  ec.notify();  // nobody announced: no write
+  pollfd p{ec.fd(), POLLIN, 0};
+  EXPECT_EQ(::poll(&p, 1, 0), 0);
+  ec.prepare_fd_wait();
+  for (int i = 0; i < 5; ++i) ec.notify();
+  uint64_t v = 0;
+  ASSERT_EQ(::read(ec.fd(), &v, sizeof v), static_cast<ssize_t>(sizeof v));
+  EXPECT_EQ(v, 1u);  // one write, not five
+  ec.finish_fd_wait(false);
+  // The next wait is armed again: a notify wakes it.
+  ec.prepare_fd_wait();
+  ec.notify();
+  EXPECT_EQ(::poll(&p, 1, 0), 1);
+  ec.finish_fd_wait(true);
+  EXPECT_EQ(::poll(&p, 1, 0), 0);  // the read reset it
+}
+
+// No wake-up is lost: a waiter that re-checks after prepare_fd_wait and then
+// sleeps in poll always wakes for a change a notifier published, over many
+// rounds with notifiers on two threads. A lost one shows as a poll that
+// times out while the value it waits for has moved.
+TEST(EventCount, NoFdWakeUpIsLostAcrossRounds) {
+  EventCount ec;
+  ASSERT_TRUE(ec.enable_fd());
+  std::atomic<uint64_t> value{0};
+  std::atomic<bool> stop{false};
+  constexpr uint64_t kRounds = 20000;
+  auto notifier = [&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      value.fetch_add(1, std::memory_order_seq_cst);
+      ec.notify();
+      std::this_thread::yield();
+    }
+  };
+  std::thread a(notifier), b(notifier);
+  uint64_t seen = 0, timeouts = 0;
+  for (uint64_t r = 0; r < kRounds; ++r) {
+    ec.prepare_fd_wait();
+    if (value.load(std::memory_order_seq_cst) != seen) {
+      ec.finish_fd_wait(false);
+    } else {
+      pollfd p{ec.fd(), POLLIN, 0};
+      const int got = ::poll(&p, 1, 2000);
+      if (got == 0 && value.load() != seen) ++timeouts;
+      ec.finish_fd_wait(got > 0);
+    }
+    seen = value.load(std::memory_order_seq_cst);
+  }
+  stop = true;
+  a.join();
+  b.join();
+  EXPECT_EQ(timeouts, 0u);
+}
 
 TEST(Wait, ParsesTheThreePolicies) {
   Wait w;

@@ -152,12 +152,17 @@ struct LinkConfig {
   std::string source_line;    // "file:line" of the link (or of `processes` for the chain)
 };
 
-// Receiver slots of a link with acks whose file does not set `slots`: twice
-// the default. With acks a slot is held until the sinks acknowledge what
-// its frame became, not only while the frame is in flight, and 64 left the
-// load generator waiting for credits (2 cores: 1.02-1.07x the tuples/s with
-// 128 over five runs, where acks off gains nothing from them;
-// experiments/results/2026-11-28-acked-slots).
+// Receiver slots of a link with acks whose file does not set `slots`, where
+// its receiver holds a slot until the sinks acknowledge what its frame
+// became, not only while the frame is in flight (a node that keeps copies:
+// by choice, a merge, a split, operators that emit): twice the default, or
+// its upstream waits for credits (2 cores: 1.02-1.07x the tuples/s with
+// 128 over five runs; experiments/results/2026-11-28-acked-slots). Where
+// the slot comes back once its frame is sent on or checked (a node that
+// only forwards claims it instead, a sink), the default is enough and
+// cheaper: the demo pipeline with acks ran at 0.994 of acks off with 64,
+// 0.945 with 128 (24 alternated rounds; experiments/results/
+// 2026-12-01-session40).
 inline constexpr uint32_t kAckedLinkSlots = 128;
 
 struct Deployment {

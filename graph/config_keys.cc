@@ -237,8 +237,10 @@ const std::vector<LinkKey>& link_keys() {
                 "bytes of one receiver slot: the largest frame a link carries (an event must fit)"),
       link_uint("slots", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.slots; },
                 "receiver slots per link: the credits a sender starts with; unless set, 128 on "
-                "a link with acks: on, whose slots are held until the sinks acknowledge what "
-                "they became"),
+                "a link with acks: on into a node that holds its slots until the sinks "
+                "acknowledge what they became (one that keeps copies, merges, splits or runs "
+                "operators that emit); 64 elsewhere, where a slot comes back once its frame is "
+                "sent on or checked"),
       link_uint("credit_batch", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.credit_batch; },
                 "credits the receiver returns at a time; 0: a quarter of slots"),
       link_enum("credits", nullptr, &kCreditModes,

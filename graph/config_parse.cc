@@ -449,6 +449,28 @@ Status parse_link(const Reader& r, const YAML::Node& n, size_t i, const Deployme
 
 // ---------------------------------------------------------------- the root
 
+// Whether link i's receiver keeps a frame's slot until the sinks
+// acknowledge what it became, not only while the frame is in flight: a
+// node that keeps copies (its own choice, or one that merges, splits, or
+// runs operators that emit, which may keep state). A sink lets a slot go
+// once it checked the frame, a node that only forwards once it sent it
+// (it claims the frame instead: AckLedger), as without acks. Read from the
+// file alone, so that every program resolves the same slots.
+static bool receiver_holds_slots_for_acks(const Deployment& d, size_t i) {
+  const size_t p = d.links[i].to;
+  if (d.processes[p].role != Role::kNode) return false;
+  const std::vector<size_t> ins = d.inputs_of(p), outs = d.outputs_of(p);
+  bool acked_out = false;
+  for (size_t l : outs) acked_out = acked_out || d.links[l].options.acks;
+  if (!acked_out) return false;  // sent and gone: the slot comes back then
+  if (d.node_backup_copies || d.handover_copy || ins.size() != 1 || outs.size() != 1) return true;
+  for (const OperatorConfig& op : d.processes[p].operators) {
+    const OperatorSpec* spec = find_operator_spec(op.kind);
+    if (!spec || spec->emits) return true;
+  }
+  return false;
+}
+
 Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
   if (!root.IsMap())
     return r.error(root, "", fmt::format("a deployment is a map of keys, got {}", node_kind(root)));
@@ -578,10 +600,13 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
       d->links.push_back(std::move(l));
     }
   }
-  // slots: a link with acks that no one sized gets kAckedLinkSlots.
+  // slots: a link with acks that no one sized gets kAckedLinkSlots if its
+  // receiver holds the slots until the sinks acknowledge.
   for (size_t i = 0; i < d->links.size(); ++i) {
     LinkOptions& o = d->links[i].options;
-    if (o.acks && !places.of.count("slots") && !link_places[i].of.count("slots")) o.slots = kAckedLinkSlots;
+    if (o.acks && !places.of.count("slots") && !link_places[i].of.count("slots") &&
+        receiver_holds_slots_for_acks(*d, i))
+      o.slots = kAckedLinkSlots;
   }
   // A top-level key is the default of every link it means something to
   // (`congestion` for the tcp links, `fabric_provider` for the fabric ones)

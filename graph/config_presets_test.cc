@@ -86,11 +86,13 @@ TEST(Config, SetBeatsPresetAndFile) {
   EXPECT_EQ(f.link.tcp.encoding, Encoding::kCopy);
 }
 
-// With acks a receiver's slots are held until the sinks acknowledge, so a
-// link with acks that nothing sized gets kAckedLinkSlots; a value given
-// anywhere (top level, the link, --set) is kept, and a dump parses back to
-// the same.
-TEST(Config, ALinkWithAcksGetsMoreSlotsUnlessTheyAreSet) {
+// A link with acks that nothing sized gets kAckedLinkSlots where its
+// receiver holds the slots until the sinks acknowledge (a node that keeps
+// copies: its choice, a merge, or operators that emit), and the default
+// where it lets them go once sent or checked (a sink, a node that only
+// forwards); a value given anywhere (top level, the link, --set) is kept,
+// and a dump parses back to the same.
+TEST(Config, ALinkWithAcksGetsMoreSlotsWhereItsReceiverHoldsThem) {
   auto slots = [](const Deployment& d) {
     std::vector<uint32_t> v;
     for (const auto& l : d.links) v.push_back(l.options.slots);
@@ -98,25 +100,48 @@ TEST(Config, ALinkWithAcksGetsMoreSlotsUnlessTheyAreSet) {
   };
   using V = std::vector<uint32_t>;
   const uint32_t def = LinkOptions().slots;
-  ASSERT_GT(kAckedLinkSlots, def);
+  const uint32_t more = kAckedLinkSlots;
+  ASSERT_GT(more, def);
   EXPECT_EQ(slots(parse_ok(kChain)), (V{def, def}));
+  // node-a only forwards: it claims frames and lets their slots go once sent.
   const Deployment acked = parse_ok(kChain, {"acks=on"});
-  EXPECT_EQ(slots(acked), (V{kAckedLinkSlots, kAckedLinkSlots}));
-  EXPECT_EQ(slots(parse_ok(std::string("acks: on\nslots: 32\n") + kChain)), (V{32, 32}));
-  EXPECT_EQ(slots(parse_ok(kChain, {"acks=on", "slots=64"})), (V{64, 64}));
-  const std::string linked = R"(acks: on
-processes:
+  EXPECT_EQ(slots(acked), (V{def, def}));
+  const std::string filtered = R"(processes:
   - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node, operators: [{filter: {field: key, op: ne, value: 5}}]}
+  - {name: sink, role: sink}
+)";
+  EXPECT_EQ(slots(parse_ok(filtered, {"acks=on"})), (V{def, def}));
+  // It keeps copies: by choice, or behind the original preset's handover.
+  EXPECT_EQ(slots(parse_ok(kChain, {"acks=on", "node_backup=copies"})), (V{more, def}));
+  EXPECT_EQ(slots(parse_ok(kChain, {"acks=on", "preset=original", "send_queue=sync"})), (V{more, def}));
+  // A group-by emits what it folded: its input's slots wait.
+  const std::string grouped = R"(processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node, operators: [{groupby: {group_by: key, aggregates: count}}]}
+  - {name: sink, role: sink}
+)";
+  EXPECT_EQ(slots(parse_ok(grouped, {"acks=on"})), (V{more, def}));
+  // Its output without acks: a slot comes back once its frame is sent.
+  EXPECT_EQ(slots(parse_ok(kChain, {"acks=on", "node_backup=copies", "links.1.acks=off"})),
+            (V{def, def}));
+  const std::string merged = R"(acks: on
+processes:
+  - {name: a, role: loadgen}
+  - {name: b, role: loadgen}
   - {name: node-a, role: node}
   - {name: sink, role: sink}
 links:
-  - {from: loadgen, to: node-a}
+  - {from: a, to: node-a}
+  - {from: b, to: node-a}
   - {from: node-a, to: sink, slots: 16}
 )";
-  EXPECT_EQ(slots(parse_ok(linked)), (V{kAckedLinkSlots, 16}));
-  EXPECT_EQ(slots(parse_ok(linked, {"links.0.acks=off"})), (V{def, 16}));
+  EXPECT_EQ(slots(parse_ok(merged)), (V{more, more, 16}));
+  EXPECT_EQ(slots(parse_ok(merged, {"links.2.acks=off"})), (V{def, def, 16}));
+  EXPECT_EQ(slots(parse_ok(std::string("acks: on\nslots: 32\n") + grouped)), (V{32, 32}));
+  EXPECT_EQ(slots(parse_ok(grouped, {"acks=on", "slots=96"})), (V{96, 96}));
+  EXPECT_EQ(slots(parse_ok(dump_deployment(parse_ok(merged)))), (V{more, more, 16}));
   EXPECT_EQ(slots(parse_ok(dump_deployment(acked))), slots(acked));
-  EXPECT_EQ(slots(parse_ok(dump_deployment(parse_ok(linked)))), (V{kAckedLinkSlots, 16}));
 }
 
 TEST(Config, DottedOverrides) {

@@ -262,6 +262,16 @@ static void poke(const std::string& address, int port) {
   freeaddrinfo(res);
 }
 
+// civetweb's library set-up and tear-down (mg_init_library, mg_exit_library,
+// run by each server's construction and destruction) count the servers in
+// globals without a lock of their own: two exporters started at once in one
+// process (two processes' threads in a test) raced there under TSan. One
+// process-wide lock around both.
+static std::mutex& civetweb_mutex() {
+  static std::mutex mu;
+  return mu;
+}
+
 Exporter::Exporter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Exporter::~Exporter() {
   if (!impl_) return;
@@ -275,7 +285,10 @@ Exporter::~Exporter() {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     }
   });
-  impl_->exposer.reset();
+  {
+    std::lock_guard lk(civetweb_mutex());
+    impl_->exposer.reset();
+  }
   stopped.store(true);
   waker.join();
 }
@@ -287,6 +300,7 @@ std::unique_ptr<Exporter> Exporter::start(const std::string& address, uint16_t p
   const bool v6 = address.find(':') != std::string::npos;
   const std::string bind = fmt::format("{}{}{}:{}", v6 ? "[" : "", address, v6 ? "]" : "", port);
   try {
+    std::lock_guard lk(civetweb_mutex());
     impl->exposer = std::make_unique<prometheus::Exposer>(bind, 2);
   } catch (const std::exception& e) {
     *st = Status::Error(fmt::format("{}: cannot serve metrics on {}: {} (metrics_address, metrics_port; "

@@ -1,0 +1,19 @@
+#!/bin/bash
+# Loops the fabric shm three-kill row; dumps every sluice process's thread stacks when a run goes past 30 s.
+cd /work/main
+for i in $(seq 1 ${1:-8}); do
+  python3 experiments/faults.py --duration 5 --only x3 --carriers "fabric shm" --out /tmp/exp/rep$i.md > /tmp/exp/rep$i.log 2>&1 &
+  fp=$!; t0=$SECONDS; dumped=0
+  while kill -0 $fp 2>/dev/null; do
+    sleep 2
+    if (( SECONDS - t0 > 32 && dumped == 0 )); then
+      dumped=1; echo "run $i: past 32 s, dumping"
+      for pid in $(pgrep -f 'sluice-(node|loadgen|sink)'); do
+        echo "=== $pid $(tr '\0' ' ' < /proc/$pid/cmdline | cut -c1-200)"
+        gdb -p $pid -batch -ex 'thread apply all bt' 2>/dev/null | grep -E '^#|^Thread'
+      done > /tmp/exp/stacks$i.txt
+    fi
+  done
+  grep -E "^\s+\('fabric" /tmp/exp/rep$i.log | cut -c1-160
+  [[ $dumped == 1 ]] && break
+done

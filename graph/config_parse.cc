@@ -456,14 +456,15 @@ Status parse_link(const Reader& r, const YAML::Node& n, size_t i, const Deployme
 // once it checked the frame, a node that only forwards once it sent it
 // (it claims the frame instead: AckLedger), as without acks. Read from the
 // file alone, so that every program resolves the same slots.
+// (forwards_without_copies, with the operators' specs for the chain it is
+// not built from yet: an operator that works in place keeps no state.)
 static bool receiver_holds_slots_for_acks(const Deployment& d, size_t i) {
   const size_t p = d.links[i].to;
   if (d.processes[p].role != Role::kNode) return false;
-  const std::vector<size_t> ins = d.inputs_of(p), outs = d.outputs_of(p);
   bool acked_out = false;
-  for (size_t l : outs) acked_out = acked_out || d.links[l].options.acks;
+  for (size_t l : d.outputs_of(p)) acked_out = acked_out || d.links[l].options.acks;
   if (!acked_out) return false;  // sent and gone: the slot comes back then
-  if (d.node_backup_copies || d.handover_copy || ins.size() != 1 || outs.size() != 1) return true;
+  if (!links_let_forward_without_copies(d, p)) return true;
   for (const OperatorConfig& op : d.processes[p].operators) {
     const OperatorSpec* spec = find_operator_spec(op.kind);
     if (!spec || spec->emits) return true;

@@ -337,12 +337,15 @@ Status restart_loses_state(const Deployment& d, size_t index) {
   return {};
 }
 
-bool forwards_without_copies(const Deployment& d, size_t p, const OperatorChain& chain) {
+bool links_let_forward_without_copies(const Deployment& d, size_t p) {
   const std::vector<size_t> ins = d.inputs_of(p), outs = d.outputs_of(p);
-  if (d.processes[p].role != Role::kNode || d.node_backup_copies || d.handover_copy ||
-      ins.size() != 1 || outs.size() != 1 || !d.link_options(ins[0], 0).acks ||
-      !d.link_options(outs[0], 0).acks)
-    return false;
+  return d.processes[p].role == Role::kNode && !d.node_backup_copies && !d.handover_copy &&
+         ins.size() == 1 && outs.size() == 1 && d.links[ins[0]].options.acks &&
+         d.links[outs[0]].options.acks;
+}
+
+bool forwards_without_copies(const Deployment& d, size_t p, const OperatorChain& chain) {
+  if (!links_let_forward_without_copies(d, p)) return false;
   for (size_t i = 0; i < chain.size(); ++i)
     if (chain.op(i).state() != Operator::State::kNone) return false;
   return true;

@@ -250,6 +250,9 @@ Status restart_loses_state(const Deployment& d, size_t index);
 // out, both with acks, operators that keep no state, no node_backup:
 // copies and no handover copy. Its upstream's backup covers what it sends.
 bool forwards_without_copies(const Deployment& d, size_t p, const OperatorChain& chain);
+// Its links' part of that, from the file alone: a node, one link in and one
+// out, both with acks, no node_backup: copies and no handover copy.
+bool links_let_forward_without_copies(const Deployment& d, size_t p);
 
 // Whether some process upstream of process `index` waits on the
 // acknowledgements that index's snapshots release, beyond the room in its

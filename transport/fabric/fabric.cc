@@ -25,6 +25,11 @@
 //   - Loading providers installs signal handlers (libinfinipath: SIGINT
 //     exits 1); every call that may load one runs under a guard that puts
 //     the process's handlers back.
+//   - shm keeps each endpoint's queues in a segment guarded by a spin lock
+//     in the segment; a peer killed while it held one would leave this end
+//     spinning in libfabric for ever. Each shm endpoint's calls into the
+//     library are counted, and a watch frees such a lock once a call has
+//     waited a second on it and the peer process is gone (shm_locks.h).
 #include "transport/fabric/fabric.h"
 
 #include <arpa/inet.h>
@@ -40,6 +45,7 @@
 #include <signal.h>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <atomic>
 #include <chrono>
@@ -54,6 +60,7 @@
 #include <utility>
 #include <vector>
 
+#include "transport/fabric/shm_locks.h"
 #include "transport/msg/msg.h"
 
 namespace sluice::fabric {
@@ -281,6 +288,7 @@ class FabricEndpoint final : public msg::Endpoint {
  public:
   FabricEndpoint(std::shared_ptr<Domain> d, const LinkOptions& opts) : d_(std::move(d)), opts_(opts) {}
   ~FabricEndpoint() override {
+    watch_.reset();  // before the endpoint's segment goes
     if (ep_) fi_close(&ep_->fid);
     if (rma_mr_) fi_close(&rma_mr_->fid);
     if (pep_) fi_close(&pep_->fid);
@@ -340,9 +348,9 @@ class FabricEndpoint final : public msg::Endpoint {
       // failed fi_enable with EBUSY. A name of this process's own makes
       // that impossible (shm_name).
       static uint32_t next = 0;
-      const std::string name = shm_name(next++);
-      ret = fi_setname(&ep_->fid, const_cast<char*>(name.c_str()), name.size() + 1);
-      if (ret) return Status::Error(fmt::format("fi_setname {}: {}", name, fi_text(ret)));
+      name_ = shm_name(next++);
+      ret = fi_setname(&ep_->fid, const_cast<char*>(name_.c_str()), name_.size() + 1);
+      if (ret) return Status::Error(fmt::format("fi_setname {}: {}", name_, fi_text(ret)));
     }
     ret = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV);
     if (!ret && eq_) ret = fi_ep_bind(ep_, &eq_->fid, 0);
@@ -409,6 +417,7 @@ class FabricEndpoint final : public msg::Endpoint {
     if (!d_->msg) {
       int ret = fi_av_insert(av_, peer.data(), 1, &peer_, 0, nullptr);
       if (ret != 1) return Status::Error(fmt::format("fi_av_insert of the peer's name: {}", fi_text(ret < 0 ? ret : -FI_EINVAL)));
+      if (d_->shm) watch_locks(peer);
       return {};
     }
     if (pep_) {
@@ -442,6 +451,7 @@ class FabricEndpoint final : public msg::Endpoint {
   Status add_region(void* p, size_t len) override { return d_->reg(p, len); }
 
   Status post_recv(void* buf, size_t len, uint64_t ctx) override {
+    shm::InCall g(watch_.get());
     for (;;) {
       ssize_t ret = fi_recv(ep_, buf, len, d_->desc(buf), FI_ADDR_UNSPEC, ctx_ptr(ctx));
       if (ret == 0) return {};
@@ -461,7 +471,11 @@ class FabricEndpoint final : public msg::Endpoint {
     m.addr = peer_;
     m.context = ctx_ptr(ctx);
     m.data = imm;
-    ssize_t ret = fi_sendmsg(ep_, &m, FI_REMOTE_CQ_DATA | FI_COMPLETION);
+    ssize_t ret;
+    {
+      shm::InCall g(watch_.get());
+      ret = fi_sendmsg(ep_, &m, FI_REMOTE_CQ_DATA | FI_COMPLETION);
+    }
     *again = ret == -FI_EAGAIN;
     if (ret == 0 || *again) return {};
     return Status::Error(fmt::format("fi_sendmsg: {}", fi_text(ret)));
@@ -470,7 +484,11 @@ class FabricEndpoint final : public msg::Endpoint {
   Status poll(msg::Completion* out, size_t max, size_t* n) override {
     *n = 0;
     fi_cq_data_entry e[64];
-    ssize_t ret = fi_cq_read(cq_, e, std::min<size_t>(max, 64));
+    ssize_t ret;
+    {
+      shm::InCall g(watch_.get());
+      ret = fi_cq_read(cq_, e, std::min<size_t>(max, 64));
+    }
     if (ret == -FI_EAGAIN) return {};
     if (ret == -FI_EAVAIL) {
       fi_cq_err_entry err{};
@@ -553,7 +571,11 @@ class FabricEndpoint final : public msg::Endpoint {
     m.rma_iov = &rio;
     m.rma_iov_count = 1;
     m.context = ctx_ptr(kWriteCtx | w);
-    ssize_t ret = fi_writemsg(ep_, &m, FI_COMPLETION | (d_->saw ? 0 : FI_DELIVERY_COMPLETE));
+    ssize_t ret;
+    {
+      shm::InCall g(watch_.get());
+      ret = fi_writemsg(ep_, &m, FI_COMPLETION | (d_->saw ? 0 : FI_DELIVERY_COMPLETE));
+    }
     if (ret == -FI_EAGAIN) {
       *again = true;
       return post_notes();
@@ -566,6 +588,7 @@ class FabricEndpoint final : public msg::Endpoint {
   }
 
   bool arm() override {
+    shm::InCall g(watch_.get());
     fid* f = &cq_->fid;
     return fi_trywait(d_->fabric, &f, 1) == FI_SUCCESS;
   }
@@ -614,6 +637,23 @@ class FabricEndpoint final : public msg::Endpoint {
     return {};
   }
 
+  // shm: the watch of the two segments' locks (shm_locks.h); a link whose
+  // segments are not the layout it knows runs without, and the process says
+  // so once.
+  void watch_locks(const std::string& peer) {
+    std::string why;
+    const std::string link = fmt::format("link {} -> {} (fabric/shm, {}:{})", opts_.from.empty() ? "?" : opts_.from,
+                                         opts_.to.empty() ? "?" : opts_.to, opts_.host, opts_.port);
+    watch_ = shm::LockWatch::make(name_, peer, link, &why);
+    static std::once_flag said;
+    if (!watch_)
+      std::call_once(said, [&] {
+        spdlog::warn("{}: libfabric shm: no watch of its segments' locks ({}): a peer killed while it "
+                     "holds one would leave this process spinning in libfabric (shm_locks.h)",
+                     link, why);
+      });
+  }
+
   Status eq_wait(uint32_t* ev, fi_eq_cm_entry* e, uint32_t timeout_ms, const char* what) {
     ssize_t ret = fi_eq_sread(eq_, ev, e, sizeof *e, static_cast<int>(timeout_ms), 0);
     if (ret == -FI_EAVAIL) {
@@ -638,6 +678,8 @@ class FabricEndpoint final : public msg::Endpoint {
   fi_addr_t peer_ = FI_ADDR_UNSPEC;
   int fd_ = -1;
   size_t iov_limit_ = 1, rma_iov_limit_ = 1, tx_depth_ = 1;
+  std::string name_;  // shm: this endpoint's segment (shm_name)
+  std::unique_ptr<shm::LockWatch> watch_;  // shm: its segments' locks
   fid_mr* rma_mr_ = nullptr;  // rma receiver: the link's slots
   uint64_t remote_ = 0, rkey_ = 0;  // rma sender
   std::vector<Wr> wr_;

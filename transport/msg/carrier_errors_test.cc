@@ -10,13 +10,16 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "transport/fabric/shm_locks.h"
 #include "transport/link.h"
+#include "transport/test_util.h"
 #include "transport/transport.h"
 #include "transport/ucx/ucx.h"
 
@@ -214,6 +217,189 @@ TEST(FabricSetup, ASenderToAKilledShmReceiverFailsInsteadOfSpinning) {
   ASSERT_TRUE(WIFEXITED(status)) << "the sender died of signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 0) << "2-6: set-up failed; 7: no error after 100,000 sends; 8: an error "
                                        "that does not name the link and the hang-up";
+}
+
+// The segments in /dev/shm of process `pid` (sluice's names).
+std::vector<std::string> shm_segments_of(pid_t pid) {
+  std::vector<std::string> got;
+  std::error_code ec;
+  const std::string prefix = "sluice-" + std::to_string(pid) + "-";
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind(prefix, 0) == 0) got.push_back(n);
+  }
+  return got;
+}
+
+// Runs `body` in a child and waits at most 20 s for it: 0 is a pass, and a
+// child still running then (spinning in libfabric) is killed and failed.
+void run_in_child_within_20s(const std::function<int()>& body, const char* codes) {
+  pid_t child = fork();
+  if (child == 0) _exit(body());
+  ASSERT_GT(child, 0);
+  int status = 0;
+  for (int i = 0; i < 200 && waitpid(child, &status, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (waitpid(child, &status, WNOHANG) == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "still inside libfabric after 20 s: its peer died holding the lock of a segment";
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << "died of signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0) << codes;
+}
+
+// A receiver killed inside libfabric's critical section (its progress holds
+// its own segment's spin lock while it copies a frame) leaves the lock held:
+// libfabric 1.17's shm spins on it for ever in the sender's next fi_sendmsg,
+// which so never returned to see the control connection's hang-up (the
+// three-kill fault run hung so: the load generator spun on the dead node-a's
+// lock). The receiver here takes the lock itself and is killed; the sender
+// must fail naming the link and the hang-up, within a few seconds.
+TEST(FabricSetup, AShmReceiverKilledHoldingItsSegmentsLockLeavesNoSenderSpinning) {
+  run_in_child_within_20s(
+      [] {
+        int fds[2];
+        if (pipe(fds) != 0) return 2;
+        pid_t receiver = fork();
+        if (receiver == 0) {
+          TransportContext ctx;
+          SlotPool pool(16, 4096);
+          LinkOptions o = opts("fabric");
+          o.msg.fabric_provider = "shm";
+          o.slots = 16;
+          o.slot_bytes = 4096;
+          Status st;
+          auto l = make_listener(o, pool, 0, ctx, &st);
+          if (!l) _exit(3);
+          const uint16_t port = l->port();
+          if (write(fds[1], &port, sizeof port) != sizeof port) _exit(4);
+          auto rx = l->accept(&st);
+          if (!rx) _exit(5);
+          const auto segs = shm_segments_of(getpid());
+          if (segs.empty()) _exit(6);
+          for (const auto& n : segs)
+            if (!fabric::shm::testing::hold_lock(n)) _exit(7);
+          usleep(300'000);  // the sender meets the held lock while this end lives
+          raise(SIGKILL);
+        }
+        uint16_t port = 0;
+        if (read(fds[0], &port, sizeof port) != sizeof port) return 8;
+        TransportContext ctx;
+        SlotPool pool(64, 4096);
+        LinkOptions o = opts("fabric");
+        o.msg.fabric_provider = "shm";
+        o.slots = 16;
+        o.slot_bytes = 4096;
+        o.port = port;
+        o.connect_timeout_ms = 5000;
+        Status st;
+        auto tx = make_sender(o, pool, ctx, &st);
+        if (!tx) {
+          std::fprintf(stderr, "sender: %s\n", st.message().c_str());
+          return 9;
+        }
+        int status = 0;
+        waitpid(receiver, &status, 0);
+        if (!WIFSIGNALED(status)) return 10 + WEXITSTATUS(status);  // 13-17: the receiver's set-up
+        for (int i = 0; i < 100000 && st.ok(); ++i) {
+          uint32_t slot = pool.try_acquire();
+          while (slot == kNoSlot && st.ok()) {
+            st = tx->progress();
+            slot = pool.try_acquire();
+          }
+          if (!st.ok()) break;
+          std::memset(pool.slot(slot), 0, 256);
+          const Descriptor d{slot, 0, 256, 1, 1, 0};
+          st = tx->send(std::span<const Descriptor>(&d, 1));
+        }
+        if (st.ok()) return 18;
+        std::fprintf(stderr, "sender: %s\n", st.message().c_str());
+        return st.message().find("link a -> b") != std::string::npos &&
+                       st.message().find("the receiver closed its control connection") != std::string::npos
+                   ? 0
+                   : 19;
+      },
+      "2-17: set-up failed; 18: no error after 100,000 sends; 19: an error that does not name the "
+      "link and the hang-up");
+}
+
+// The other way: a sender killed inside its send (it holds the receiver's
+// segment's lock while it posts) leaves the receiver's progress (fi_cq_read)
+// spinning on its own segment's lock. The receiver must see the sender gone.
+TEST(FabricSetup, AShmSenderKilledHoldingItsPeersLockLeavesNoReceiverSpinning) {
+  run_in_child_within_20s(
+      [] {
+        int fds[2];
+        if (pipe(fds) != 0) return 2;
+        const pid_t me = getpid();
+        pid_t sender = fork();
+        if (sender == 0) {
+          uint16_t port = 0;
+          if (read(fds[0], &port, sizeof port) != sizeof port) _exit(3);
+          TransportContext ctx;
+          SlotPool pool(64, 4096);
+          LinkOptions o = opts("fabric");
+          o.msg.fabric_provider = "shm";
+          o.slots = 16;
+          o.slot_bytes = 4096;
+          o.port = port;
+          o.connect_timeout_ms = 5000;
+          Status st;
+          auto tx = make_sender(o, pool, ctx, &st);
+          if (!tx) _exit(4);
+          for (uint64_t i = 0; i < 8; ++i) {
+            uint32_t slot = pool.try_acquire();
+            if (slot == kNoSlot) _exit(5);
+            const size_t len = sluice::testing::write_event(pool.slot(slot), 0, i * 4, i, 4, 128);
+            const Descriptor d{slot, 0, static_cast<uint32_t>(len), 1, 4, 0};
+            if (!tx->send(std::span<const Descriptor>(&d, 1))) _exit(6);
+          }
+          const auto segs = shm_segments_of(me);
+          if (segs.size() != 1) _exit(7);
+          if (!fabric::shm::testing::hold_lock(segs[0])) _exit(8);
+          usleep(300'000);  // the receiver's progress meets the held lock while this end lives
+          raise(SIGKILL);
+        }
+        TransportContext ctx;
+        SlotPool pool(16, 4096);
+        LinkOptions o = opts("fabric");
+        o.msg.fabric_provider = "shm";
+        o.slots = 16;
+        o.slot_bytes = 4096;
+        Status st;
+        auto l = make_listener(o, pool, 0, ctx, &st);
+        if (!l) return 9;
+        const uint16_t port = l->port();
+        if (write(fds[1], &port, sizeof port) != sizeof port) return 10;
+        auto rx = l->accept(&st);
+        if (!rx) return 11;
+        // Receives (the sender's sends need this end's progress) until the
+        // link fails; the sender dies meanwhile.
+        Descriptor out[16];
+        size_t got = 0, n = 0;
+        int status = 0;
+        bool dead = false;
+        for (int i = 0; i < 100000 && st.ok(); ++i) {
+          st = rx->poll(std::span<Descriptor>(out, 16), &n);
+          for (size_t k = 0; st.ok() && k < n; ++k) {
+            ++got;
+            st = rx->give_back(out[k].slot);
+          }
+          if (!dead) dead = waitpid(sender, &status, WNOHANG) == sender;
+          if (st.ok() && n == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        if (!dead) waitpid(sender, &status, 0);
+        if (!WIFSIGNALED(status)) return 20 + WEXITSTATUS(status);  // 23-28: the sender's set-up
+        std::fprintf(stderr, "receiver: %zu frames, then: %s\n", got, st.message().c_str());
+        if (st.ok()) return 29;
+        return st.message().find("link a -> b") != std::string::npos &&
+                       st.message().find("the sender closed its control connection") != std::string::npos
+                   ? 0
+                   : 30;
+      },
+      "2-28: set-up failed; 29: the receiver saw no error; 30: an error that does not name the link "
+      "and the sender's hang-up");
 }
 
 TEST(UcxSetup, AnUnknownTransportIsAnErrorNotACrash) {

@@ -61,11 +61,17 @@ ProcessSummary run(Generator& g, double hold_from_s, double hold_until_s) {
   return s;
 }
 
+// Behind is what the schedule called for by the end and was not made: a
+// thread descheduled a few ms near the end of a loaded machine's run is
+// behind by a few events (seen: 3 in a full suite's run), truly, and
+// nothing like a held one's hundreds.
+constexpr uint64_t kJitterEvents = 10;  // 10 ms at 1,000 events/s
+
 TEST(Generator, AGeneratorNeverHeldBackSaysNothing) {
   Generator g(paced(1000, 0.3), 0);
   const ProcessSummary s = run(g, 1e9, 1e9);
   EXPECT_LT(s.held_back_s, 0.05);
-  EXPECT_EQ(s.behind_events, 0u);
+  EXPECT_LE(s.behind_events, kJitterEvents);
 }
 
 // Its 8 slots out from 0.1 s to 0.5 s of a 0.4 s run at 1,000 events/s: it
@@ -85,7 +91,7 @@ TEST(Generator, AGeneratorThatCatchesUpIsBehindByNothing) {
   Generator g(paced(1000, 0.6), 0);
   const ProcessSummary s = run(g, 0.1, 0.3);
   EXPECT_GT(s.held_back_s, 0.1);
-  EXPECT_EQ(s.behind_events, 0u);
+  EXPECT_LE(s.behind_events, kJitterEvents);
 }
 
 // What a generator makes, event by event (headers without their times and

@@ -231,6 +231,7 @@ std::unique_ptr<LockWatch> LockWatch::make(const std::string& own, const std::st
 
 LockWatch::~LockWatch() { Watcher::get().remove(this); }
 
+namespace {
 // glibc's pthread spin lock is one int, and the unlocked one holds what
 // pthread_spin_init writes. The watch reads and writes that int, not the
 // lock's functions, which a sanitizer would take for this process's own use
@@ -246,6 +247,7 @@ int unlocked_value() {
   }();
   return v;
 }
+}  // namespace
 
 void LockWatch::check() {
   const uint32_t c = calls_.load(std::memory_order_relaxed);

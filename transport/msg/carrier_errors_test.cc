@@ -136,87 +136,13 @@ TEST(FabricSetup, ShmSegmentsLeftByAKilledProcessGoAndAreNamedBySluice) {
   for (const auto& n : segments_of(child)) fs::remove(shm / n, ec);
 }
 
-// A receiver killed right after it connected, before it read anything: its
-// sender keeps sending into the dead peer's queue (libfabric shm: a small
-// send completes at once, so none stays outstanding) until the queue is
-// full. It must then see the hang-up on the control connection and fail
-// naming the link, not retry the full queue for ever. (Seen once in the
-// three-kill fault run: a node's sender spun after its downstream died,
-// and the run hung.) The sender runs in a child so that a spin fails the
-// test instead of hanging it.
-TEST(FabricSetup, ASenderToAKilledShmReceiverFailsInsteadOfSpinning) {
-  // Both ends: 256 credits of 4 KiB, more than the shm queue holds.
-  auto shm_link = [] {
-    LinkOptions o = opts("fabric");
-    o.msg.fabric_provider = "shm";
-    o.slots = 256;
-    o.slot_bytes = 4096;
-    return o;
-  };
-  pid_t sender = fork();
-  if (sender == 0) {
-    int fds[2];
-    if (pipe(fds) != 0) _exit(2);
-    pid_t receiver = fork();
-    if (receiver == 0) {
-      TransportContext ctx;
-      SlotPool pool(256, 4096);
-      const LinkOptions o = shm_link();
-      Status st;
-      auto l = make_listener(o, pool, 0, ctx, &st);
-      if (!l) _exit(3);
-      const uint16_t port = l->port();
-      if (write(fds[1], &port, sizeof port) != sizeof port) _exit(4);
-      auto rx = l->accept(&st);
-      raise(SIGKILL);
-    }
-    uint16_t port = 0;
-    if (read(fds[0], &port, sizeof port) != sizeof port) _exit(5);
-    TransportContext ctx;
-    SlotPool pool(64, 4096);
-    LinkOptions o = shm_link();
-    o.port = port;
-    o.connect_timeout_ms = 5000;
-    Status st;
-    auto tx = make_sender(o, pool, ctx, &st);
-    if (!tx) {
-      std::fprintf(stderr, "sender: %s\n", st.message().c_str());
-      _exit(6);
-    }
-    waitpid(receiver, nullptr, 0);
-    for (int i = 0; i < 100000; ++i) {
-      uint32_t slot = pool.try_acquire();
-      while (slot == kNoSlot) {
-        if (Status p = tx->progress(); !p) {
-          st = p;
-          break;
-        }
-        slot = pool.try_acquire();
-      }
-      if (!st.ok()) break;
-      std::memset(pool.slot(slot), 0, 256);
-      const Descriptor d{slot, 0, 256, 1, 1, 0};
-      st = tx->send(std::span<const Descriptor>(&d, 1));
-      if (!st.ok()) break;
-    }
-    if (st.ok()) _exit(7);  // 100,000 sends into a dead peer, no error
-    const bool named = st.message().find("link a -> b") != std::string::npos &&
-                       st.message().find("the receiver closed its control connection") != std::string::npos;
-    std::fprintf(stderr, "sender: %s\n", st.message().c_str());
-    _exit(named ? 0 : 8);
-  }
-  ASSERT_GT(sender, 0);
-  int status = 0;
-  for (int i = 0; i < 200 && waitpid(sender, &status, WNOHANG) == 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  if (waitpid(sender, &status, WNOHANG) == 0) {
-    kill(sender, SIGKILL);
-    waitpid(sender, &status, 0);
-    FAIL() << "the sender was still sending into a dead receiver after 20 s";
-  }
-  ASSERT_TRUE(WIFEXITED(status)) << "the sender died of signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "2-6: set-up failed; 7: no error after 100,000 sends; 8: an error "
-                                       "that does not name the link and the hang-up";
+// A shm link's options: `slots` credits of `slot_bytes`.
+LinkOptions shm_link(uint32_t slots, uint32_t slot_bytes) {
+  LinkOptions o = opts("fabric");
+  o.msg.fabric_provider = "shm";
+  o.slots = slots;
+  o.slot_bytes = slot_bytes;
+  return o;
 }
 
 // The segments in /dev/shm of process `pid` (sluice's names).
@@ -232,8 +158,9 @@ std::vector<std::string> shm_segments_of(pid_t pid) {
 }
 
 // Runs `body` in a child and waits at most 20 s for it: 0 is a pass, and a
-// child still running then (spinning in libfabric) is killed and failed.
-void run_in_child_within_20s(const std::function<int()>& body, const char* codes) {
+// child still running then (spinning) is killed and the test fails with
+// `spinning`; `codes` says what the other exit codes mean.
+void run_in_child_within_20s(const std::function<int()>& body, const char* spinning, const char* codes) {
   pid_t child = fork();
   if (child == 0) _exit(body());
   ASSERT_GT(child, 0);
@@ -243,10 +170,80 @@ void run_in_child_within_20s(const std::function<int()>& body, const char* codes
   if (waitpid(child, &status, WNOHANG) == 0) {
     kill(child, SIGKILL);
     waitpid(child, &status, 0);
-    FAIL() << "still inside libfabric after 20 s: its peer died holding the lock of a segment";
+    FAIL() << spinning << " after 20 s";
   }
   ASSERT_TRUE(WIFEXITED(status)) << "died of signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 0) << codes;
+}
+
+// A sender into a dead receiver: sends 256-byte frames until one fails; 0
+// if the error names the link and the receiver's hang-up.
+int send_until_it_fails(Sender& tx, SlotPool& pool) {
+  Status st;
+  for (int i = 0; i < 100000 && st.ok(); ++i) {
+    uint32_t slot = pool.try_acquire();
+    while (slot == kNoSlot && st.ok()) {
+      st = tx.progress();
+      slot = pool.try_acquire();
+    }
+    if (!st.ok()) break;
+    std::memset(pool.slot(slot), 0, 256);
+    const Descriptor d{slot, 0, 256, 1, 1, 0};
+    st = tx.send(std::span<const Descriptor>(&d, 1));
+  }
+  if (st.ok()) return 100;  // 100,000 sends into a dead peer, no error
+  std::fprintf(stderr, "sender: %s\n", st.message().c_str());
+  return st.message().find("link a -> b") != std::string::npos &&
+                 st.message().find("the receiver closed its control connection") != std::string::npos
+             ? 0
+             : 101;
+}
+
+// A receiver killed right after it connected, before it read anything: its
+// sender keeps sending into the dead peer's queue (libfabric shm: a small
+// send completes at once, so none stays outstanding) until the queue is
+// full. It must then see the hang-up on the control connection and fail
+// naming the link, not retry the full queue for ever. (Seen once in the
+// three-kill fault run: a node's sender spun after its downstream died,
+// and the run hung.) The sender runs in a child so that a spin fails the
+// test instead of hanging it.
+TEST(FabricSetup, ASenderToAKilledShmReceiverFailsInsteadOfSpinning) {
+  // Both ends: 256 credits of 4 KiB, more than the shm queue holds.
+  run_in_child_within_20s(
+      [] {
+        int fds[2];
+        if (pipe(fds) != 0) return 2;
+        pid_t receiver = fork();
+        if (receiver == 0) {
+          TransportContext ctx;
+          SlotPool pool(256, 4096);
+          Status st;
+          auto l = make_listener(shm_link(256, 4096), pool, 0, ctx, &st);
+          if (!l) _exit(3);
+          const uint16_t port = l->port();
+          if (write(fds[1], &port, sizeof port) != sizeof port) _exit(4);
+          auto rx = l->accept(&st);
+          raise(SIGKILL);
+        }
+        uint16_t port = 0;
+        if (read(fds[0], &port, sizeof port) != sizeof port) return 5;
+        TransportContext ctx;
+        SlotPool pool(64, 4096);
+        LinkOptions o = shm_link(256, 4096);
+        o.port = port;
+        o.connect_timeout_ms = 5000;
+        Status st;
+        auto tx = make_sender(o, pool, ctx, &st);
+        if (!tx) {
+          std::fprintf(stderr, "sender: %s\n", st.message().c_str());
+          return 6;
+        }
+        waitpid(receiver, nullptr, 0);
+        return send_until_it_fails(*tx, pool);
+      },
+      "the sender was still sending into a dead receiver",
+      "2-6: set-up failed; 100: no error after 100,000 sends; 101: an error that does not name the "
+      "link and the hang-up");
 }
 
 // A receiver killed inside libfabric's critical section (its progress holds
@@ -265,12 +262,8 @@ TEST(FabricSetup, AShmReceiverKilledHoldingItsSegmentsLockLeavesNoSenderSpinning
         if (receiver == 0) {
           TransportContext ctx;
           SlotPool pool(16, 4096);
-          LinkOptions o = opts("fabric");
-          o.msg.fabric_provider = "shm";
-          o.slots = 16;
-          o.slot_bytes = 4096;
           Status st;
-          auto l = make_listener(o, pool, 0, ctx, &st);
+          auto l = make_listener(shm_link(16, 4096), pool, 0, ctx, &st);
           if (!l) _exit(3);
           const uint16_t port = l->port();
           if (write(fds[1], &port, sizeof port) != sizeof port) _exit(4);
@@ -287,10 +280,7 @@ TEST(FabricSetup, AShmReceiverKilledHoldingItsSegmentsLockLeavesNoSenderSpinning
         if (read(fds[0], &port, sizeof port) != sizeof port) return 8;
         TransportContext ctx;
         SlotPool pool(64, 4096);
-        LinkOptions o = opts("fabric");
-        o.msg.fabric_provider = "shm";
-        o.slots = 16;
-        o.slot_bytes = 4096;
+        LinkOptions o = shm_link(16, 4096);
         o.port = port;
         o.connect_timeout_ms = 5000;
         Status st;
@@ -302,25 +292,10 @@ TEST(FabricSetup, AShmReceiverKilledHoldingItsSegmentsLockLeavesNoSenderSpinning
         int status = 0;
         waitpid(receiver, &status, 0);
         if (!WIFSIGNALED(status)) return 10 + WEXITSTATUS(status);  // 13-17: the receiver's set-up
-        for (int i = 0; i < 100000 && st.ok(); ++i) {
-          uint32_t slot = pool.try_acquire();
-          while (slot == kNoSlot && st.ok()) {
-            st = tx->progress();
-            slot = pool.try_acquire();
-          }
-          if (!st.ok()) break;
-          std::memset(pool.slot(slot), 0, 256);
-          const Descriptor d{slot, 0, 256, 1, 1, 0};
-          st = tx->send(std::span<const Descriptor>(&d, 1));
-        }
-        if (st.ok()) return 18;
-        std::fprintf(stderr, "sender: %s\n", st.message().c_str());
-        return st.message().find("link a -> b") != std::string::npos &&
-                       st.message().find("the receiver closed its control connection") != std::string::npos
-                   ? 0
-                   : 19;
+        return send_until_it_fails(*tx, pool);
       },
-      "2-17: set-up failed; 18: no error after 100,000 sends; 19: an error that does not name the "
+      "still inside libfabric: its receiver died holding the lock of its segment",
+      "2-17: set-up failed; 100: no error after 100,000 sends; 101: an error that does not name the "
       "link and the hang-up");
 }
 
@@ -339,10 +314,7 @@ TEST(FabricSetup, AShmSenderKilledHoldingItsPeersLockLeavesNoReceiverSpinning) {
           if (read(fds[0], &port, sizeof port) != sizeof port) _exit(3);
           TransportContext ctx;
           SlotPool pool(64, 4096);
-          LinkOptions o = opts("fabric");
-          o.msg.fabric_provider = "shm";
-          o.slots = 16;
-          o.slot_bytes = 4096;
+          LinkOptions o = shm_link(16, 4096);
           o.port = port;
           o.connect_timeout_ms = 5000;
           Status st;
@@ -363,12 +335,8 @@ TEST(FabricSetup, AShmSenderKilledHoldingItsPeersLockLeavesNoReceiverSpinning) {
         }
         TransportContext ctx;
         SlotPool pool(16, 4096);
-        LinkOptions o = opts("fabric");
-        o.msg.fabric_provider = "shm";
-        o.slots = 16;
-        o.slot_bytes = 4096;
         Status st;
-        auto l = make_listener(o, pool, 0, ctx, &st);
+        auto l = make_listener(shm_link(16, 4096), pool, 0, ctx, &st);
         if (!l) return 9;
         const uint16_t port = l->port();
         if (write(fds[1], &port, sizeof port) != sizeof port) return 10;
@@ -398,6 +366,7 @@ TEST(FabricSetup, AShmSenderKilledHoldingItsPeersLockLeavesNoReceiverSpinning) {
                    ? 0
                    : 30;
       },
+      "still inside libfabric: its sender died holding the lock of this end's segment",
       "2-28: set-up failed; 29: the receiver saw no error; 30: an error that does not name the link "
       "and the sender's hang-up");
 }

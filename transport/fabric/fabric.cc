@@ -49,7 +49,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <cstring>
 #include <map>
@@ -232,10 +231,9 @@ std::string shm_name(uint32_t n) {
 void remove_dead_shm_segments() {
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec)) {
-    const std::string n = e.path().filename().string();
-    unsigned long pid = 0;
-    if (std::sscanf(n.c_str(), "sluice-%lu-", &pid) != 1 || pid == 0) continue;
-    if (kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    const int pid = shm::pid_of_segment(e.path().filename().string());
+    if (pid == 0) continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
     std::filesystem::remove(e.path(), ec);
   }
 }

@@ -184,6 +184,8 @@ class Watcher {
   bool running_ = false;
 };
 
+namespace {
+// Whether a process is gone: no such pid, or a zombie not reaped yet.
 bool process_gone(int pid) {
   if (pid <= 0) return false;
   if (kill(pid, 0) != 0) return errno == ESRCH;
@@ -195,6 +197,7 @@ bool process_gone(int pid) {
   const char state = stat[paren + 2];
   return state == 'Z' || state == 'X';
 }
+}  // namespace
 
 int pid_of_segment(const std::string& name) {
   unsigned long pid = 0;
@@ -262,7 +265,6 @@ void LockWatch::check() {
     volatile int* l = &s->head->lock;
     if (__atomic_load_n(l, __ATOMIC_ACQUIRE) == unlocked) continue;  // not what the call waits on
     __atomic_store_n(l, unlocked, __ATOMIC_RELEASE);
-    released_.fetch_add(1, std::memory_order_relaxed);
     spdlog::warn(
         "{}: libfabric shm: a call has waited {} ms on the lock of {}'s segment, which its peer (pid "
         "{}) held when it died; freed it, so the link can see its peer gone (libfabric 1.17 spins on "

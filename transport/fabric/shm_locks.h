@@ -62,9 +62,6 @@ class LockWatch {
   void enter() { calls_.store(calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
   void leave() { calls_.store(calls_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
 
-  // Locks freed so far (the log says each).
-  uint32_t released() const { return released_.load(std::memory_order_relaxed); }
-
  private:
   struct Segment;
   LockWatch(std::string link, int peer_pid);
@@ -74,7 +71,6 @@ class LockWatch {
   void check();
 
   std::atomic<uint32_t> calls_{0};
-  std::atomic<uint32_t> released_{0};
   const std::string link_;
   const int peer_pid_;
   std::unique_ptr<Segment> own_, peer_;
@@ -98,8 +94,6 @@ class InCall {
   LockWatch* const w_;
 };
 
-// Whether a process is gone: no such pid, or a zombie not reaped yet.
-bool process_gone(int pid);
 // The pid in one of sluice's segment names (sluice-PID-...), or 0.
 int pid_of_segment(const std::string& name);
 

@@ -199,6 +199,45 @@ int send_until_it_fails(Sender& tx, SlotPool& pool) {
              : 101;
 }
 
+// A sender whose receiver (a child; `credits` of 4 KiB) accepts, runs
+// `at_death` (0, or an exit code) and is killed; the sender then sends until
+// a send fails. 0 if that error names the link and the hang-up.
+int send_to_a_receiver_that_dies(uint32_t credits, const std::function<int()>& at_death) {
+  int fds[2];
+  if (pipe(fds) != 0) return 2;
+  pid_t receiver = fork();
+  if (receiver == 0) {
+    TransportContext ctx;
+    SlotPool pool(credits, 4096);
+    Status st;
+    auto l = make_listener(shm_link(credits, 4096), pool, 0, ctx, &st);
+    if (!l) _exit(3);
+    const uint16_t port = l->port();
+    if (write(fds[1], &port, sizeof port) != sizeof port) _exit(4);
+    auto rx = l->accept(&st);
+    if (!rx) _exit(5);
+    if (const int code = at_death()) _exit(code);
+    raise(SIGKILL);
+  }
+  uint16_t port = 0;
+  if (read(fds[0], &port, sizeof port) != sizeof port) return 8;
+  TransportContext ctx;
+  SlotPool pool(64, 4096);
+  LinkOptions o = shm_link(credits, 4096);
+  o.port = port;
+  o.connect_timeout_ms = 5000;
+  Status st;
+  auto tx = make_sender(o, pool, ctx, &st);
+  if (!tx) {
+    std::fprintf(stderr, "sender: %s\n", st.message().c_str());
+    return 9;
+  }
+  int status = 0;
+  waitpid(receiver, &status, 0);
+  if (!WIFSIGNALED(status)) return 10 + WEXITSTATUS(status);  // 13-17: the receiver's set-up
+  return send_until_it_fails(*tx, pool);
+}
+
 // A receiver killed right after it connected, before it read anything: its
 // sender keeps sending into the dead peer's queue (libfabric shm: a small
 // send completes at once, so none stays outstanding) until the queue is
@@ -209,41 +248,10 @@ int send_until_it_fails(Sender& tx, SlotPool& pool) {
 // test instead of hanging it.
 TEST(FabricSetup, ASenderToAKilledShmReceiverFailsInsteadOfSpinning) {
   // Both ends: 256 credits of 4 KiB, more than the shm queue holds.
-  run_in_child_within_20s(
-      [] {
-        int fds[2];
-        if (pipe(fds) != 0) return 2;
-        pid_t receiver = fork();
-        if (receiver == 0) {
-          TransportContext ctx;
-          SlotPool pool(256, 4096);
-          Status st;
-          auto l = make_listener(shm_link(256, 4096), pool, 0, ctx, &st);
-          if (!l) _exit(3);
-          const uint16_t port = l->port();
-          if (write(fds[1], &port, sizeof port) != sizeof port) _exit(4);
-          auto rx = l->accept(&st);
-          raise(SIGKILL);
-        }
-        uint16_t port = 0;
-        if (read(fds[0], &port, sizeof port) != sizeof port) return 5;
-        TransportContext ctx;
-        SlotPool pool(64, 4096);
-        LinkOptions o = shm_link(256, 4096);
-        o.port = port;
-        o.connect_timeout_ms = 5000;
-        Status st;
-        auto tx = make_sender(o, pool, ctx, &st);
-        if (!tx) {
-          std::fprintf(stderr, "sender: %s\n", st.message().c_str());
-          return 6;
-        }
-        waitpid(receiver, nullptr, 0);
-        return send_until_it_fails(*tx, pool);
-      },
-      "the sender was still sending into a dead receiver",
-      "2-6: set-up failed; 100: no error after 100,000 sends; 101: an error that does not name the "
-      "link and the hang-up");
+  run_in_child_within_20s([] { return send_to_a_receiver_that_dies(256, [] { return 0; }); },
+                          "the sender was still sending into a dead receiver",
+                          "2-17: set-up failed; 100: no error after 100,000 sends; 101: an error "
+                          "that does not name the link and the hang-up");
 }
 
 // A receiver killed inside libfabric's critical section (its progress holds
@@ -256,43 +264,14 @@ TEST(FabricSetup, ASenderToAKilledShmReceiverFailsInsteadOfSpinning) {
 TEST(FabricSetup, AShmReceiverKilledHoldingItsSegmentsLockLeavesNoSenderSpinning) {
   run_in_child_within_20s(
       [] {
-        int fds[2];
-        if (pipe(fds) != 0) return 2;
-        pid_t receiver = fork();
-        if (receiver == 0) {
-          TransportContext ctx;
-          SlotPool pool(16, 4096);
-          Status st;
-          auto l = make_listener(shm_link(16, 4096), pool, 0, ctx, &st);
-          if (!l) _exit(3);
-          const uint16_t port = l->port();
-          if (write(fds[1], &port, sizeof port) != sizeof port) _exit(4);
-          auto rx = l->accept(&st);
-          if (!rx) _exit(5);
+        return send_to_a_receiver_that_dies(16, [] {
           const auto segs = shm_segments_of(getpid());
-          if (segs.empty()) _exit(6);
+          if (segs.empty()) return 6;
           for (const auto& n : segs)
-            if (!fabric::shm::testing::hold_lock(n)) _exit(7);
+            if (!fabric::shm::testing::hold_lock(n)) return 7;
           usleep(300'000);  // the sender meets the held lock while this end lives
-          raise(SIGKILL);
-        }
-        uint16_t port = 0;
-        if (read(fds[0], &port, sizeof port) != sizeof port) return 8;
-        TransportContext ctx;
-        SlotPool pool(64, 4096);
-        LinkOptions o = shm_link(16, 4096);
-        o.port = port;
-        o.connect_timeout_ms = 5000;
-        Status st;
-        auto tx = make_sender(o, pool, ctx, &st);
-        if (!tx) {
-          std::fprintf(stderr, "sender: %s\n", st.message().c_str());
-          return 9;
-        }
-        int status = 0;
-        waitpid(receiver, &status, 0);
-        if (!WIFSIGNALED(status)) return 10 + WEXITSTATUS(status);  // 13-17: the receiver's set-up
-        return send_until_it_fails(*tx, pool);
+          return 0;
+        });
       },
       "still inside libfabric: its receiver died holding the lock of its segment",
       "2-17: set-up failed; 100: no error after 100,000 sends; 101: an error that does not name the "

@@ -90,6 +90,9 @@ struct EventHeader {
 };
 static_assert(sizeof(EventHeader) == 64);
 inline constexpr size_t kEventHeaderBytes = sizeof(EventHeader);
+// The smallest slot a link can use: one event of one tuple of the smallest
+// size. A sender refuses a HelloReply that grants less.
+inline constexpr uint32_t kMinSlotBytes = kEventHeaderBytes + kMinTupleBytes;
 inline constexpr size_t kChecksumOffset = offsetof(EventHeader, checksum);
 
 // Tuple, at least 12 bytes: the first 12 are fixed, the rest is payload.
@@ -221,14 +224,16 @@ struct EndOfStream {
   EndOfStreamAccount accounts[kMaxStreams];
 
   size_t wire_bytes() const { return end_wire_bytes(n_streams, flags); }
-  static size_t end_wire_bytes(uint32_t n, uint32_t flags) {
+  static constexpr size_t end_wire_bytes(uint32_t n, uint32_t flags) {
     const size_t account = !(flags & kEndAccounts) ? 0 : (flags & kEndPartitioned) ? 32 : 24;
     return 8 + size_t{n} * (sizeof(EndOfStreamEntry) + account);
   }
 };
 static_assert(sizeof(EndOfStreamAccount) == 32);
-// The largest END payload.
+// The largest END payload: kMaxStreams entries with the partitioned accounts.
 inline constexpr size_t kMaxEndBytes = 8 + kMaxStreams * 56;
+static_assert(kMaxEndBytes == EndOfStream::end_wire_bytes(kMaxStreams, kEndAccounts | kEndPartitioned));
+static_assert(kMaxEndBytes == sizeof(EndOfStream));
 // Reads a checked END payload (check_end_of_stream) into *out; accounts are
 // zero when it has none.
 void read_end(const std::byte* p, size_t bytes, EndOfStream* out);

@@ -20,12 +20,14 @@ constexpr size_t kWord = sizeof(capnp::word);
 
 std::string text(capnp::Text::Reader t) { return std::string(t.cStr(), t.size()); }
 
+static_assert(kHandshakeTraversalWords == 2 * kMaxHandshakeBytes / kWord);
+
 // Handshake messages are tiny: a small traversal budget makes a hostile
 // message (deep or self-amplifying pointers) fail fast instead of looping.
 capnp::ReaderOptions handshake_reader_options() {
   capnp::ReaderOptions o;
-  o.traversalLimitInWords = 2 * kMaxHandshakeBytes / kWord;
-  o.nestingLimit = 8;
+  o.traversalLimitInWords = kHandshakeTraversalWords;
+  o.nestingLimit = kHandshakeNestingLimit;
   return o;
 }
 

@@ -27,6 +27,11 @@ namespace sluice {
 inline constexpr uint32_t kHandshakeMagic = 0x53484C53;  // "SLHS"
 inline constexpr uint32_t kMaxHandshakeBytes = 4096;
 inline constexpr size_t kHandshakePrefixBytes = 8;
+// What a reader of a handshake message traverses at most: pointers nested
+// this deep, and this many words (twice the largest message), so a hostile
+// message (deep or self-amplifying pointers) fails fast instead of looping.
+inline constexpr int kHandshakeNestingLimit = 8;
+inline constexpr uint64_t kHandshakeTraversalWords = 2 * kMaxHandshakeBytes / 8;
 
 // What a sender says it was configured with (Hello).
 struct HelloInfo {

@@ -598,7 +598,7 @@ Status Sender::flush() {
 Status Sender::end(const std::byte* eos, uint32_t bytes) {
   if (!error_.ok()) return error_;
   if (ended_) return Status::Error(fmt::format("{}: a second end of stream", name_));
-  if (bytes > sizeof(EndOfStream) || bytes > peer_slot_bytes_)
+  if (bytes > kMaxEndBytes || bytes > peer_slot_bytes_)
     return fail(Status::Error(fmt::format(
         "{}: end-of-stream of {} bytes larger than the receiver's {}-byte slot", name_, bytes,
         peer_slot_bytes_)));

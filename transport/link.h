@@ -348,6 +348,11 @@ struct Connection {
 // Connects (once, within timeout_ms) and shakes hands.
 using Connector = std::function<Status(uint32_t timeout_ms, Connection*)>;
 
+// With acks, a broken link's sender connects again after this long, doubled
+// after every try that fails, up to the most (within reconnect_timeout_ms).
+inline constexpr uint32_t kReconnectBackoffMs = 10;
+inline constexpr uint32_t kReconnectBackoffMaxMs = 50;
+
 // What a sender's upstream backup did, for the summary.
 struct ReplayStats {
   uint64_t reconnects = 0;     // connections made again after a break

@@ -202,7 +202,7 @@ Status Sender::recover(Status why) {
   // each try at a port nobody listens on is answered at once (a host that
   // is gone instead makes connect_ wait out its timeout), so the link is
   // back within 50 ms of the new process listening.
-  auto backoff = std::chrono::milliseconds(10);
+  auto backoff = std::chrono::milliseconds(kReconnectBackoffMs);
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
     if (opts_.abort && opts_.abort->load(std::memory_order_relaxed))
@@ -260,7 +260,7 @@ Status Sender::recover(Status why) {
       why = st;
     }
     std::this_thread::sleep_for(std::min(backoff, left));
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(50));
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(kReconnectBackoffMaxMs));
   }
 }
 

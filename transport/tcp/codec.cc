@@ -45,6 +45,8 @@ Status decode_frame_header(const std::byte* p, const FrameLimits& lim, FrameHead
   if (h.magic != kFrameMagic)
     return Status::Error(
         fmt::format("bad frame magic 0x{:08x} (expected 0x{:08x})", h.magic, kFrameMagic));
+  if (h.flags != 0)
+    return Status::Error(fmt::format("frame flags {:#x} (none are defined: they must be 0)", h.flags));
   const bool capnp = lim.encoding == Encoding::kCapnp;
   switch (static_cast<FrameKind>(h.kind)) {
     case FrameKind::kEvents: {
@@ -73,9 +75,11 @@ Status decode_frame_header(const std::byte* p, const FrameLimits& lim, FrameHead
         return Status::Error(fmt::format("capnp frame claims {} events (carries 1)", h.events));
       break;
     case FrameKind::kEnd:
-      if (h.payload_bytes > lim.slot_bytes || h.payload_bytes > sizeof(EndOfStream))
-        return Status::Error(
-            fmt::format("end-of-stream frame payload of {} bytes too long", h.payload_bytes));
+      if (h.payload_bytes > lim.slot_bytes || h.payload_bytes > kMaxEndBytes)
+        return Status::Error(fmt::format(
+            "end-of-stream frame payload of {} bytes beyond the {}", h.payload_bytes,
+            h.payload_bytes > kMaxEndBytes ? fmt::format("largest END ({} bytes)", kMaxEndBytes)
+                                           : fmt::format("{}-byte slot", lim.slot_bytes)));
       if (h.events != 0)
         return Status::Error(fmt::format("end-of-stream frame claims {} events", h.events));
       break;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "transport/test_util.h"
@@ -76,6 +77,44 @@ TEST(Codec, FrameHeaderChecks) {
   h.kind = static_cast<uint16_t>(FrameKind::kEnd);
   h.events = 1;
   EXPECT_FALSE(decode_frame_header(reinterpret_cast<std::byte*>(&h), lim, &out).ok());
+  // No frame flag is defined: a frame that sets one is refused.
+  h = FrameHeader{kFrameMagic, static_cast<uint16_t>(FrameKind::kEvents), 1, 76, 1};
+  st = decode_frame_header(reinterpret_cast<std::byte*>(&h), lim, &out);
+  EXPECT_NE(st.message().find("frame flags 0x1"), std::string::npos) << st.message();
+}
+
+// The largest END the format allows (kMaxStreams entries, each with the
+// partitioned accounts: flags 3) passes the header and the payload checks of
+// a link whose slot holds it; a byte more than that is refused for what it
+// is, and a smaller slot refuses it as beyond the slot.
+TEST(Codec, TheLargestEndIsAcceptedAndNothingLarger) {
+  LinkOptions o;
+  o.slot_bytes = 65536;
+  o.tuple_bytes = 12;
+  FrameLimits lim = frame_limits(o);
+  auto eos = std::make_unique<EndOfStream>();
+  eos->n_streams = kMaxStreams;
+  eos->flags = kEndAccounts | kEndPartitioned;
+  for (uint32_t i = 0; i < kMaxStreams; ++i) eos->streams[i].stream = i;
+  std::vector<std::byte> payload(eos->wire_bytes());
+  ASSERT_EQ(payload.size(), kMaxEndBytes);
+  write_end(*eos, payload.data());
+  FrameHeader h{kFrameMagic, static_cast<uint16_t>(FrameKind::kEnd), 0,
+                static_cast<uint32_t>(payload.size()), 0}, out;
+  Status st = decode_frame_header(reinterpret_cast<std::byte*>(&h), lim, &out);
+  ASSERT_TRUE(st.ok()) << st.message();
+  uint64_t tuples = 1;
+  st = check_frame_payload(out, payload.data(), lim, &tuples);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(tuples, 0u);
+  h.payload_bytes = kMaxEndBytes + 8;
+  st = decode_frame_header(reinterpret_cast<std::byte*>(&h), lim, &out);
+  EXPECT_NE(st.message().find("beyond the largest END (14344 bytes)"), std::string::npos)
+      << st.message();
+  o.slot_bytes = 8192;
+  h.payload_bytes = kMaxEndBytes;
+  st = decode_frame_header(reinterpret_cast<std::byte*>(&h), frame_limits(o), &out);
+  EXPECT_NE(st.message().find("beyond the 8192-byte slot"), std::string::npos) << st.message();
 }
 
 TEST(Codec, CapnpEventRebuildKeepsChecksum) {

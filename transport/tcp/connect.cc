@@ -574,7 +574,7 @@ Status ask_hello(int fd, const LinkOptions& opts, const std::string& link, Reply
   if (!s) return Status::Error(fmt::format("{}: HelloReply: {}", link, s.message()));
   if (!reply->accepted)
     return Status::Error(fmt::format("{}: handshake rejected: {}", link, reply->error));
-  if (reply->credits == 0 || reply->slot_bytes < kEventHeaderBytes + kMinTupleBytes)
+  if (reply->credits == 0 || reply->slot_bytes < kMinSlotBytes)
     return Status::Error(fmt::format("{}: HelloReply grants {} credits of {}-byte slots", link,
                                      reply->credits, reply->slot_bytes));
   set_recv_timeout(fd, 0);

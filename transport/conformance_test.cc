@@ -541,6 +541,37 @@ TEST_P(Conformance, ShutdownWakesAWaitingReceiver) {
   EXPECT_NE(r.receive_error.find("shut down"), std::string::npos) << r.receive_error;
 }
 
+// The handshake is the protocol core's, whatever carries it: a sender
+// whose acks differ from the receiver's is refused, naming both settings
+// and both ends, and the receiver keeps waiting for its real upstream.
+TEST_P(Conformance, BothEndsMustAgreeOnAcks) {
+  TransportContext ctx;
+  LinkOptions ro = options({128, 1, 1, 1, 0, 1, 4096, 4, 0, 0});
+  ro.acks = true;
+  SlotPool rx_pool(ro.slots, ro.slot_bytes);
+  std::vector<uint32_t> all(ro.slots);
+  ASSERT_EQ(rx_pool.try_acquire_n(all.data(), all.size()), all.size());
+  Status st;
+  auto listener = make_listener(ro, rx_pool, 0, ctx, &st);
+  ASSERT_TRUE(listener) << st.message();
+  std::unique_ptr<Receiver> receiver;
+  Status accepted;
+  std::thread accepting([&] { receiver = listener->accept(&accepted); });
+  LinkOptions so = ro;
+  so.port = listener->port();
+  so.acks = false;  // (the async_send carriers take no acks: the sender is the one without)
+  SlotPool tx_pool(4, 4096);
+  auto sender = make_sender(so, tx_pool, ctx, &st);
+  EXPECT_FALSE(sender);
+  EXPECT_NE(st.message().find("handshake rejected: sender 'loadgen' has acks off, receiver "
+                              "'node-a' has acks on"),
+            std::string::npos)
+      << st.message();
+  listener->shutdown();
+  accepting.join();
+  EXPECT_FALSE(receiver) << "the refused sender was accepted";
+}
+
 // A receiver killed as it started: its socket took the connection and the
 // Hello, then reset (or closed) it before replying. The sender connects
 // again, as it does while nothing listens yet, and the restarted receiver

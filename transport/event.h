@@ -30,9 +30,9 @@ inline constexpr uint32_t kEventMagic = 0x45434C53;  // "SLCE"
 inline constexpr uint32_t kFrameMagic = 0x52464C53;  // "SLFR"
 inline constexpr uint32_t kCreditMagic = 0x52434C53; // "SLCR"
 inline constexpr uint16_t kWireVersion = 2;  // the event header's version: 2, XXH3 checksum
-// The link protocol's version, sent in Hello: 3 adds the acknowledgement to
-// the credit message (transport/PROTOCOL.md).
-inline constexpr uint16_t kLinkVersion = 3;
+// The link protocol's version, sent in Hello (transport/PROTOCOL.md): 3 added
+// the acknowledgement to the credit message, 4 the sender's acks to Hello.
+inline constexpr uint16_t kLinkVersion = 4;
 inline constexpr uint32_t kMinTupleBytes = 12;
 inline constexpr uint32_t kMaxStreams = 256;
 

@@ -86,6 +86,7 @@ HelloInfo hello_from_options(const LinkOptions& opts) {
   h.token = opts.token;
   h.sender_name = opts.from;
   h.receiver_name = opts.name_receiver ? opts.to : std::string();
+  h.acks = opts.acks;
   return h;
 }
 
@@ -124,6 +125,7 @@ Status encode_hello(const HelloInfo& h, std::byte* out, size_t cap, size_t* len)
     b.setToken(h.token);
     b.setSenderName(h.sender_name);
     b.setReceiverName(h.receiver_name);
+    b.setAcks(h.acks);
     return write_framed(msg, out, cap, len);
   } catch (const kj::Exception& e) {
     return Status::Error(fmt::format("cannot build Hello: {}", e.getDescription().cStr()));
@@ -161,6 +163,7 @@ Status decode_hello(const std::byte* p, size_t len, HelloInfo* out) {
     r.token = text(h.getToken());
     r.sender_name = text(h.getSenderName());
     r.receiver_name = text(h.getReceiverName());
+    r.acks = h.getAcks();
     *out = std::move(r);
     return {};
   });
@@ -208,6 +211,17 @@ std::string hello_mismatch(const HelloInfo& got, const HelloInfo& expect) {
                        expect.slot_bytes);
   if (got.carrier != expect.carrier)
     return fmt::format("carrier '{}', receiver expects '{}'", got.carrier, expect.carrier);
+  // Acknowledgements change what both ends do with the credit message's
+  // `acked` and after a break (PROTOCOL.md, section 5): one end with them
+  // and one without would each run its half of a different protocol.
+  if (got.acks != expect.acks) {
+    auto who = [](const char* end, const std::string& name) {
+      return name.empty() ? fmt::format("the {}", end) : fmt::format("{} '{}'", end, name);
+    };
+    return fmt::format("{} has acks {}, {} has acks {}: both ends of a link need the same acks",
+                       who("sender", got.sender_name), got.acks ? "on" : "off",
+                       who("receiver", expect.receiver_name), expect.acks ? "on" : "off");
+  }
   if (got.link_id != expect.link_id || got.instance != expect.instance)
     return fmt::format("link {} instance {}, receiver expects link {} instance {}", got.link_id,
                        got.instance, expect.link_id, expect.instance);

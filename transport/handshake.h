@@ -46,6 +46,7 @@ struct HelloInfo {
   std::string token;
   std::string sender_name;
   std::string receiver_name;
+  bool acks = false;  // LinkOptions::acks: both ends must agree
 };
 
 // The receiver's answer (HelloReply).
@@ -80,7 +81,8 @@ Status decode_reply(const std::byte* p, size_t len, ReplyInfo* out);
 
 // Empty when a sender's Hello agrees with what the receiver expects, else the
 // mismatch in words ("schema 'sluice.tuple'/128-byte tuples, receiver expects
-// 64-byte tuples"). Tokens are compared, never printed.
+// 64-byte tuples"; "sender 'loadgen' has acks on, receiver 'sink' has acks
+// off: ..."). Tokens are compared, never printed.
 std::string hello_mismatch(const HelloInfo& got, const HelloInfo& expect);
 
 // Whether a token `got` from a peer equals the `expect`ed one, in time that

@@ -23,6 +23,8 @@ struct Hello {
   token @8 :Text;
   senderName @9 :Text;
   receiverName @10 :Text;   # whom the sender means to reach ("" = anyone)
+  acks @11 :Bool;           # the sender keeps frames until acknowledged (LinkOptions::acks);
+                            # the receiver refuses a Hello whose acks differ from its own
 }
 
 # Receiver -> sender: accepted with the initial credits (one per free slot),

@@ -34,7 +34,12 @@ TEST(Codec, HelloRoundTrip) {
   EXPECT_EQ(back.sender_name, "loadgen");
   EXPECT_EQ(back.link_id, 7u);
   EXPECT_EQ(back.carrier, "tcp/copy");
+  EXPECT_FALSE(back.acks);
   EXPECT_EQ(hello_mismatch(back, h), "");
+  o.acks = true;
+  ASSERT_TRUE(encode_hello(hello_from_options(o), buf, sizeof buf, &n).ok());
+  ASSERT_TRUE(decode_hello(buf + kHandshakePrefixBytes, n - kHandshakePrefixBytes, &back).ok());
+  EXPECT_TRUE(back.acks);
 }
 
 TEST(Codec, ReplyRoundTrip) {

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -667,6 +668,25 @@ TEST(TcpHandshake, OtherTokenAndLinkId) {
   ASSERT_FALSE(s.sender.ok());
   EXPECT_HAS(s.sender.message(), "link 3 instance 0, receiver expects link 0 instance 0");
   EXPECT_REFUSED_THEN_REAL_UPSTREAM_ACCEPTED(s);
+}
+
+// Acknowledgements are the same at both ends or the link is refused, either
+// way round, naming both settings and both ends.
+TEST(TcpHandshake, OtherAcks) {
+  for (const bool sender_acks : {true, false}) {
+    LinkOptions ro = rx_opts();
+    ro.acks = !sender_acks;
+    LinkOptions so = sender_view(ro, 0);
+    so.acks = sender_acks;
+    Shake s = handshake(ro, so);
+    ASSERT_FALSE(s.sender.ok());
+    EXPECT_HAS(s.sender.message(), "link loadgen -> node-a (127.0.0.1:");
+    EXPECT_HAS(s.sender.message(),
+               fmt::format("handshake rejected: sender 'loadgen' has acks {}, receiver 'node-a' "
+                           "has acks {}",
+                           sender_acks ? "on" : "off", sender_acks ? "off" : "on"));
+    EXPECT_REFUSED_THEN_REAL_UPSTREAM_ACCEPTED(s);
+  }
 }
 
 // A stranger on the listener's port: refused with a reply that says why (where

@@ -8,9 +8,9 @@
 //   - lands frames in slots it was given   - sends a frame gathered from pieces,
 //     (post), reports them (poll)            and releases each piece's slot once
 //   - sends credit messages                  its bytes are gone
-//   - after END, says it will send no      - hands over credit messages (credits)
-//     more (finish)                        - after END, waits for the receiver's
-//                                            finish (close)
+//   - after END, says what came behind it  - hands over credit messages (credits)
+//     (after_end), then that it will send  - after END, waits for the receiver's
+//     no more (finish)                       finish (close)
 //
 // Both expose a wait handle, an fd that becomes readable when poll() or
 // credits() may have more; the stage that owns the link sleeps on it together
@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -73,6 +74,11 @@ class RxCarrier {
   // A credit message granting `credits` more frames and acknowledging the
   // first `acked` frames of the connection.
   virtual Status send_credits(uint32_t credits, uint64_t acked) = 0;
+  // After END was handed out, before finish(): what arrived behind it, "" if
+  // nothing did (or only the sender's close). Never blocks: it says what is
+  // here by now, which the core reports as a protocol error (nothing may
+  // follow END).
+  virtual std::string after_end() = 0;
   // END has passed through the node: no more credits will be sent.
   virtual void finish() = 0;
   // From any thread: make the owner's wait return and poll() fail.

@@ -114,7 +114,12 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
     if (end) {
       ended_ = true;
       end_slot_ = a.slot;
-      break;  // nothing may follow END
+      // Nothing may follow END: what did is the link's error once END has
+      // passed through (check_after_end), not handed out.
+      if (i + 1 < got)
+        after_end_ = fmt::format("a frame of kind {} and {} bytes",
+                                 static_cast<unsigned>(arr[i + 1].kind), arr[i + 1].bytes);
+      break;
     }
   }
   if (!carrier_error.ok()) {
@@ -240,11 +245,19 @@ Status Receiver::collect_acks() {
   // Short of the end, what is owed goes before the owner sleeps (ack_due_ms)
   // or with the next credit batch.
   if (!may_finish()) return {};
+  if (Status e = check_after_end(); !e) return e;
   Status st = send_pending(true);
   carrier_->finish();
   finished_ = true;
   if (!st) return fail(st.message());
   return {};
+}
+
+Status Receiver::check_after_end() {
+  std::string what = after_end_.empty() ? carrier_->after_end() : after_end_;
+  if (what.empty()) return {};
+  return fail(fmt::format("{}: {} came after END, as frame {}: nothing may follow END", name_, what,
+                          received_));
 }
 
 Status Receiver::give_back(uint32_t slot) {
@@ -265,6 +278,10 @@ Status Receiver::give_back(uint32_t slot) {
   // The link is gone, or shut down from another thread: the slot just
   // stays here, and nothing more goes to a peer that may be gone too.
   if (!error_.ok() || shut_down_.load(std::memory_order_acquire)) return {};
+  // Before the last credits: a sender that sent anything after END gets
+  // none, and the link's error names it.
+  if (end)
+    if (Status e = check_after_end(); !e) return e;
   Status st = carrier_->post(slot);
   if (st) {
     ++pending_;

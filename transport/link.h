@@ -23,7 +23,8 @@
 //   6. END is a frame (it costs a credit) after everything else; Sender::end().
 //      When its slot comes back, the receiver returns what credit it owes and
 //      finishes; Sender::close() waits for that, so no frame is lost to a
-//      connection torn down early.
+//      connection torn down early. A frame that came after END by then is a
+//      protocol error instead: no last credits, and the link's error names it.
 //   7. Acknowledgements (LinkOptions::acks): every credit message also says
 //      how many frames of the connection, from the first, came back to the
 //      receiver (a prefix: its slots were given back, so whatever the frame
@@ -185,6 +186,9 @@ class Receiver {
   // END's slot and every other came back (and, with claims, all were
   // acknowledged): the last credits go and the link finishes.
   bool may_finish() const;
+  // As the link finishes: anything that arrived after END (in the poll that
+  // handed END out, or in the carrier since) fails the link, naming it.
+  Status check_after_end();
   // Sends pending credits (all of them after END), at most as many as the
   // acknowledgement window and the credit window allow; none if fewer than
   // `least` would go. `ack`: an acknowledgement not yet sent goes anyway.
@@ -201,6 +205,7 @@ class Receiver {
   Status error_;
   bool ended_ = false, finished_ = false, end_back_ = false;
   uint32_t end_slot_ = kNoSlot;
+  std::string after_end_;  // a frame that came behind END in the poll that handed it out
   uint64_t received_ = 0, returned_ = 0;
   Counter granted_, max_held_, held_, credit_msgs_;  // read by stats() from any thread
   uint32_t pending_ = 0;

@@ -211,6 +211,32 @@ class MsgRx final : public RxCarrier {
       for (; nhead_ < otail_; ++nhead_) named_[order_[nhead_ % order_.size()] - first_slot_] = 1;
     end_.put(kReady);
   }
+  // After END nothing may arrive: a frame that landed and was not handed
+  // out (posting order puts it behind END), or a message the endpoint has
+  // completed by now. Credit messages that completed meanwhile are counted.
+  std::string after_end() override {
+    for (size_t i = 0; i < is_landed_.size(); ++i)
+      if (is_landed_[i])
+        return fmt::format("a frame of kind {} and {} bytes", static_cast<unsigned>(landed_[i].kind),
+                           landed_[i].bytes);
+    Completion c[64];
+    size_t got = 0;
+    if (!end_.reap(c, 64, &got)) return {};  // the link's own error, not a frame
+    std::string found;
+    for (size_t i = 0; i < got; ++i) {
+      if (c[i].type != Completion::kRecv) {
+        --credits_out_;
+        continue;
+      }
+      if (!found.empty()) continue;
+      if ((c[i].imm & kImmChannelMask) == channel_of(Dir::kData))
+        found = fmt::format("a frame of kind {} and {} bytes", imm_kind(c[i].imm), c[i].len);
+      else
+        found = fmt::format("a message of {} bytes with immediate {:#018x}", c[i].len, c[i].imm);
+    }
+    return found;
+  }
+
   // The last credit message carries the final acknowledgement. A carrier
   // whose sends go out only as this end makes progress (ucx over tcp, when
   // the socket did not take it at once) must push it out before the sender

@@ -147,6 +147,33 @@ class TcpRx final : public RxCarrier {
     if (finished_ && fd_.valid()) wait_acknowledged(fd_.get(), kSettleMs);
   }
 
+  // What came behind END: bytes a read already took past it (sg's carry, the
+  // buffered encodings' buffer), else a look at the socket. EOF is the
+  // sender's close, as it should be; a reset or nothing yet is not a frame.
+  std::string after_end() override {
+    const std::byte* held = nullptr;
+    size_t n = 0;
+    if (opts_.tcp.encoding == Encoding::kSg) {
+      held = carry_ + carry_begin_;
+      n = carry_end_ - carry_begin_;
+    } else if (buf_) {
+      held = reinterpret_cast<const std::byte*>(buf_.get()) + begin_;
+      n = end_ - begin_;
+    }
+    std::byte peek[sizeof(FrameHeader)];
+    if (n == 0) {
+      const ssize_t r = ::recv(fd_.get(), peek, sizeof peek, MSG_PEEK | MSG_DONTWAIT);
+      if (r <= 0) return {};
+      held = peek;
+      n = static_cast<size_t>(r);
+    }
+    if (n < sizeof(FrameHeader)) return fmt::format("{} bytes", n);
+    FrameHeader h;
+    std::memcpy(&h, held, sizeof h);
+    if (h.magic != kFrameMagic) return fmt::format("bytes that are not a frame (magic 0x{:08x})", h.magic);
+    return fmt::format("a frame of kind {} and {} payload bytes", h.kind, h.payload_bytes);
+  }
+
   // The END has passed through: half-close so the sender's close() sees EOF
   // after our last credits. Without this, credits arriving at a closed sender
   // turn into a reset that can cost this side unread frames.

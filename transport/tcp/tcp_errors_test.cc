@@ -167,6 +167,31 @@ class RawUpstream : public ::testing::TestWithParam<Encoding> {
     return f;
   }
 
+  // END with `after` behind it in one write; END is handed out, and its
+  // slot given back: the error that gives, "" if none. The link must be
+  // finished (by its error) and have sent no credit for it.
+  std::string end_then(const std::vector<std::byte>& after) {
+    std::byte end[64];
+    const size_t eb = write_end(end, 0, 1, 1);
+    const FrameHeader h{kFrameMagic, static_cast<uint16_t>(FrameKind::kEnd), 0,
+                        static_cast<uint32_t>(eb), 0};
+    std::vector<std::byte> bytes(sizeof h + eb);
+    std::memcpy(bytes.data(), &h, sizeof h);
+    std::memcpy(bytes.data() + sizeof h, end, eb);
+    bytes.insert(bytes.end(), after.begin(), after.end());
+    raw_.write(bytes.data(), bytes.size());
+    std::vector<Descriptor> out(8);
+    size_t n = 0;
+    Status st = receive(*receiver_, out, &n);
+    if (!st) return "no END: " + st.message();
+    if (n != 1 || !(out[0].flags & kDescEnd)) return "no END";
+    st = receiver_->give_back(out[0].slot);
+    EXPECT_TRUE(receiver_->finished());
+    CreditFrame c;
+    EXPECT_FALSE(raw_.read(&c, sizeof c)) << "a credit came back";
+    return st.message();
+  }
+
   std::string receive_error() {
     std::vector<Descriptor> out(8);
     for (int i = 0; i < 100; ++i) {
@@ -481,6 +506,42 @@ TEST_P(RawUpstream, EndOfStreamThenStreamEnded) {
   EXPECT_EQ(out[0].bytes, eb);
   ASSERT_TRUE(receive(*receiver_, out, &n).ok());
   EXPECT_EQ(n, 0u);
+}
+
+// END, then the sender's close: the link finishes when END's slot comes back.
+TEST_P(RawUpstream, EndThenTheSendersCloseFinishes) {
+  std::byte end[64];
+  size_t eb = write_end(end, 0, 0, 0);
+  FrameHeader h{kFrameMagic, static_cast<uint16_t>(FrameKind::kEnd), 0,
+                static_cast<uint32_t>(eb), 0};
+  raw_.write(&h, sizeof h);
+  raw_.write(end, eb);
+  ::shutdown(raw_.fd, SHUT_WR);
+  std::vector<Descriptor> out(8);
+  size_t n = 0;
+  ASSERT_TRUE(receive(*receiver_, out, &n).ok());
+  ASSERT_EQ(n, 1u);
+  Status st = receiver_->give_back(out[0].slot);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_TRUE(receiver_->finished());
+}
+
+// Nothing may follow END: a frame behind it (here in the same write, so it
+// is there by the time END's slot comes back) fails the link, naming it and
+// the frame, and gets no credit; so do stray bytes.
+TEST_P(RawUpstream, AFrameAfterEndIsAProtocolError) {
+  const std::vector<std::byte> after = good_frame(1);
+  const std::string e = end_then(after);
+  EXPECT_HAS(e, "link loadgen -> node-a (127.0.0.1:");
+  EXPECT_HAS(e, fmt::format("a frame of kind {} and {} payload bytes came after END, as frame 1: "
+                            "nothing may follow END",
+                            GetParam() == Encoding::kCapnp ? 2 : 1, after.size() - sizeof(FrameHeader)));
+}
+
+TEST_P(RawUpstream, BytesAfterEndAreAProtocolError) {
+  const std::string e = end_then(std::vector<std::byte>(3, std::byte{7}));
+  EXPECT_HAS(e, "link loadgen -> node-a (127.0.0.1:");
+  EXPECT_HAS(e, "3 bytes came after END");
 }
 
 TEST_P(RawUpstream, ShutdownUnblocksReceive) {

@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """An independent sender, written from transport/PROTOCOL.md alone.
 
-Starts a real sluice-sink, speaks the link protocol to it (a hand-built Cap'n
-Proto Hello, frames of events with XXH3 checksums sent only with credit, END,
-the clean close) and checks the sink's summary: every tuple arrived once and
-intact. Python 3 standard library and python3-xxhash (Debian) only.
+Starts a real sluice-sink (acks on) and speaks the link protocol to it: a
+hand-built Cap'n Proto Hello, frames of events with XXH3 checksums sent only
+with credit, the largest END the document allows, and the clean close once
+every frame is acknowledged; then checks the sink's summary: every tuple
+arrived once and intact. Before that, Hellos the document says a receiver
+refuses (an older version, other acks) must be refused with why, the sink
+waiting on for its real upstream; after it, a second sink must answer a frame
+after END as a protocol error: no last acknowledgement, and an error that
+names the link. Python 3 standard library and python3-xxhash (Debian) only.
 
 Usage: protocol_sender.py PATH/TO/sluice-sink
 """
@@ -98,10 +103,14 @@ def read_text(seg, ptr_word_index):
     return seg[at:at + count - 1].decode(errors="replace")
 
 
-def hello():
+VERSION = 4
+
+
+def hello(version=VERSION, acks=True):
     msg = build_message(
         3,
-        [(0, "H", 3),                 # version
+        [(0, "H", version),           # version
+         (2, "B", 1 if acks else 0),  # acks: bit 0 of data byte 2
          (4, "I", 0),                 # linkId: the standalone sink's one link
          (8, "I", 0),                 # instance
          (12, "I", TUPLE_BYTES),      # tupleBytes
@@ -154,28 +163,44 @@ def frame(kind, payload, events):
 
 
 class Credits:
+    """Credit messages as they come: credits, and with acks the acknowledged
+    prefix (the largest seen; it never decreases)."""
+
     def __init__(self, sock, granted):
         self.sock, self.left, self.granted, self.buf = sock, granted, granted, b""
         self.waits = 0
+        self.acked = 0
+        self.eof = False
 
-    def _take_arrived(self, block):
+    def _take_arrived(self, block, eof_ok=False):
         r, _, _ = select.select([self.sock], [], [], 30 if block else 0)
         if not r:
             if block:
                 fail("no credit came back in 30 s")
             return
-        data = self.sock.recv(4096)
+        try:
+            data = self.sock.recv(4096)
+        except ConnectionResetError:
+            if not eof_ok:
+                raise
+            data = b""
         if not data:
+            if eof_ok:
+                self.eof = True
+                return
             fail("the sink closed the connection while credits were owed")
         self.buf += data
         while len(self.buf) >= 16:
-            magic, n, _acked = struct.unpack_from("<IIQ", self.buf, 0)
+            magic, n, acked = struct.unpack_from("<IIQ", self.buf, 0)
             self.buf = self.buf[16:]
             if magic != 0x52434C53:
                 fail(f"credit magic 0x{magic:08x}")
+            if n > 1 << 24:
+                fail(f"a credit message grants {n} credits")
             self.left += n
             if self.left > self.granted:
                 fail(f"the sink returned more credits than it granted ({self.left} > {self.granted})")
+            self.acked = max(self.acked, acked)
 
     def take(self):
         self._take_arrived(False)
@@ -184,82 +209,172 @@ class Credits:
             self._take_arrived(True)
         self.left -= 1
 
+    def wait_acked(self, frames):
+        """With acks, after END: the last credit message acknowledges every
+        frame (rule A5); the sender waits for it before its FIN."""
+        while self.acked < frames:
+            self._take_arrived(True)
+        if self.acked != frames:
+            fail(f"the sink acknowledged {self.acked} frames, {frames} were sent")
+
+    def until_eof(self):
+        """After FIN: credit messages until the receiver's FIN (rule X1)."""
+        self.sock.settimeout(30)
+        while not self.eof:
+            self._take_arrived(True, eof_ok=True)
+
+
+def start_sink(sink, work, name):
+    """A sink on a free loopback port, told acks=on rather than left to the
+    default (a deployment's, not the protocol's)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    summary = os.path.join(work, f"{name}.json")
+    log = open(os.path.join(work, f"{name}.log"), "w")
+    proc = subprocess.Popen([sink, "--listen", f"127.0.0.1:{port}", "--summary", summary,
+                             "--set", f"tuple_bytes={TUPLE_BYTES}", "--set", "progress_s=0",
+                             "--set", "acks=on"],
+                            stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    return proc, port, summary, log
+
+
+def connect(port):
+    for _ in range(200):
+        try:
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            return sock
+        except OSError:
+            time.sleep(0.05)
+    fail("the sink never listened")
+
+
+def refused(port, hello_bytes, why):
+    """A Hello the receiver must refuse (rule H5), saying why; it closes the
+    connection and keeps waiting (H6)."""
+    with connect(port) as sock:
+        sock.sendall(hello_bytes)
+        accepted, _, _, _, error = read_reply(sock)
+        if accepted:
+            fail(f"a Hello that should be refused ({why}) was accepted")
+        if why not in error:
+            fail(f"the refusal says '{error}', not '{why}'")
+        print(f"refused as it should be: {error}")
+
+
+def largest_end(next_seq, events):
+    """END with flags 3 (accounts with a partitioned field) naming every
+    stream the document allows: 8 + 56 x 256 bytes, the largest END."""
+    n = 256
+    entries = b"".join(struct.pack("<IIQQ", st, 0, next_seq[st] if st < STREAMS else 0,
+                                   events[st] if st < STREAMS else 0) for st in range(n))
+    accounts = struct.pack("<QQQQ", 0, 0, 0, 0) * n
+    end = struct.pack("<II", n, 3) + entries + accounts
+    assert len(end) == 8 + 56 * n == 14344
+    return end
+
+
+def good_run(sock):
+    accepted, credits, slot_bytes, batch, error = read_reply(sock)
+    if not accepted:
+        fail(f"Hello refused: {error}")
+    print(f"accepted: {credits} credits of {slot_bytes}-byte slots, batch {batch}")
+    gate = Credits(sock, credits)
+
+    # Events of 1..40 tuples, streams interleaved, several events per
+    # frame; far more frames than the initial credits.
+    next_seq = [0] * STREAMS
+    events = [0] * STREAMS
+    frames = 0
+    pending, pending_events = b"", 0
+    sizes = [1, 7, 40, 3, 16]
+    k = 0
+    while any(n < TUPLES_PER_STREAM for n in next_seq):
+        for st in range(STREAMS):
+            if next_seq[st] >= TUPLES_PER_STREAM:
+                continue
+            count = min(sizes[k % len(sizes)], TUPLES_PER_STREAM - next_seq[st])
+            k += 1
+            ev = event(st, next_seq[st], count, events[st])
+            next_seq[st] += count
+            events[st] += 1
+            if len(pending) + len(ev) > slot_bytes or pending_events == 8:
+                gate.take()
+                sock.sendall(frame(1, pending, pending_events))
+                frames += 1
+                pending, pending_events = b"", 0
+            pending += ev
+            pending_events += 1
+    if pending:
+        gate.take()
+        sock.sendall(frame(1, pending, pending_events))
+        frames += 1
+    gate.take()  # END costs a credit too
+    sock.sendall(frame(3, largest_end(next_seq, events), 0))
+    frames += 1
+    print(f"sent {frames} frames, {sum(events)} events, {sum(next_seq)} tuples; "
+          f"waited for credit {gate.waits} times")
+    if frames <= credits:
+        fail("the test must send more frames than the initial credits")
+    # The clean close with acks: every frame acknowledged, then FIN, then
+    # credits until the sink's FIN.
+    gate.wait_acked(frames)
+    sock.shutdown(socket.SHUT_WR)
+    gate.until_eof()
+    sock.close()
+
+
+def frame_after_end(sink, work):
+    """A frame after END (rule X3): the sink returns no last credits (so END
+    is never acknowledged), and its error names the link and what came."""
+    proc, port, _, log = start_sink(sink, work, "after-end")
+    try:
+        with connect(port) as sock:
+            sock.sendall(hello())
+            accepted, credits, _, _, error = read_reply(sock)
+            if not accepted:
+                fail(f"Hello refused: {error}")
+            gate = Credits(sock, credits)
+            gate.take()
+            sock.sendall(frame(1, event(0, 0, 5, 0), 1))
+            end = struct.pack("<II", 1, 0) + struct.pack("<IIQQ", 0, 0, 5, 1)
+            gate.take()
+            gate.take()
+            # END and a frame behind it, in one write.
+            sock.sendall(frame(3, end, 0) + frame(1, event(0, 5, 5, 1), 1))
+            sock.shutdown(socket.SHUT_WR)
+            gate.until_eof()
+            if gate.acked >= 2:
+                fail(f"the sink acknowledged {gate.acked} frames: END with a frame after it was "
+                     "acknowledged")
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.close()
+    text = open(os.path.join(work, "after-end.log")).read()
+    want = "came after END, as frame 2: nothing may follow END"
+    if want not in text or "link python-sender -> sink" not in text:
+        fail(f"the sink's log does not name the frame after END ('{want}'):\n{text}")
+    print("a frame after END: refused as it should be")
+
 
 def main():
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
     sink = sys.argv[1]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     work = tempfile.mkdtemp(prefix="sluice-protocol-")
-    summary = os.path.join(work, "sink.json")
-    log = open(os.path.join(work, "sink.log"), "w")
-    proc = subprocess.Popen([sink, "--listen", f"127.0.0.1:{port}", "--summary", summary,
-                             "--set", f"tuple_bytes={TUPLE_BYTES}", "--set", "progress_s=0"],
-                            stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    proc, port, summary, log = start_sink(sink, work, "sink")
     try:
-        sock = None
-        for _ in range(200):
-            try:
-                sock = socket.create_connection(("127.0.0.1", port))
-                break
-            except OSError:
-                time.sleep(0.05)
-        if sock is None:
-            fail("the sink never listened")
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        refused(port, hello(version=3), f"wire version 3, receiver speaks {VERSION}")
+        refused(port, hello(acks=False),
+                "sender 'python-sender' has acks off, receiver 'sink' has acks on")
+        sock = connect(port)
         sock.sendall(hello())
-        accepted, credits, slot_bytes, batch, error = read_reply(sock)
-        if not accepted:
-            fail(f"Hello refused: {error}")
-        print(f"accepted: {credits} credits of {slot_bytes}-byte slots, batch {batch}")
-        gate = Credits(sock, credits)
-
-        # Events of 1..40 tuples, streams interleaved, several events per
-        # frame; far more frames than the initial credits.
-        next_seq = [0] * STREAMS
-        events = [0] * STREAMS
-        frames = 0
-        pending, pending_events = b"", 0
-        sizes = [1, 7, 40, 3, 16]
-        k = 0
-        while any(n < TUPLES_PER_STREAM for n in next_seq):
-            for st in range(STREAMS):
-                if next_seq[st] >= TUPLES_PER_STREAM:
-                    continue
-                count = min(sizes[k % len(sizes)], TUPLES_PER_STREAM - next_seq[st])
-                k += 1
-                ev = event(st, next_seq[st], count, events[st])
-                next_seq[st] += count
-                events[st] += 1
-                if len(pending) + len(ev) > slot_bytes or pending_events == 8:
-                    gate.take()
-                    sock.sendall(frame(1, pending, pending_events))
-                    frames += 1
-                    pending, pending_events = b"", 0
-                pending += ev
-                pending_events += 1
-        if pending:
-            gate.take()
-            sock.sendall(frame(1, pending, pending_events))
-            frames += 1
-        end = struct.pack("<II", STREAMS, 0) + b"".join(
-            struct.pack("<IIQQ", st, 0, next_seq[st], events[st]) for st in range(STREAMS))
-        gate.take()  # END costs a credit too
-        sock.sendall(frame(3, end, 0))
-        frames += 1
-        print(f"sent {frames} frames, {sum(events)} events, {sum(next_seq)} tuples; "
-              f"waited for credit {gate.waits} times")
-        if frames <= credits:
-            fail("the test must send more frames than the initial credits")
-        # The clean close: FIN, then read credits until the sink's FIN.
-        sock.shutdown(socket.SHUT_WR)
-        sock.settimeout(30)
-        while sock.recv(4096):
-            pass
-        sock.close()
+        good_run(sock)
         rc = proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
@@ -276,6 +391,7 @@ def main():
     for key in ("lost", "duplicated", "corrupt"):
         if s[key] != 0:
             fail(f"the sink counted {s[key]} {key} tuples")
+    frame_after_end(sink, work)
     print("protocol_sender: ok")
     return 0
 

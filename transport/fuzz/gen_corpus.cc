@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,10 @@ int main(int argc, char** argv) {
   o.from = "loadgen";
   encode_hello(hello_from_options(o), buf.data(), buf.size(), &n);
   put("hello", 0, {buf.begin(), buf.begin() + n});
+  o.acks = true;
+  encode_hello(hello_from_options(o), buf.data(), buf.size(), &n);
+  put("hello_acks", 0, {buf.begin(), buf.begin() + n});
+  o.acks = false;
   encode_reply({true, "", 64, 65536, 16, "node-a"}, buf.data(), buf.size(), &n);
   put("reply", 0, {buf.begin(), buf.begin() + n});
   std::vector<std::byte> bad(buf.begin(), buf.begin() + n);
@@ -60,6 +65,14 @@ int main(int argc, char** argv) {
   put("events_then_end_sg", 1, stream);
   put("events_then_end_copy", 2, stream);
   put("end", 1, e);
+  // A frame after END: the codec takes it; the receiver refuses it
+  // (Receiver::check_after_end), which is not a decoder's to see.
+  auto after = stream;
+  after.insert(after.end(), f.begin(), f.end());
+  put("events_end_events_sg", 1, after);
+  auto flagged = f;
+  flagged[6] = std::byte{1};  // frame flags: none are defined
+  put("frame_flags", 1, flagged);
   auto bm = f;
   bm[sizeof(FrameHeader)] = std::byte{0};  // bad event magic
   put("bad_event_magic", 1, bm);
@@ -83,6 +96,16 @@ int main(int argc, char** argv) {
   auto cb = c;
   cb[sizeof(FrameHeader) + 12] = std::byte{0x7f};  // a corrupt pointer
   put("capnp_corrupt", 3, cb);
+
+  // The largest END (every stream, accounts with a partitioned field), in a
+  // slot that holds it: the frames case's slot is 4096 bytes, so it is
+  // refused there as beyond the slot, a byte past every length check.
+  auto eos = std::make_unique<EndOfStream>();
+  eos->n_streams = kMaxStreams;
+  eos->flags = kEndAccounts | kEndPartitioned;
+  std::vector<std::byte> big(eos->wire_bytes());
+  write_end(*eos, big.data());
+  put("end_largest", 1, frame(FrameKind::kEnd, big.data(), big.size(), 0));
 
   // Credit messages, cut into pieces of 5 and 16 bytes (the byte before
   // each piece is its length less one).

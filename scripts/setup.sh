@@ -5,7 +5,9 @@
 #
 # 1. Installs whichever of the packages below are missing (apt-get update runs
 #    only if something is missing). Needs root, or sudo.
-# 2. Configures and builds: cmake -S . -B DIR -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo.
+# 2. Fetches Apache Kafka's jars once into a cache outside the build folder
+#    (scripts/kafka.sh fetch: about a minute the first time, nothing after).
+# 3. Configures and builds: cmake -S . -B DIR -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo.
 #
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 set -euo pipefail
@@ -24,6 +26,9 @@ PACKAGES=(
   openssh-client openssh-server   # the ssh launcher, and its test (sshd in namespaces)
   slurm-wlm munge            # the slurm launcher, and its test (scripts/slurm-cluster.sh)
   python3-venv               # scripts/k8s-validate.sh: the pinned kubernetes-validate in BUILD/k8s-venv
+  librdkafka-dev             # the Kafka source and sink (connect/kafka/)
+  kcat                       # scripts/kafka.sh's readiness check; the kcat pipe of experiments/connectors.py
+  maven openjdk-17-jdk-headless   # scripts/kafka.sh: Apache Kafka's jars from Maven Central, on OpenJDK 17
 )
 
 build=1
@@ -66,6 +71,10 @@ else
   "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
     apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+# The Kafka tests' broker (scripts/kafka.sh), fetched now while Maven Central
+# is reachable; the tests need no network after.
+scripts/kafka.sh fetch
 
 if [[ $build -eq 0 ]]; then
   say "--no-build: not building"

@@ -131,6 +131,13 @@ struct ProcessConfig {
   std::string schema;              // a loadgen's stream schema; "": the top-level `schema`
   std::string results;             // a sink: write every tuple it receives to this CSV file
                                    // ({instance} is replaced by the instance's number)
+  // Kafka (kafka/, docs/DESIGN.md "Kafka"): a loadgen with source: kafka
+  // reads kafka_topic instead of making tuples; a sink with kafka_topic
+  // produces every row it receives to it. record_format: how a record's
+  // value maps to a tuple of the stream's schema.
+  std::string source = "generator";  // generator | kafka
+  std::string kafka_topic;
+  std::string record_format = "csv";
   std::string restart;             // `restart`: never | on-failure; "": the top-level `restart`
   std::string threads;             // `threads`: auto | dedicated | shared | adaptive; "": the top-level
   // Resolved: the schema of the stream into it (a loadgen: none) and out of
@@ -228,6 +235,14 @@ struct Deployment {
   std::string snapshot_sync = "off";
   std::string run_id;
   std::string run_token;
+
+  // Kafka endpoints (a loadgen with source: kafka, a sink with kafka_topic).
+  std::string kafka_bootstrap;     // HOST:PORT,...: required once a process uses Kafka
+  std::string kafka_group;         // the source's consumer group; "": sluice-RUN_ID (one per run)
+  // auto: a sink with snapshots writes in Kafka transactions (exactly once
+  // for read_committed readers), one without with the idempotent producer.
+  std::string kafka_transactions = "auto";  // auto | on | off
+  std::string bad_records = "fail";         // fail | reject: a record that does not decode
 
   uint16_t base_port = 17100;
   // Where the processes run. Without `hosts:` every process's `host` is an

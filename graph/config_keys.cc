@@ -73,6 +73,10 @@ const std::vector<std::string> kRestarts = {"never", "on-failure"};
 const std::vector<std::string> kThreads = {"auto", "dedicated", "shared", "adaptive"};
 const std::vector<std::string> kCongestionIn = {"", "default", "reno", "cubic", "bbr"};
 const std::vector<std::string> kSplits = {"stream", "copy", "key"};
+const std::vector<std::string> kSources = {"generator", "kafka"};
+const std::vector<std::string> kRecordFormats = {"csv"};
+const std::vector<std::string> kAutoOnOff = {"auto", "on", "off"};
+const std::vector<std::string> kBadRecords = {"fail", "reject"};
 // Providers and UCX transports sluice knows how to drive; whether one is
 // present on this machine is the carrier's to say at start.
 const std::vector<std::string> kFabricProviders = {"tcp", "net", "shm", "verbs", "efa", "psm2", "psm3"};
@@ -499,6 +503,28 @@ const std::vector<Key>& keys() {
                "on: each snapshot reaches the disk (fdatasync) before the input it holds is acknowledged, "
                "so it survives the death of its machine, not only of its process, and a restart passes "
                "over a torn newer file; off: the page cache holds it"),
+      // Kafka endpoints.
+      string_key("kafka_bootstrap", &Deployment::kafka_bootstrap,
+                 "HOST:PORT[,HOST:PORT...] of the Kafka cluster that a loadgen with source: kafka reads "
+                 "and a sink with kafka_topic writes (scripts/kafka.sh up prints one); required once a "
+                 "process uses Kafka"),
+      string_key("kafka_group", &Deployment::kafka_group,
+                 "the consumer group a Kafka source commits its offsets in; a run starts from the "
+                 "group's committed offsets (the topic's start where it has none) and a restarted source "
+                 "from what it committed; unset: sluice-RUN_ID, a group of the run's own"),
+      enum_key("kafka_transactions", &kAutoOnOff,
+               [](Deployment* d, const std::string& v) { d->kafka_transactions = v; },
+               [](const Deployment& d) { return d.kafka_transactions; },
+               "a sink's Kafka writes: on: in transactions committed with each of its snapshots, so a "
+               "read_committed reader sees every row once even across a killed process (needs "
+               "checkpoint_interval_ms); off: the idempotent producer, flushed before each snapshot "
+               "(a row may come twice after a restart, none is lost); auto: on where the sink "
+               "snapshots"),
+      enum_key("bad_records", &kBadRecords, [](Deployment* d, const std::string& v) { d->bad_records = v; },
+               [](const Deployment& d) { return d.bad_records; },
+               "a record that does not decode into a tuple of the schema: fail (the source stops with "
+               "an error naming topic, partition and offset) or reject (counted as rejected, the first "
+               "few logged with their place, and passed over)"),
       string_key("run_id", &Deployment::run_id,
                  "names the run its snapshots belong to: a process restores only one written under the same "
                  "run_id and summary path, so a run directory used again starts afresh; sluice-deploy run "
@@ -542,6 +568,13 @@ const std::vector<SectionKey>& process_keys() {
       {"schema", "the top-level schema", "a loadgen's stream schema, a name in schemas:"},
       {"results", "none", "a sink writes every tuple it receives to this CSV file ({instance}: "
                           "the instance's number)"},
+      {"source", "generator", "a loadgen's tuples: generator (made from the schema's gens) or kafka "
+                              "(read from kafka_topic, one stream per partition: streams must equal "
+                              "the partitions)"},
+      {"kafka_topic", "none", "a loadgen with source: kafka reads this topic; a sink produces every "
+                              "row it receives to it (no header), beside or instead of results"},
+      {"record_format", "csv", "how a Kafka record's value maps to a tuple: csv (the schema's fields "
+                               "after seq, in order, comma-separated, no header)"},
       {"restart", "the top-level restart", "never | on-failure: whether run and up start it "
                                            "again when it dies"},
       {"threads", "the top-level threads",

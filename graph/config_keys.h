@@ -96,6 +96,10 @@ const std::vector<SectionKey>& link_own_keys();  // from, to, port, preset
 // The keys of the sections by name, and the values of the enums they read by hand.
 extern const std::vector<std::string> kRoles;
 extern const std::vector<std::string> kSplits;
+extern const std::vector<std::string> kSources;
+extern const std::vector<std::string> kRecordFormats;
+extern const std::vector<std::string> kAutoOnOff;
+extern const std::vector<std::string> kBadRecords;
 extern const std::vector<std::string> kRestarts;
 extern const std::vector<std::string> kThreads;
 extern const std::vector<std::string> kProcessKeys;

@@ -302,6 +302,12 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
       st = r.get_string(v, kpath, false, &p->schema);
     } else if (key == "results") {
       st = r.get_string(v, kpath, true, &p->results);
+    } else if (key == "source") {
+      st = r.get_enum(v, kpath, kSources, &p->source);
+    } else if (key == "kafka_topic") {
+      st = r.get_string(v, kpath, false, &p->kafka_topic);
+    } else if (key == "record_format") {
+      st = r.get_enum(v, kpath, kRecordFormats, &p->record_format);
     } else if (key == "restart") {
       st = r.get_enum(v, kpath, kRestarts, &p->restart);
     } else if (key == "threads") {

@@ -48,10 +48,33 @@ Status resolve_schemas(Deployment* d, const Places& at) {
       if (!p.operators.empty())
         return Status::Error(fmt::format("{}: process '{}': operators run on nodes and sinks, not "
                                          "on a loadgen", p.source_line, p.name));
+      if (p.source == "kafka" && p.kafka_topic.empty())
+        return Status::Error(fmt::format("{}: process '{}': source: kafka reads kafka_topic; set it",
+                                         p.source_line, p.name));
+      if (p.source != "kafka" && !p.kafka_topic.empty())
+        return Status::Error(fmt::format("{}: process '{}': kafka_topic is read with source: kafka; "
+                                         "set it, or leave the topic out",
+                                         p.source_line, p.name));
+      if (p.source == "kafka" && d->kafka_bootstrap.empty())
+        return Status::Error(fmt::format("{}: process '{}': source: kafka needs kafka_bootstrap "
+                                         "(HOST:PORT of the broker; scripts/kafka.sh up prints it)",
+                                         p.source_line, p.name));
       continue;
     }
+    if (p.source != "generator")
+      return Status::Error(fmt::format("{}: process '{}': only a loadgen has a source ({}); a {} "
+                                       "takes its upstream's tuples",
+                                       p.source_line, p.name, p.source, role_name(p.role)));
+    if (!p.kafka_topic.empty() && p.role != Role::kSink)
+      return Status::Error(fmt::format("{}: process '{}': kafka_topic is the topic a loadgen with "
+                                       "source: kafka reads or a sink writes; a node has none",
+                                       p.source_line, p.name));
     if (!p.results.empty() && p.role != Role::kSink)
       return Status::Error(fmt::format("{}: process '{}': only a sink writes `results`",
+                                       p.source_line, p.name));
+    if (!p.kafka_topic.empty() && d->kafka_bootstrap.empty())
+      return Status::Error(fmt::format("{}: process '{}': kafka_topic needs kafka_bootstrap (HOST:PORT "
+                                       "of the broker; scripts/kafka.sh up prints it)",
                                        p.source_line, p.name));
     if (!p.schema.empty())
       return Status::Error(fmt::format("{}: process '{}': only a loadgen names its schema; a {} "

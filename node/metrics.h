@@ -243,6 +243,10 @@ struct ProcessSummary {
   // Upstream backup (acks): events sent again after a link broke, and what a
   // sink dropped as already had; links connected again after a break.
   uint64_t replayed = 0, deduplicated = 0, reconnects = 0;
+  // Kafka endpoints: records that did not decode and were passed over
+  // (bad_records: reject); offset commits (a source) or transactions
+  // committed (a sink); rows produced (a sink).
+  uint64_t rejected = 0, kafka_commits = 0, kafka_rows = 0;
   // Operator snapshots (a node that checkpoints): snapshots written, the
   // last one's bytes, the checkpoint it was restored from (0: started
   // fresh), and the seconds its process stage waited for acknowledgements

@@ -29,6 +29,8 @@
 #include "base/file.h"
 #include "graph/checkpoint.h"
 #include "loadgen/generator.h"
+#include "loadgen/kafka_source.h"
+#include "sink/kafka_rows.h"
 #include "node/node.h"
 #include "sink/verifier.h"
 
@@ -114,19 +116,45 @@ std::string encode_position(const std::string& token, uint64_t number, uint64_t 
   return out;
 }
 
+// A Kafka source and the links it feeds: the main thread commits its
+// offsets as they are acknowledged (KafkaSource::commit).
+struct KafkaFeed {
+  KafkaSource* source = nullptr;
+  const NetDestination* dest = nullptr;
+  bool acks = false;
+  std::vector<uint64_t> acked;  // scratch
+};
+constexpr double kKafkaCommitEveryS = 0.1;
+
+struct Built;
+void commit_kafka(Built& b, bool sync);
+
 struct Built {
   std::vector<std::unique_ptr<Instance>> instances;
   std::vector<Generator*> generators;
+  std::vector<KafkaFeed> kafka;
   std::vector<Verifier*> verifiers;
   std::vector<Position> positions;
 };
+
+// Commits each Kafka source's offsets of the events acknowledged on its
+// links (without acks: handed on). A failed commit is said, not fatal: the
+// next one carries the same offsets or later ones, and a restart would
+// only make more events again.
+void commit_kafka(Built& b, bool sync) {
+  for (KafkaFeed& kf : b.kafka) {
+    if (kf.acks && !kf.dest->acked_events(&kf.acked)) continue;
+    if (!kf.acks) kf.acked.clear();
+    if (Status st = kf.source->commit(kf.acked, sync); !st) spdlog::warn("{}", st.message());
+  }
+}
 
 // One instance of process `index`: its receive stage over its upstream links
 // (or a generator), its operators, its send stage over its downstream links
 // (or a verifier).
 Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
              std::function<void()> on_first, const std::vector<unsigned>& process_cpus,
-             const std::atomic<bool>* stop, bool may_restart) {
+             const std::atomic<bool>* stop, bool may_restart, uint32_t restarted) {
   const ProcessConfig& pc = d.processes[index];
   for (uint32_t k = 0; k < d.instances; ++k) {
     Status st;
@@ -145,7 +173,21 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
     std::unique_ptr<Source> source;
     Generator* remaker = nullptr;
     NetSource* ledger = nullptr;
-    if (pc.role == Role::kLoadgen) {
+    const std::vector<size_t> out_links = d.outputs_of(index);
+    const bool all_acked = !out_links.empty() && std::all_of(out_links.begin(), out_links.end(), [&](size_t l) {
+      return d.link_options(l, k).acks;
+    });
+    KafkaSource* kafka = nullptr;
+    if (pc.role == Role::kLoadgen && pc.source == "kafka") {
+      // Its links keep each event's slot until it is acknowledged (a
+      // record cannot be made again from a header).
+      auto ks = std::make_unique<KafkaSource>(d, index, k, d.first_stream(index), all_acked, restarted);
+      ks->set_links(static_cast<uint32_t>(out_links.size()), pc.split);
+      if (out_links.size() > 1 && pc.split == Split::kKey)
+        return Status::Error(fmt::format("{}: a Kafka source splits by stream or copies, not by key", pc.name));
+      kafka = ks.get();
+      source = std::move(ks);
+    } else if (pc.role == Role::kLoadgen) {
       // Its events reach its links as made: with acks they may keep them
       // by header (loadgen_backup: headers).
       const bool as_made = chain.size() == 0 && !d.handover_copy;
@@ -175,6 +217,16 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         v->track_bursts(static_cast<uint64_t>(d.burst_ms * 1e6),
                         d.burst_head_events ? d.burst_head_events
                                             : std::max<uint32_t>(1, d.burst_events / 10));
+      if (!pc.kafka_topic.empty()) {
+        const bool txn = d.kafka_transactions == "on" || (d.kafka_transactions == "auto" && d.checkpoint_interval_ms);
+        if (txn && !d.checkpoint_interval_ms)
+          return Status::Error(fmt::format("{}: kafka_transactions: on commits a transaction with each snapshot; "
+                                           "set checkpoint_interval_ms",
+                                           pc.name));
+        auto rows = KafkaRows::make(d, index, k, pc.out_schema, txn, restarted, &st);
+        if (!rows) return Status::Error(fmt::format("{}: {}", pc.name, st.message()));
+        v->write_kafka(std::move(rows));
+      }
       if (!pc.results.empty()) {
         std::string path = pc.results;
         if (auto at = path.find("{instance}"); at != std::string::npos)
@@ -201,10 +253,8 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         nd->set_ledger(ledger);
       }
       if (remaker) nd->set_remaker(remaker);
-      const std::vector<size_t> out_links = d.outputs_of(index);
-      const bool all_acked = std::all_of(out_links.begin(), out_links.end(),
-                                         [&](size_t l) { return d.link_options(l, k).acks; });
-      if (pc.role == Role::kLoadgen && may_restart && chain.size() == 0 && !d.handover_copy && all_acked &&
+      if (kafka) b->kafka.push_back({kafka, nd.get(), all_acked, {}});
+      if (pc.role == Role::kLoadgen && !kafka && may_restart && chain.size() == 0 && !d.handover_copy && all_acked &&
           (out_links.size() == 1 || pc.split != Split::kKey)) {
         Position pos;
         pos.gen = b->generators.back();
@@ -414,7 +464,7 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
       return st;
     }
   }
-  st = build(d, index, ctx, &b, on_first, process_cpus, stop, may_restart || restarted > 0);
+  st = build(d, index, ctx, &b, on_first, process_cpus, stop, may_restart || restarted > 0, restarted);
   if (!st.ok()) {
     s.ok = false;
     s.error = st.message();
@@ -490,7 +540,7 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
   for (auto& in : b.instances) in->start();
 
   const double start = now_s();
-  double last_print = start, last_position = start;
+  double last_print = start, last_position = start, last_commit = start;
   ProgressCounts last;
   const bool has_in = !d.inputs_of(index).empty(), has_out = !d.outputs_of(index).empty();
   bool stopping = false;
@@ -502,7 +552,8 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
     if (stop && stop->load() && !stopping) {
       stopping = true;
       for (auto* g : b.generators) g->stop();
-      if (!b.generators.empty()) {
+      for (auto& kf : b.kafka) kf.source->stop();
+      if (!b.generators.empty() || !b.kafka.empty()) {
         spdlog::info("stopping: the stream ends after the events already made");
         // SIGTERM: END has a second to drain (it cannot if what is
         // downstream died), then the generator stops as a node does.
@@ -530,6 +581,10 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
       const int left = std::max(1, int((last_position + kPositionEveryS - now_s()) * 1e3) + 1);
       timeout_ms = timeout_ms < 0 ? left : std::min(timeout_ms, left);
     }
+    if (!b.kafka.empty()) {
+      const int left = std::max(1, int((last_commit + kKafkaCommitEveryS - now_s()) * 1e3) + 1);
+      timeout_ms = timeout_ms < 0 ? left : std::min(timeout_ms, left);
+    }
     pollfd pfd{wake.get(), POLLIN, 0};
     if (::poll(&pfd, 1, timeout_ms) > 0) {
       uint64_t n;
@@ -549,6 +604,10 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
       spdlog::info("{}", progress_line(now - start, now - last_print, now_counts, last, has_in, has_out));
       last_print = now;
       last = now_counts;
+    }
+    if (!b.kafka.empty() && now - last_commit >= kKafkaCommitEveryS) {
+      last_commit = now;
+      commit_kafka(b, false);
     }
     if (!b.positions.empty() && now - last_position >= kPositionEveryS) {
       last_position = now;
@@ -575,6 +634,9 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
     }
   }
   for (auto& in : b.instances) in->join();
+  // The last acknowledgements (END's included) are in: the last commit
+  // waits for the broker's answer.
+  commit_kafka(b, true);
   const double t1 = now_s();
   const CpuTimes cpu1 = CpuTimes::process();
 

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "sink/kafka_rows.h"
+
 namespace sluice {
 
 // A gap in a stream, less the tuples of corrupt events of that stream not yet
@@ -118,6 +120,7 @@ void Verifier::verify_run(std::byte* run, const Descriptor& d, uint64_t now_ns) 
         std::fputc('\n', results_);
       }
     }
+    if (kafka_ && kafka_error_.ok()) kafka_error_ = kafka_->event(p, h);
   }
 }
 
@@ -183,13 +186,21 @@ Status Verifier::consume(std::span<const Descriptor> descs) {
     }
   }
   if (events) arrived(now);
-  return {};
+  return kafka_error_;
 }
+
+void Verifier::write_kafka(std::unique_ptr<KafkaRows> k) { kafka_ = std::move(k); }
+
+Status Verifier::start() { return kafka_ ? kafka_->start() : Status(); }
+
+bool Verifier::settled() const { return !kafka_ || kafka_->settled(); }
 
 Status Verifier::finish() {
   if (!results_ && !results_path_.empty())
     if (Status st = open_results(); !st) return st;
   if (bursts_) bursts_->finish();
+  if (kafka_)
+    if (Status st = kafka_->finish(); !st) return st;
   if (results_ && std::fflush(results_) != 0)
     return Status::Error(fmt::format("writing the results file: {}", std::strerror(errno)));
   return {};
@@ -245,6 +256,8 @@ Status Verifier::open_results() {
 }
 
 void Verifier::save(SnapshotOut& out) const {
+  // Kafka first: a snapshot never holds a row that Kafka lacks.
+  if (kafka_) kafka_->checkpoint();
   out.put(c_);
   latency_.save(out);
   out.put(next_seq_);
@@ -332,6 +345,10 @@ void Verifier::report(ProcessSummary& s) const {
   if (restored_first_ns_ && (s.restored_first_arrival_s == 0 || began < s.restored_first_arrival_s))
     s.restored_first_arrival_s = began;
   s.restored_bytes += restored_bytes_;
+  if (kafka_) {
+    s.kafka_rows += kafka_->rows();
+    s.kafka_commits += kafka_->commits();
+  }
   s.last_arrival_s = std::max(s.last_arrival_s, c_.last_ns * 1e-9);
   for (size_t i = 0; i < n_stalls_; ++i)
     s.stalls_s.push_back({stalls_[i][0] * 1e-9, stalls_[i][1] * 1e-9});

@@ -54,6 +54,8 @@ struct VerifyCounts {
   bool end_seen = false;
 };
 
+class KafkaRows;
+
 class Verifier final : public Destination {
  public:
   // Checks events in `pool`'s slots and releases each slot into it.
@@ -63,7 +65,14 @@ class Verifier final : public Destination {
   // the results of a query, for whoever checks them. Buffered writes, off
   // the data path's allocation rule only in that stdio buffers once.
   Status write_results(const std::string& path, const Schema& schema);
+  // Also produces every intact row it takes in to a Kafka topic
+  // (sink/kafka_rows.h): made ready in start(), brought up to date in
+  // Kafka before each snapshot (save()) and at END (finish()).
+  void write_kafka(std::unique_ptr<KafkaRows> k);
   ~Verifier() override;
+  Status start() override;
+  // Every row produced to Kafka is there (its final snapshot waits for it).
+  bool settled() const override;
   Status consume(std::span<const Descriptor> descs) override;
   Status finish() override;
   void report(ProcessSummary& s) const override;
@@ -131,6 +140,8 @@ class Verifier final : public Destination {
   std::string results_path_, results_header_;
   int64_t results_keep_ = -1;
   std::vector<FieldRef> result_fields_;
+  std::unique_ptr<KafkaRows> kafka_;
+  Status kafka_error_;
 };
 
 }  // namespace sluice

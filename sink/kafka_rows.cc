@@ -1,0 +1,231 @@
+#include "sink/kafka_rows.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "kafka/client.h"
+
+namespace sluice {
+
+namespace {
+constexpr int kTxnTimeoutMs = 120000;  // a commit waits this long for a broker that is away
+void die(const std::string& why) {
+  // Before the snapshot is written, so nothing Kafka lacks is acknowledged
+  // upstream: the supervisor restarts the sink from its last snapshot.
+  spdlog::critical("{}; ending the process before its snapshot is written", why);
+  spdlog::shutdown();
+  std::_Exit(1);
+}
+}  // namespace
+
+struct KafkaRows::Impl {
+  std::string topic, what, txn_id, position_group, token;
+  std::string bootstrap;
+  kafka::Handle rk;
+  rd_kafka_topic_t* rkt = nullptr;
+  uint32_t restarted = 0;
+  std::atomic<uint64_t> failed{0};
+  std::string first_failure;
+  std::mutex fail_mu;
+  ~Impl() {
+    if (rkt) rd_kafka_topic_destroy(rkt);
+  }
+};
+
+std::unique_ptr<KafkaRows> KafkaRows::make(const Deployment& d, size_t index, uint32_t instance,
+                                           const Schema& schema, bool transactions, uint32_t restarted,
+                                           Status* st) {
+  const ProcessConfig& pc = d.processes[index];
+  auto k = std::unique_ptr<KafkaRows>(new KafkaRows);
+  k->impl_ = std::make_unique<Impl>();
+  Impl& m = *k->impl_;
+  m.topic = pc.kafka_topic;
+  m.bootstrap = d.kafka_bootstrap;
+  m.what = fmt::format("the Kafka output of {} (topic {})", pc.name, m.topic);
+  const std::string run = d.run_id.empty() ? std::string("norun") : d.run_id;
+  m.txn_id = fmt::format("sluice-{}-{}-{}", run, pc.name, instance);
+  m.position_group = m.txn_id + "-position";
+  m.token = d.run_token;
+  m.restarted = restarted;
+  k->transactions_ = transactions;
+  const auto& fs = schema.fields();
+  for (size_t i = 1; i < fs.size(); ++i) {  // seq is the stream's numbering, not the row's
+    if (fs[i].type == FieldType::kBytes) continue;
+    FieldRef r;
+    schema.find(fs[i].name, &r);
+    k->fields_.push_back(r);
+  }
+  if (k->fields_.empty()) {
+    *st = Status::Error(m.what + ": the rows have no numeric field to write");
+    return nullptr;
+  }
+  return k;
+}
+
+KafkaRows::~KafkaRows() = default;
+
+namespace {
+void on_delivery(rd_kafka_t*, const rd_kafka_message_t* msg, void* opaque) {
+  auto* self = static_cast<std::atomic<uint64_t>*>(msg->_private);
+  if (msg->err) {
+    auto* failed = static_cast<std::atomic<uint64_t>*>(opaque);
+    failed->fetch_add(1);
+    spdlog::error("a row was not delivered: {} ({})", rd_kafka_err2str(msg->err), rd_kafka_err2name(msg->err));
+  }
+  if (self) self->fetch_sub(1, std::memory_order_acq_rel);
+}
+}  // namespace
+
+Status KafkaRows::start() {
+  Impl& m = *impl_;
+  Status st;
+  kafka::Config conf(m.bootstrap);
+  conf.set("client.id", "sluice-" + m.txn_id)
+      .set("enable.idempotence", "true")
+      .set("acks", "all")
+      .set("linger.ms", "5")
+      // Bounded: at most this much waits in librdkafka; a full queue is back pressure.
+      .set("queue.buffering.max.kbytes", "32768")
+      .set("queue.buffering.max.messages", "200000")
+      .set("batch.size", "1000000")
+      .set("message.timeout.ms", "300000");
+  if (transactions_) conf.set("transactional.id", m.txn_id).set("transaction.timeout.ms", "300000");
+  // Each delivery report: a failure counted in the handle's opaque, and
+  // (without transactions) the row's count of pending rows taken down.
+  conf.on_delivery(on_delivery, &m.failed);
+  m.rk = conf.make(RD_KAFKA_PRODUCER, m.what, &st);
+  if (!m.rk) return st;
+  m.rkt = rd_kafka_topic_new(m.rk.get(), m.topic.c_str(), nullptr);
+  if (!m.rkt) return kafka::error("rd_kafka_topic_new", m.what, rd_kafka_last_error());
+  int32_t parts = 0;
+  if (st = kafka::partition_count(m.rk.get(), m.topic, 30000, &parts); !st) return Status::Error(m.what + ": " + st.message());
+  if (!transactions_) return {};
+  if (kafka::Error e = kafka::retry_txn([&] { return rd_kafka_init_transactions(m.rk.get(), kTxnTimeoutMs); },
+                                        kTxnTimeoutMs))
+    return kafka::error("rd_kafka_init_transactions", m.what, e.get());
+  // Where an earlier life of this sink got to: the position its last
+  // committed transaction carried (none on a first start).
+  if (m.restarted) {
+    kafka::Config cc(m.bootstrap);
+    cc.set("group.id", m.position_group).set("isolation.level", "read_committed").set("enable.auto.commit", "false");
+    kafka::Handle c = cc.make(RD_KAFKA_CONSUMER, m.what + "'s position", &st);
+    if (!c) return st;
+    kafka::Partitions list(rd_kafka_topic_partition_list_new(1));
+    rd_kafka_topic_partition_list_add(list.get(), m.topic.c_str(), 0);
+    if (rd_kafka_resp_err_t err = rd_kafka_committed(c.get(), list.get(), 30000))
+      return kafka::error("rd_kafka_committed", m.what + ", group " + m.position_group, err);
+    const rd_kafka_topic_partition_t& p = list->elems[0];
+    const std::string meta(static_cast<const char*>(p.metadata ? p.metadata : ""), p.metadata_size);
+    size_t streams = 0;
+    if (p.offset >= 0 && meta.rfind("sluice1 ", 0) == 0) {
+      const char* at = meta.c_str() + 8;
+      unsigned s = 0;
+      unsigned long long e = 0;
+      int used = 0;
+      while (std::sscanf(at, "%u:%llu%n", &s, &e, &used) == 2) {
+        if (s < kMaxStreams) committed_event_[s] = e;
+        ++streams;
+        at += used;
+      }
+    }
+    spdlog::info("{}: restarted; its committed transactions hold the rows of {} stream(s) up to {}", m.what,
+                 streams, meta.empty() ? std::string("(none)") : meta);
+  }
+  if (kafka::Error e(rd_kafka_begin_transaction(m.rk.get())); e)
+    return kafka::error("rd_kafka_begin_transaction", m.what, e.get());
+  return {};
+}
+
+Status KafkaRows::event(const std::byte* p, const EventHeader& h) {
+  Impl& m = *impl_;
+  std::lock_guard lk(mu_);
+  const uint32_t stream = h.stream < kMaxStreams ? h.stream : kMaxStreams - 1;
+  if (transactions_ && h.event_seq < committed_event_[stream]) {
+    skipped_ += h.tuple_count;  // an earlier life committed these rows
+    return {};
+  }
+  const std::byte* t = p + kEventHeaderBytes;
+  for (uint32_t i = 0; i < h.tuple_count; ++i, t += h.tuple_bytes) {
+    line_.clear();
+    for (size_t f = 0; f < fields_.size(); ++f) {
+      const FieldRef& r = fields_[f];
+      if (f) line_.push_back(',');
+      if (r.type == FieldType::kF64) fmt::format_to(std::back_inserter(line_), "{}", load_f64(t, r));
+      else if (r.type == FieldType::kU64 || r.type == FieldType::kTimestamp)
+        fmt::format_to(std::back_inserter(line_), "{}", static_cast<uint64_t>(load_i64(t, r)));
+      else fmt::format_to(std::back_inserter(line_), "{}", load_i64(t, r));
+    }
+    pending_.fetch_add(1, std::memory_order_acq_rel);
+    for (;;) {
+      if (rd_kafka_produce(m.rkt, 0, RD_KAFKA_MSG_F_COPY, line_.data(), line_.size(), nullptr, 0,
+                           transactions_ ? nullptr : &pending_) == 0)
+        break;
+      const rd_kafka_resp_err_t err = rd_kafka_last_error();
+      if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+        pending_.fetch_sub(1, std::memory_order_acq_rel);
+        return kafka::error("rd_kafka_produce", m.what, err);
+      }
+      rd_kafka_poll(m.rk.get(), 10);  // back pressure: wait for deliveries
+    }
+    ++rows_;
+    ++in_txn_;
+  }
+  next_event_[stream] = h.event_seq + 1;
+  rd_kafka_poll(m.rk.get(), 0);
+  if (m.failed.load()) return Status::Error(m.what + ": rows were not delivered (see the log)");
+  return {};
+}
+
+// With transactions: the open one, committed with the position; then the
+// next begins. Without: every row delivered.
+Status KafkaRows::commit_locked() {
+  Impl& m = *impl_;
+  if (!transactions_) {
+    while (pending_.load(std::memory_order_acquire) != 0) {
+      rd_kafka_flush(m.rk.get(), 100);
+      if (m.failed.load()) return Status::Error(m.what + ": rows were not delivered (see the log)");
+    }
+    if (in_txn_) ++commits_;
+    in_txn_ = 0;
+    return {};
+  }
+  if (in_txn_ == 0) return {};
+  std::string meta = "sluice1";
+  for (uint32_t s = 0; s < kMaxStreams; ++s)
+    if (next_event_[s]) meta += fmt::format(" {}:{}", s, next_event_[s]);
+  kafka::Partitions offsets(rd_kafka_topic_partition_list_new(1));
+  rd_kafka_topic_partition_t* p = rd_kafka_topic_partition_list_add(offsets.get(), m.topic.c_str(), 0);
+  p->offset = static_cast<int64_t>(rows_);
+  p->metadata = std::malloc(meta.size());  // the list frees it
+  std::memcpy(p->metadata, meta.data(), meta.size());
+  p->metadata_size = meta.size();
+  rd_kafka_consumer_group_metadata_t* cgmd = rd_kafka_consumer_group_metadata_new(m.position_group.c_str());
+  kafka::Error e = kafka::retry_txn(
+      [&] { return rd_kafka_send_offsets_to_transaction(m.rk.get(), offsets.get(), cgmd, kTxnTimeoutMs); },
+      kTxnTimeoutMs);
+  rd_kafka_consumer_group_metadata_destroy(cgmd);
+  if (e) return kafka::error("rd_kafka_send_offsets_to_transaction", m.what, e.get());
+  e = kafka::retry_txn([&] { return rd_kafka_commit_transaction(m.rk.get(), kTxnTimeoutMs); }, kTxnTimeoutMs);
+  if (e) return kafka::error("rd_kafka_commit_transaction", m.what, e.get());
+  ++commits_;
+  in_txn_ = 0;
+  pending_.store(0, std::memory_order_release);
+  if (kafka::Error b(rd_kafka_begin_transaction(m.rk.get())); b)
+    return kafka::error("rd_kafka_begin_transaction", m.what, b.get());
+  return {};
+}
+
+void KafkaRows::checkpoint() {
+  std::lock_guard lk(mu_);
+  if (Status st = commit_locked(); !st) die(st.message());
+}
+
+Status KafkaRows::finish() {
+  std::lock_guard lk(mu_);
+  return commit_locked();
+}
+
+}  // namespace sluice

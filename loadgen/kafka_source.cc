@@ -68,7 +68,7 @@ bool RecordDecoder::decode(const char* data, size_t len, std::byte* tuple, std::
     const std::string_view cell = rec.substr(at, end - at);
     uint64_t bits = 0;
     if (!parse_field_value(cell, fields_[i].type, &bits)) {
-      *why = fmt::format("field {} (column {}): '{}' is not a {}", names_[i], at + 1,
+      *why = fmt::format("field {} (column {}): '{}' does not parse as {}", names_[i], at + 1,
                          cell.substr(0, 40), field_type_name(fields_[i].type));
       return false;
     }
@@ -188,7 +188,8 @@ struct KafkaSource::Impl {
   Descriptor close(SlotPool& pool, uint32_t i);
   void push_sent(uint32_t i);
   bool place(SlotPool& pool, rd_kafka_message_t* msg, std::span<Descriptor> out, size_t* k, Status* st);
-  size_t close_short(SlotPool& pool, std::span<Descriptor> out, size_t k, uint64_t older_than_ns);
+  size_t close_short(SlotPool& pool, std::span<Descriptor> out, size_t k, uint64_t older_than_ns,
+                     bool replaying_too = false);
   void warn_broker(const std::string& text);
   std::string metadata(const Stream& st) const {
     return fmt::format("sluice1 {:x} {} {}", fnv(token), st.next_event, st.next_seq);
@@ -440,10 +441,12 @@ void KafkaSource::Impl::warn_broker(const std::string& text) {
 
 // Closes the open events of streams that are not replaying (a replayed
 // event ends where it ended before) and were opened before older_than_ns.
-size_t KafkaSource::Impl::close_short(SlotPool& pool, std::span<Descriptor> out, size_t k, uint64_t older_than_ns) {
+size_t KafkaSource::Impl::close_short(SlotPool& pool, std::span<Descriptor> out, size_t k, uint64_t older_than_ns,
+                                      bool replaying_too) {
   for (uint32_t i = 0; i < s.size() && k < out.size(); ++i) {
     Stream& st = s[i];
-    if (st.slot == kNoSlot || st.count == 0 || st.opened_ns > older_than_ns || recorded(i, st.next_event)) continue;
+    if (st.slot == kNoSlot || st.count == 0 || st.opened_ns > older_than_ns) continue;
+    if (!replaying_too && recorded(i, st.next_event)) continue;
     out[k++] = close(pool, i);
   }
   return k;
@@ -521,7 +524,7 @@ Status KafkaSource::next(std::span<Descriptor> out, size_t* n) {
     const bool finished = stop_.load(std::memory_order_relaxed) ||
                           (m.limit ? m.taken >= m.limit && m.reserved == 0 : now_s() - m.t0 >= m.duration_s);
     if (finished) {
-      k = m.close_short(*pool_, out, k, UINT64_MAX);
+      k = m.close_short(*pool_, out, k, UINT64_MAX, true);
       for (const auto& sr : m.s)
         if (sr.slot != kNoSlot && sr.count > 0) {  // no room for it yet in `out`
           *n = k;
@@ -553,12 +556,12 @@ Status KafkaSource::next(std::span<Descriptor> out, size_t* n) {
     if (m.msg_at == m.msg_n) {
       bool open = false;
       for (const auto& sr : m.s) open = open || (sr.slot != kNoSlot && sr.count > 0);
-      const int timeout = k > 0 ? 0 : open ? 1 : kPollMs;
-      const ssize_t got = rd_kafka_consume_batch_queue(m.queue, timeout, m.msgs, kBatch);
+      const ssize_t got = rd_kafka_consume_batch_queue(m.queue, k > 0 ? 0 : open ? 1 : kPollMs, m.msgs, kBatch);
       m.msg_at = 0;
       m.msg_n = got > 0 ? static_cast<size_t>(got) : 0;
       if (m.msg_n == 0) {
-        // Nothing more now: what is open goes out short.
+        if (k > 0) break;  // full events now; the open ones wait for more
+        // Nothing for a millisecond: what is open goes out short.
         k = m.close_short(*pool_, out, k, UINT64_MAX);
         if (k > 0) break;
         waited_ = true;

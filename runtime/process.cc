@@ -101,6 +101,9 @@ constexpr double kPositionEveryS = 0.2;
 // A claiming sink that nothing upstream waits on: the least time between
 // two snapshots it takes because it went idle (build(), checkpoint_hold).
 constexpr uint64_t kUnwatchedSinkGapNs = 4000000;
+// A sink with a Kafka output: each snapshot first waits for the broker
+// (a flush, or a transaction's commit), so fewer of them.
+constexpr uint64_t kKafkaSinkGapNs = 10000000;
 
 std::string encode_position(const std::string& token, uint64_t number, uint64_t events, double elapsed_s) {
   SnapshotOut pos;
@@ -338,10 +341,15 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
           ic.input_ledger = ledger;
         }
         const bool unwatched = claims && !upstream_waits_for_snapshots(d, index);
+        // A sink with a Kafka output flushes or commits a transaction before
+        // each snapshot (a few ms with the broker's round trips): half a
+        // window apart, and when idle at most every kKafkaSinkGapNs.
+        const bool kafka_out = pc.role == Role::kSink && !pc.kafka_topic.empty() && claims;
         const uint32_t share = chain.empty() && !claims ? 8 : 2;
-        const uint32_t hold = unwatched ? least * kAckWindowPerSlot / 2 : least / share;
+        const uint32_t hold = unwatched || kafka_out ? least * kAckWindowPerSlot / 2 : least / share;
         ic.checkpoint_hold = std::max<uint32_t>(1, least == UINT32_MAX ? 1 : hold);
         if (unwatched) ic.checkpoint_idle_gap_ns = kUnwatchedSinkGapNs;
+        if (kafka_out) ic.checkpoint_idle_gap_ns = std::max(ic.checkpoint_idle_gap_ns, kKafkaSinkGapNs);
         if (pc.role == Role::kSink && k == 0)
           spdlog::info("snapshots every {} input frames and, when idle, at most every {} ms{}",
                        ic.checkpoint_hold,

@@ -71,7 +71,8 @@ class Verifier final : public Destination {
   void write_kafka(std::unique_ptr<KafkaRows> k);
   ~Verifier() override;
   Status start() override;
-  // Every row produced to Kafka is there (its final snapshot waits for it).
+  // After END: every row produced to Kafka is there (its final snapshot
+  // waits for it).
   bool settled() const override;
   Status consume(std::span<const Descriptor> descs) override;
   Status finish() override;

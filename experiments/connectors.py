@@ -1,0 +1,242 @@
+#!/usr/bin/env python3
+"""sluice's connectors against their baselines, in one run on one machine.
+
+Kafka rows: a topic of 4 partitions holding N records of 128 bytes (CSV of
+a schema of eight i64 fields, deploy/examples/kafka.yaml's kind of record)
+is moved to another topic by
+
+  kafka-consumer-perf  Kafka's own ConsumerPerformance reading the input
+                       topic alone: the broker's ceiling for a reader here
+  kcat-pipe            kcat -C -t in -e | kcat -P -t out (Debian's kcat)
+  sluice               a Kafka source (one stream per partition) -> a node
+                       with a filter that keeps every record -> a sink
+                       producing each row to the output topic, exactly once
+                       (acks, restart, snapshots, transactions)
+  sluice-killed        the same, its node killed with SIGKILL mid-run and
+                       restarted
+
+on the same broker (scripts/kafka.sh up, on ports of its own, stopped at
+the end), each writing a topic of its own. records_per_s is records over
+the wall time of the whole command (start-up included, as a user waits for
+it); records_out is what a read_committed reader finds in the output topic;
+lost is records_in - records_out. Ratios are against kcat-pipe, and each
+against kafka-consumer-perf, measured in the same run.
+
+  python3 experiments/connectors.py [--records N] [--rounds R] [--json]
+
+Run it under `flock -x /tmp/cpu.lock` on a shared machine. Needs the build
+(build/) and scripts/setup.sh's packages (kcat, the broker's jars).
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+DEPLOY = os.path.join(ROOT, "build", "deploy", "sluice-deploy")
+KAFKA_SH = os.path.join(ROOT, "scripts", "kafka.sh")
+RECORD_BYTES = 128
+FIELDS = 8
+
+KAFKA_YAML = """\
+# experiments/connectors.py: a Kafka topic through a filter to a Kafka topic.
+preset: tcp-opt
+schema: rec
+schemas:
+  rec:
+    fields: [{fields}]
+event_bytes: 32768
+streams: 4
+processes:
+  - {{name: source, role: loadgen, source: kafka, kafka_topic: in}}
+  - name: node
+    role: node
+    operators:
+      - filter: {{where: "a0 >= 0"}}
+  - {{name: sink, role: sink, kafka_topic: out}}
+""".format(fields=", ".join("{name: a%d, type: i64}" % i for i in range(FIELDS)))
+
+
+def record(rng):
+    # Eight positive numbers, 15 digits each but the last's 16: 128 bytes.
+    vals = [rng.randrange(10 ** 14, 10 ** 15) for _ in range(FIELDS - 1)] + [rng.randrange(10 ** 15, 10 ** 16)]
+    r = ",".join(str(v) for v in vals)
+    assert len(r) == RECORD_BYTES, len(r)
+    return r
+
+
+class Broker:
+    def __init__(self, keep):
+        self.dir = tempfile.mkdtemp(prefix="sluice-connectors-kafka-")
+        self.env = dict(os.environ, SLUICE_KAFKA_DIR=self.dir)
+        self.keep = keep
+        out = subprocess.run([KAFKA_SH, "up"], env=self.env, check=True, capture_output=True, text=True).stdout
+        self.bootstrap = out.strip().splitlines()[-1].split("=", 1)[1]
+        self.jars = os.path.join(os.environ.get("SLUICE_KAFKA_CACHE") or os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sluice", "kafka-4.1.1"), "lib")
+
+    def topic(self, name, partitions):
+        subprocess.run([KAFKA_SH, "topic", name, str(partitions)], env=self.env, check=True, capture_output=True)
+
+    def down(self):
+        if not self.keep:
+            subprocess.run([KAFKA_SH, "down"], env=self.env, capture_output=True)
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def count_committed(broker, topic):
+    """Records a read_committed reader finds in `topic` (every partition)."""
+    p = subprocess.run(["kcat", "-C", "-b", broker.bootstrap, "-t", topic, "-e", "-q", "-f", "x",
+                        "-X", "isolation.level=read_committed"], capture_output=True, check=True)
+    return len(p.stdout)
+
+
+def row(name, records_in, records_out, seconds, **extra):
+    r = {"name": name, "records_per_s": round(records_in / seconds) if seconds > 0 else 0,
+         "records_in": records_in, "records_out": records_out, "lost": records_in - records_out,
+         "seconds": round(seconds, 3)}
+    r.update(extra)
+    return r
+
+
+def kafka_consumer_perf(broker, n):
+    """Kafka's own ConsumerPerformance reading the input topic alone."""
+    cmd = ["java", "-Xmx512m", "-cp", broker.jars + "/*", "org.apache.kafka.tools.ConsumerPerformance",
+           "--bootstrap-server", broker.bootstrap, "--topic", "in", "--messages", str(n),
+           "--group", "perf-%d" % random.randrange(1 << 30)]
+    t0 = time.monotonic()
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    wall = time.monotonic() - t0
+    # start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, ...
+    line = [l for l in out.splitlines() if re.match(r"^\d{4}-", l)][-1]
+    cols = [c.strip() for c in line.split(",")]
+    got = int(cols[4])
+    r = row("kafka-consumer-perf", n, got, wall)
+    r["own_records_per_s"] = round(float(cols[5]))  # its own clock: from its first fetch, no JVM start
+    return r
+
+
+def kcat_pipe(broker, n, out_topic):
+    t0 = time.monotonic()
+    c = subprocess.Popen(["kcat", "-C", "-b", broker.bootstrap, "-t", "in", "-e", "-q"], stdout=subprocess.PIPE)
+    p = subprocess.Popen(["kcat", "-P", "-b", broker.bootstrap, "-t", out_topic], stdin=c.stdout)
+    c.stdout.close()
+    c.wait()
+    p.wait()
+    wall = time.monotonic() - t0
+    if c.returncode or p.returncode:
+        raise RuntimeError("kcat pipe failed: %s %s" % (c.returncode, p.returncode))
+    return row("kcat-pipe", n, count_committed(broker, out_topic), wall)
+
+
+def sluice(broker, n, out_topic, yaml_path, kill_node=False, name="sluice"):
+    run_dir = tempfile.mkdtemp(prefix="sluice-connectors-run-")
+    cmd = [DEPLOY, "run", yaml_path, "--json", "--run-dir", run_dir, "--set", "kafka_bootstrap=" + broker.bootstrap,
+           "--set", "tuples=%d" % n, "--set", "progress_s=0", "--set", "processes.2.kafka_topic=" + out_topic,
+           "--set", "acks=on", "--set", "restart=on-failure", "--set", "restart_backoff_ms=200",
+           "--set", "checkpoint_interval_ms=50", "--set", "kafka_group=connectors-%s" % out_topic]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = False
+    if kill_node:
+        # Once the source reads, kill the node in the middle of the stream.
+        log = os.path.join(run_dir, "source.log")
+        for _ in range(400):
+            if os.path.exists(log) and "partition(s) from" in open(log).read():
+                break
+            time.sleep(0.05)
+        time.sleep(1.0)
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                cl = open("/proc/%s/cmdline" % pid, "rb").read().replace(b"\0", b" ").decode()
+            except OSError:
+                continue
+            if "sluice-node" in cl and run_dir + "/" in cl and "--process node " in cl:
+                os.kill(int(pid), signal.SIGKILL)
+                killed = True
+                break
+    out, err = proc.communicate()
+    wall = time.monotonic() - t0
+    if proc.returncode != 0:
+        raise RuntimeError("%s: sluice-deploy exited %d:\n%s" % (name, proc.returncode, err[-2000:]))
+    rep = json.loads(out)
+    restarts = sum(p.get("restarts", 0) for p in rep.get("processes", []))
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return row(name, n, count_committed(broker, out_topic), wall, killed=killed, restarts=restarts,
+               pipeline_tuples_per_s=round(rep.get("tuples_per_s", 0)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--records", type=int, default=1000000, help="records in the input topic (default 1,000,000)")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds, each system once per round in turn")
+    ap.add_argument("--json", action="store_true", help="print the rows as a JSON list")
+    ap.add_argument("--keep-broker", action="store_true", help="leave the broker running (its folder is printed)")
+    a = ap.parse_args()
+    n = a.records
+    rows = []
+    broker = Broker(a.keep_broker)
+    try:
+        print("broker at %s (%s)" % (broker.bootstrap, broker.dir), file=sys.stderr)
+        broker.topic("in", 4)
+        rng = random.Random(58)
+        with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
+            for _ in range(n):
+                f.write(record(rng) + "\n")
+            data = f.name
+        subprocess.run(["kcat", "-P", "-b", broker.bootstrap, "-t", "in", "-l", data], check=True)
+        os.unlink(data)
+        have = count_committed(broker, "in")
+        if have != n:
+            raise RuntimeError("the input topic holds %d records, not %d" % (have, n))
+        yaml_path = os.path.join(tempfile.mkdtemp(prefix="sluice-connectors-"), "kafka_filter.yaml")
+        with open(yaml_path, "w") as f:
+            f.write(KAFKA_YAML)
+        for r in range(a.rounds):
+            for what in ("kafka-consumer-perf", "kcat-pipe", "sluice", "sluice-killed"):
+                topic = "out-%s-%d" % (what, r)
+                if what != "kafka-consumer-perf":
+                    broker.topic(topic, 4)
+                print("round %d: %s" % (r + 1, what), file=sys.stderr)
+                if what == "kafka-consumer-perf":
+                    rows.append(kafka_consumer_perf(broker, n))
+                elif what == "kcat-pipe":
+                    rows.append(kcat_pipe(broker, n, topic))
+                else:
+                    rows.append(sluice(broker, n, topic, yaml_path, kill_node=what == "sluice-killed", name=what))
+                rows[-1]["round"] = r + 1
+    finally:
+        broker.down()
+    if a.json:
+        print(json.dumps(rows, indent=1))
+        return
+    print("%-20s %6s %14s %11s %11s %6s %8s" % ("name", "round", "records/s", "records in", "records out", "lost",
+                                               "seconds"))
+    for r in rows:
+        print("%-20s %6d %14d %11d %11d %6d %8.2f" % (r["name"], r["round"], r["records_per_s"], r["records_in"],
+                                                     r["records_out"], r["lost"], r["seconds"]))
+
+    def best(name):
+        v = [r["records_per_s"] for r in rows if r["name"] == name]
+        return max(v) if v else 0
+
+    kcat, ceiling = best("kcat-pipe"), best("kafka-consumer-perf")
+    own = max([r.get("own_records_per_s", 0) for r in rows if r["name"] == "kafka-consumer-perf"] or [0])
+    for name in ("sluice", "sluice-killed", "kcat-pipe"):
+        b = best(name)
+        print("%-14s best %9d records/s: %.2fx kcat-pipe, %.2f of kafka-consumer-perf's %d (wall), "
+              "%.2f of its own clock's %d" % (name, b, b / kcat if kcat else 0, b / ceiling if ceiling else 0,
+                                              ceiling, b / own if own else 0, own))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,336 @@
+// The Kafka source and sink against a real broker (scripts/kafka.sh, started
+// once for these tests by the CTest fixture `kafka_broker`, and stopped
+// after): deploy/examples/kafka.yaml reading records of the esper schema
+// from a topic and writing the query's rows to another. What is checked:
+// the rows equal those of the same tuples generated (esper.yaml); each of
+// the four processes killed mid-run (restart, acks, snapshots) leaves the
+// output topic, read with read_committed, exactly as a run without the
+// fault; a broker stopped for 5 s mid-run holds the run and loses nothing;
+// a record that does not decode is an error naming topic, partition and
+// offset, or (bad_records: reject) a counted rejection. No timing is asserted.
+#include <gtest/gtest.h>
+#include <librdkafka/rdkafka.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "graph/config.h"
+#include "loadgen/generator.h"
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kDeploy = SLUICE_DEPLOY;
+const std::string kSource = SLUICE_SOURCE_DIR;
+const std::string kKafkaYaml = kSource + "/deploy/examples/kafka.yaml";
+const std::string kEsperYaml = kSource + "/deploy/examples/esper.yaml";
+const std::string kBrokerDir = SLUICE_KAFKA_TEST_DIR;
+constexpr uint64_t kTuples = 1000000;
+// Exactly once for a read_committed reader, whatever dies.
+const std::string kSafe =
+    " --set acks=on --set restart=on-failure --set restart_backoff_ms=200 --set checkpoint_interval_ms=50";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string bootstrap() {
+  std::string port = slurp(fs::path(kBrokerDir) / "port");
+  while (!port.empty() && (port.back() == '\n' || port.back() == ' ')) port.pop_back();
+  return "127.0.0.1:" + port;
+}
+
+rd_kafka_t* client(rd_kafka_type_t type, std::vector<std::pair<std::string, std::string>> kv) {
+  rd_kafka_conf_t* c = rd_kafka_conf_new();
+  char err[512];
+  kv.insert(kv.begin(), {"bootstrap.servers", bootstrap()});
+  for (auto& [k, v] : kv) EXPECT_EQ(rd_kafka_conf_set(c, k.c_str(), v.c_str(), err, sizeof err), RD_KAFKA_CONF_OK) << err;
+  rd_kafka_t* rk = rd_kafka_new(type, c, err, sizeof err);
+  EXPECT_NE(rk, nullptr) << err;
+  return rk;
+}
+
+void create_topic(const std::string& name, int partitions) {
+  rd_kafka_t* rk = client(RD_KAFKA_PRODUCER, {});
+  rd_kafka_NewTopic_t* t = rd_kafka_NewTopic_new(name.c_str(), partitions, 1, nullptr, 0);
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  rd_kafka_CreateTopics(rk, &t, 1, nullptr, q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, 30000);
+  ASSERT_NE(ev, nullptr);
+  const rd_kafka_CreateTopics_result_t* res = rd_kafka_event_CreateTopics_result(ev);
+  size_t n = 0;
+  const rd_kafka_topic_result_t** r = rd_kafka_CreateTopics_result_topics(res, &n);
+  ASSERT_EQ(n, 1u);
+  const rd_kafka_resp_err_t e = rd_kafka_topic_result_error(r[0]);
+  EXPECT_TRUE(e == RD_KAFKA_RESP_ERR_NO_ERROR || e == RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) << rd_kafka_err2str(e);
+  rd_kafka_event_destroy(ev);
+  rd_kafka_queue_destroy(q);
+  rd_kafka_NewTopic_destroy(t);
+  // Until the partition has a leader, a produce may fail.
+  for (int i = 0; i < 100; ++i) {
+    const rd_kafka_metadata_t* md = nullptr;
+    rd_kafka_topic_t* rkt = rd_kafka_topic_new(rk, name.c_str(), nullptr);
+    bool ok = rd_kafka_metadata(rk, 0, rkt, &md, 5000) == 0 && md->topic_cnt == 1 && !md->topics[0].err &&
+              md->topics[0].partition_cnt == partitions && md->topics[0].partitions[0].leader >= 0;
+    if (md) rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(rkt);
+    if (ok) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  rd_kafka_destroy(rk);
+}
+
+void produce(const std::string& topic, const std::vector<std::string>& records) {
+  rd_kafka_t* rk = client(RD_KAFKA_PRODUCER, {{"linger.ms", "20"}, {"queue.buffering.max.messages", "1000000"}});
+  for (const std::string& r : records) {
+    while (rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(0),
+                             RD_KAFKA_V_VALUE(const_cast<char*>(r.data()), r.size()),
+                             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
+      rd_kafka_poll(rk, 10);
+  }
+  EXPECT_EQ(rd_kafka_flush(rk, 60000), RD_KAFKA_RESP_ERR_NO_ERROR);
+  rd_kafka_destroy(rk);
+}
+
+// The records in partition 0 of `topic` (its high watermark).
+int64_t records_in(const std::string& topic) {
+  rd_kafka_t* rk = client(RD_KAFKA_PRODUCER, {});
+  int64_t low = 0, high = 0;
+  const rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(rk, topic.c_str(), 0, &low, &high, 10000);
+  rd_kafka_destroy(rk);
+  return e ? 0 : high;
+}
+
+// Every record of partition 0 of `topic`, as a read_committed reader sees it.
+std::vector<std::string> read_committed(const std::string& topic) {
+  rd_kafka_t* rk = client(RD_KAFKA_CONSUMER, {{"group.id", "kafka-test-reader"},
+                                              {"isolation.level", "read_committed"},
+                                              {"enable.partition.eof", "true"},
+                                              {"enable.auto.commit", "false"}});
+  rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(l, topic.c_str(), 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  rd_kafka_assign(rk, l);
+  rd_kafka_topic_partition_list_destroy(l);
+  std::vector<std::string> rows;
+  for (int idle = 0; idle < 300;) {
+    rd_kafka_message_t* m = rd_kafka_consumer_poll(rk, 100);
+    if (!m) {
+      ++idle;
+      continue;
+    }
+    const bool eof = m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF;
+    if (!m->err) rows.emplace_back(static_cast<const char*>(m->payload), m->len);
+    rd_kafka_message_destroy(m);
+    if (eof) break;
+  }
+  rd_kafka_consumer_close(rk);
+  rd_kafka_destroy(rk);
+  return rows;
+}
+
+struct RunResult {
+  int code = -1;
+  std::string err, dir;
+  YAML::Node report;
+  YAML::Node process(const std::string& name) const { return YAML::LoadFile(dir + "/" + name + ".json"); }
+};
+
+int wait_exit(pid_t pid, int timeout_s) {
+  for (int i = 0; i < timeout_s * 20; ++i) {
+    int st;
+    if (waitpid(pid, &st, WNOHANG) == pid) return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    std::this_thread::sleep_for(50ms);
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  return -1;
+}
+
+pid_t find_process(const std::string& run_dir, const std::string& name) {
+  for (int i = 0; i < 200; ++i) {
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      std::string cl = slurp(e.path() / "cmdline");
+      std::replace(cl.begin(), cl.end(), '\0', ' ');
+      if (cl.find(run_dir + "/") != std::string::npos && cl.find("--process " + name + " ") != std::string::npos &&
+          cl.find("sluice-") != std::string::npos)
+        return std::stoi(e.path().filename());
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  return -1;
+}
+
+// Runs `yaml` with `sets`; `during` (if any) runs once the source has
+// begun reading its topic.
+template <class F>
+RunResult run(const std::string& name, const std::string& yaml, const std::string& sets, F during) {
+  const fs::path dir = fs::temp_directory_path() / ("sluice-kafka-" + name + "-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  RunResult r;
+  r.dir = (dir / "run").string();
+  const std::string cmd = kDeploy + " run " + yaml + " --json --run-dir " + r.dir + " --set progress_s=0 " +
+                          "--set kafka_bootstrap=" + bootstrap() + " " + sets + " >" + (dir / "out").string() +
+                          " 2>" + (dir / "err").string();
+  const pid_t d = fork();
+  if (d == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  if constexpr (!std::is_same_v<F, std::nullptr_t>) {
+    for (int i = 0; i < 400 && slurp(r.dir + "/source.log").find("partition(s) from") == std::string::npos; ++i)
+      std::this_thread::sleep_for(50ms);
+    during(r.dir);
+  }
+  r.code = wait_exit(d, 120);
+  r.err = slurp(dir / "err");
+  try {
+    r.report = YAML::Load(slurp(dir / "out"));
+  } catch (const YAML::Exception&) {
+  }
+  return r;
+}
+RunResult run(const std::string& name, const std::string& yaml, const std::string& sets) {
+  return run(name, yaml, sets, nullptr);
+}
+
+class KafkaPipeline : public ::testing::Test {
+ protected:
+  // The input once for every test: the esper schema's tuples as the load
+  // generator makes them (seq 0..kTuples-1), as CSV records "p0,p1".
+  static void SetUpTestSuite() {
+    ASSERT_TRUE(fs::exists(fs::path(kBrokerDir) / "port"))
+        << "no broker in " << kBrokerDir << ": these tests need the kafka_broker fixture (ctest starts it)";
+    sluice::Deployment d;
+    ASSERT_TRUE(sluice::load_deployment(kEsperYaml, {}, &d).ok());
+    sluice::FieldFiller fill(*d.loadgen_schema(0));
+    std::vector<std::string> records;
+    records.reserve(kTuples);
+    for (uint64_t seq = 0; seq < kTuples; ++seq)
+      records.push_back(std::to_string(fill.value(0, seq)) + "," + std::to_string(fill.value(1, seq)));
+    // Each test is a process of its own (gtest_discover_tests): the
+    // first makes the topic, the others find it.
+    create_topic("in", 1);
+    if (records_in("in") == 0) produce("in", records);
+    ASSERT_EQ(records_in("in"), static_cast<int64_t>(kTuples));
+  }
+
+  // The rows of a run without faults, once (a later test process reads them).
+  static const std::vector<std::string>& reference() {
+    static std::vector<std::string> rows = [] {
+      create_topic("out-ref", 1);
+      if (records_in("out-ref") > 0) return read_committed("out-ref");
+      RunResult r = run("ref", kKafkaYaml, "--set tuples=" + std::to_string(kTuples) + kSafe +
+                                         " --set processes.3.kafka_topic=out-ref");
+      EXPECT_EQ(r.code, 0) << r.err;
+      return read_committed("out-ref");
+    }();
+    return rows;
+  }
+};
+
+// Equal, or where they part.
+::testing::AssertionResult same_rows(const std::vector<std::string>& got, const std::vector<std::string>& want) {
+  if (got == want) return ::testing::AssertionSuccess();
+  size_t i = 0;
+  while (i < got.size() && i < want.size() && got[i] == want[i]) ++i;
+  return ::testing::AssertionFailure() << got.size() << " rows where " << want.size() << " were wanted; row " << i
+                                       << ": '" << (i < got.size() ? got[i] : "(none)") << "' where '"
+                                       << (i < want.size() ? want[i] : "(none)") << "' was wanted";
+}
+
+TEST_F(KafkaPipeline, TheRowsAreThoseOfTheSameTuplesGenerated) {
+  RunResult gen = run("esper", kEsperYaml, "--set tuples=" + std::to_string(kTuples));
+  ASSERT_EQ(gen.code, 0) << gen.err;
+  // esper.yaml's CSV has a header and the seq column first; a Kafka row is
+  // the fields after seq.
+  std::vector<std::string> want;
+  std::istringstream csv(slurp(gen.dir + "/esper-results.csv"));
+  std::string line;
+  std::getline(csv, line);
+  while (std::getline(csv, line)) want.push_back(line.substr(line.find(',') + 1));
+  ASSERT_GT(want.size(), 10u);
+  EXPECT_TRUE(same_rows(reference(), want));
+}
+
+TEST_F(KafkaPipeline, EachProcessKilledMidRunLeavesTheRowsOfARunWithoutTheFault) {
+  const std::vector<std::string>& ref = reference();
+  ASSERT_FALSE(ref.empty());
+  for (const char* victim : {"source", "node-a", "node-b", "sink"}) {
+    SCOPED_TRACE(victim);
+    const std::string topic = std::string("out-kill-") + victim;
+    create_topic(topic, 1);
+    RunResult r = run(std::string("kill-") + victim, kKafkaYaml,
+                "--set tuples=" + std::to_string(kTuples) + kSafe + " --set processes.3.kafka_topic=" + topic,
+                [&](const std::string& dir) {
+                  std::this_thread::sleep_for(600ms);
+                  const pid_t v = find_process(dir, victim);
+                  ASSERT_GT(v, 0);
+                  kill(v, SIGKILL);
+                });
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.report["lost"].as<uint64_t>(), 0u);
+    EXPECT_EQ(r.report["duplicated"].as<uint64_t>(), 0u);
+    int restarts = 0;
+    for (const auto& p : r.report["processes"]) restarts += p["restarts"].as<int>(0);
+    EXPECT_EQ(restarts, 1) << "the kill came after the run had ended";
+    EXPECT_TRUE(same_rows(read_committed(topic), ref));
+  }
+}
+
+TEST_F(KafkaPipeline, ABrokerStoppedForFiveSecondsHoldsTheRunAndLosesNothing) {
+  const std::vector<std::string>& ref = reference();
+  create_topic("out-stopped", 1);
+  const pid_t broker = std::stoi(slurp(fs::path(kBrokerDir) / "pid"));
+  RunResult r = run("stopped", kKafkaYaml,
+              "--set tuples=" + std::to_string(kTuples) + kSafe + " --set processes.3.kafka_topic=out-stopped",
+              [&](const std::string&) {
+                std::this_thread::sleep_for(500ms);
+                kill(broker, SIGSTOP);
+                std::this_thread::sleep_for(5s);
+                kill(broker, SIGCONT);
+              });
+  kill(broker, SIGCONT);  // whatever happened above
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.report["lost"].as<uint64_t>(), 0u);
+  for (const auto& p : r.report["processes"]) EXPECT_EQ(p["restarts"].as<int>(0), 0) << p["name"];
+  EXPECT_TRUE(same_rows(read_committed("out-stopped"), ref));
+}
+
+// Records 1 and 3 do not decode: fail names the first; reject counts both.
+TEST_F(KafkaPipeline, ARecordThatDoesNotDecodeIsAnErrorWithItsPlaceOrACountedRejection) {
+  create_topic("bad", 1);
+  create_topic("out-bad", 1);
+  produce("bad", {"1,200", "2,x7", "3,300", "4", "5,500"});
+  const std::string sets = "--set tuples=3 --set processes.0.kafka_topic=bad --set processes.3.kafka_topic=out-bad";
+  RunResult fail = run("bad-fail", kKafkaYaml, sets);
+  EXPECT_EQ(fail.code, 1) << fail.err;
+  const std::string source_err = fail.process("source")["error"].as<std::string>("");
+  EXPECT_NE(source_err.find("topic bad partition 0 offset 1: the record does not decode: field p1 (column 3): "
+                            "'x7' does not parse as i64"),
+            std::string::npos)
+      << source_err;
+
+  RunResult reject = run("bad-reject", kKafkaYaml, sets + " --set bad_records=reject");
+  ASSERT_EQ(reject.code, 0) << reject.err;
+  const YAML::Node src = reject.process("source");
+  EXPECT_EQ(src["rejected"].as<uint64_t>(), 2u);
+  EXPECT_EQ(src["tuples_out"].as<uint64_t>(), 3u);
+  EXPECT_EQ(reject.report["lost"].as<uint64_t>(), 0u);
+}
+
+}  // namespace

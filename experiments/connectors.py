@@ -43,6 +43,7 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 DEPLOY = os.path.join(ROOT, "build", "deploy", "sluice-deploy")
 KAFKA_SH = os.path.join(ROOT, "scripts", "kafka.sh")
 RECORD_BYTES = 128
+IN_TOPIC = "in"  # main() names one per run
 FIELDS = 8
 
 KAFKA_YAML = """\
@@ -73,10 +74,14 @@ def record(rng):
 
 
 class Broker:
+    """Its own broker, stopped at the end; or with SLUICE_KAFKA_DIR set, the
+    one there (started if need be, left running)."""
+
     def __init__(self, keep):
-        self.dir = tempfile.mkdtemp(prefix="sluice-connectors-kafka-")
+        given = os.environ.get("SLUICE_KAFKA_DIR")
+        self.dir = given or tempfile.mkdtemp(prefix="sluice-connectors-kafka-")
         self.env = dict(os.environ, SLUICE_KAFKA_DIR=self.dir)
-        self.keep = keep
+        self.keep = keep or bool(given)
         out = subprocess.run([KAFKA_SH, "up"], env=self.env, check=True, capture_output=True, text=True).stdout
         self.bootstrap = out.strip().splitlines()[-1].split("=", 1)[1]
         self.jars = os.path.join(os.environ.get("SLUICE_KAFKA_CACHE") or os.path.join(
@@ -109,7 +114,7 @@ def row(name, records_in, records_out, seconds, **extra):
 def kafka_consumer_perf(broker, n):
     """Kafka's own ConsumerPerformance reading the input topic alone."""
     cmd = ["java", "-Xmx512m", "-cp", broker.jars + "/*", "org.apache.kafka.tools.ConsumerPerformance",
-           "--bootstrap-server", broker.bootstrap, "--topic", "in", "--messages", str(n),
+           "--bootstrap-server", broker.bootstrap, "--topic", IN_TOPIC, "--messages", str(n),
            "--group", "perf-%d" % random.randrange(1 << 30)]
     t0 = time.monotonic()
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
@@ -125,7 +130,7 @@ def kafka_consumer_perf(broker, n):
 
 def kcat_pipe(broker, n, out_topic):
     t0 = time.monotonic()
-    c = subprocess.Popen(["kcat", "-C", "-b", broker.bootstrap, "-t", "in", "-e", "-q"], stdout=subprocess.PIPE)
+    c = subprocess.Popen(["kcat", "-C", "-b", broker.bootstrap, "-t", IN_TOPIC, "-e", "-q"], stdout=subprocess.PIPE)
     p = subprocess.Popen(["kcat", "-P", "-b", broker.bootstrap, "-t", out_topic], stdin=c.stdout)
     c.stdout.close()
     c.wait()
@@ -139,7 +144,7 @@ def kcat_pipe(broker, n, out_topic):
 def sluice(broker, n, out_topic, yaml_path, kill_node=False, name="sluice"):
     run_dir = tempfile.mkdtemp(prefix="sluice-connectors-run-")
     cmd = [DEPLOY, "run", yaml_path, "--json", "--run-dir", run_dir, "--set", "kafka_bootstrap=" + broker.bootstrap,
-           "--set", "tuples=%d" % n, "--set", "progress_s=0", "--set", "processes.2.kafka_topic=" + out_topic,
+           "--set", "tuples=%d" % n, "--set", "progress_s=0", "--set", "processes.2.kafka_topic=" + out_topic, "--set", "processes.0.kafka_topic=" + IN_TOPIC,
            "--set", "acks=on", "--set", "restart=on-failure", "--set", "restart_backoff_ms=200",
            "--set", "checkpoint_interval_ms=50", "--set", "kafka_group=connectors-%s" % out_topic]
     t0 = time.monotonic()
@@ -187,15 +192,17 @@ def main():
     broker = Broker(a.keep_broker)
     try:
         print("broker at %s (%s)" % (broker.bootstrap, broker.dir), file=sys.stderr)
-        broker.topic("in", 4)
+        global IN_TOPIC
+        IN_TOPIC = "connectors-in-%d-%d" % (n, random.randrange(1 << 30))
+        broker.topic(IN_TOPIC, 4)
         rng = random.Random(58)
         with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False) as f:
             for _ in range(n):
                 f.write(record(rng) + "\n")
             data = f.name
-        subprocess.run(["kcat", "-P", "-b", broker.bootstrap, "-t", "in", "-l", data], check=True)
+        subprocess.run(["kcat", "-P", "-b", broker.bootstrap, "-t", IN_TOPIC, "-l", data], check=True)
         os.unlink(data)
-        have = count_committed(broker, "in")
+        have = count_committed(broker, IN_TOPIC)
         if have != n:
             raise RuntimeError("the input topic holds %d records, not %d" % (have, n))
         yaml_path = os.path.join(tempfile.mkdtemp(prefix="sluice-connectors-"), "kafka_filter.yaml")
@@ -203,7 +210,7 @@ def main():
             f.write(KAFKA_YAML)
         for r in range(a.rounds):
             for what in ("kafka-consumer-perf", "kcat-pipe", "sluice", "sluice-killed"):
-                topic = "out-%s-%d" % (what, r)
+                topic = "%s-out-%s-%d" % (IN_TOPIC, what, r)
                 if what != "kafka-consumer-perf":
                     broker.topic(topic, 4)
                 print("round %d: %s" % (r + 1, what), file=sys.stderr)

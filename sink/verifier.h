@@ -32,6 +32,7 @@
 
 #include "node/node.h"
 #include "sink/bursts.h"
+#include "sink/kafka_rows.h"
 #include "transport/event.h"
 
 namespace sluice {
@@ -53,8 +54,6 @@ struct VerifyCounts {
   uint64_t bytes = 0, first_ns = 0, last_ns = 0;
   bool end_seen = false;
 };
-
-class KafkaRows;
 
 class Verifier final : public Destination {
  public:

@@ -189,6 +189,7 @@ def main():
     a = ap.parse_args()
     n = a.records
     rows = []
+    yaml_dir = None
     broker = Broker(a.keep_broker)
     try:
         print("broker at %s (%s)" % (broker.bootstrap, broker.dir), file=sys.stderr)
@@ -205,7 +206,8 @@ def main():
         have = count_committed(broker, IN_TOPIC)
         if have != n:
             raise RuntimeError("the input topic holds %d records, not %d" % (have, n))
-        yaml_path = os.path.join(tempfile.mkdtemp(prefix="sluice-connectors-"), "kafka_filter.yaml")
+        yaml_dir = tempfile.mkdtemp(prefix="sluice-connectors-")
+        yaml_path = os.path.join(yaml_dir, "kafka_filter.yaml")
         with open(yaml_path, "w") as f:
             f.write(KAFKA_YAML)
         for r in range(a.rounds):
@@ -223,6 +225,8 @@ def main():
                 rows[-1]["round"] = r + 1
     finally:
         broker.down()
+        if yaml_dir:
+            shutil.rmtree(yaml_dir, ignore_errors=True)
     if a.json:
         print(json.dumps(rows, indent=1))
         return

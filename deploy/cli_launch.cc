@@ -21,6 +21,7 @@
 #include "deploy/session.h"
 #include "deploy/slurm.h"
 #include "graph/config.h"
+#include "graph/registry.h"
 
 namespace sluice::cli {
 namespace {
@@ -45,8 +46,11 @@ std::string new_run_id() {
 // processes start, and the steps before they differ.
 class LaunchCommand : public Subcommand {
  protected:
-  void declare_launcher(CLI::App* sub, const char* help) {
-    sub->add_option("--launcher", launcher_, help)->check(CLI::IsMember({"local", "netns", "ssh", "slurm"}));
+  // --launcher: one of the registry's launchers (graph/registry.h).
+  void declare_launcher(CLI::App* sub, const std::string& help) {
+    std::vector<std::string> names;
+    for (const Launcher& l : launchers()) names.push_back(l.name);
+    sub->add_option("--launcher", launcher_, help)->check(CLI::IsMember(names));
   }
 
   // A failure before anything started: said on stderr, and with --json as
@@ -203,13 +207,11 @@ class LaunchCommand : public Subcommand {
   } own_allocation_;
 };
 
-constexpr const char* kLauncherHelp =
-    "How the processes are started, over the file's `launcher` (default local):\n"
-    "local (all on this host), netns (each host of `hosts:` in a network\n"
-    "namespace of its own, joined by a bridge; needs root), ssh (each process\n"
-    "on its host over ssh: ssh_key, ssh_options, remote_dir, copy_binaries) or\n"
-    "slurm (inside an allocation, SLURM_JOB_ID set: each process a job step on\n"
-    "the node its host maps to, in order, at the node's address)";
+std::string launcher_help() {
+  std::string h = "How the processes are started, over the file's `launcher` (default local):";
+  for (const Launcher& l : launchers()) h += fmt::format("\n  {}: {}", l.name, l.summary);
+  return h;
+}
 
 class Plan : public LaunchCommand {
  public:
@@ -219,7 +221,7 @@ class Plan : public LaunchCommand {
         "Print what `run` would do, and do none of it: the commands that make the hosts,\n"
         "then in start order each process's host, command line, ports, log and summary");
     args_.declare(sub);
-    declare_launcher(sub, kLauncherHelp);
+    declare_launcher(sub, launcher_help());
     sub->add_option("--run-dir", run_dir_, "As for run");
     sub->add_flag("--predict", predict_,
                   "Instead of the plan, print the cost model's prediction: tuples/s, and CPE_p per\n"
@@ -278,7 +280,7 @@ class Run : public LaunchCommand {
         "launcher every host is this one), each in its own process group with its log in\n"
         "the run directory; wait; remove what the launcher made; print a report");
     declare_run_options(sub, false);
-    declare_launcher(sub, kLauncherHelp);
+    declare_launcher(sub, launcher_help());
     slurm_args_opt_ = sub->add_option(
         "--slurm-args", slurm_args_,
         "With --launcher slurm outside an allocation: ask Slurm for one first, `salloc\n"

@@ -77,9 +77,13 @@ class Executor {
   virtual int wait_status(int status) const { return status; }
 };
 
-// The executor the deployment's `launcher` names (local, netns, ssh or slurm). `progress`
-// gets a line per thing made or removed (nullptr: quiet).
+// The executor the deployment's `launcher` names (graph/registry.h: local,
+// netns, ssh, slurm). `progress` gets a line per thing made or removed
+// (nullptr: quiet).
 Status make_executor(const Deployment& d, std::FILE* progress, std::unique_ptr<Executor>* out);
+// Whether make_executor knows `launcher` (deploy_launcher_test holds every
+// launcher of the registry to it).
+bool has_executor(const std::string& launcher);
 
 // For programs that are not this process's children (ssh, srun): a pipe
 // whose read end is their launcher client's stdin and whose write end this

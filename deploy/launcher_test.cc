@@ -16,6 +16,9 @@
 #include <fstream>
 #include <thread>
 
+#include "deploy/executor.h"
+#include "graph/registry.h"
+
 namespace sluice {
 namespace {
 
@@ -716,6 +719,26 @@ TEST(LauncherHelpers, BinDirMustHoldAllThree) {
   EXPECT_FALSE(st.ok());
   EXPECT_HAS(st.message(), "--bin-dir /nonexistent-dir: no executable /nonexistent-dir/sluice-loadgen");
   EXPECT_HAS(st.message(), "sluice-sink");
+}
+
+// A launcher of the registry (graph/registry.h) that make_executor cannot
+// make would pass the parser and --launcher, then fail at the first run.
+TEST(LauncherHelpers, EveryRegisteredLauncherHasItsExecutor) {
+  ASSERT_FALSE(launchers().empty());
+  for (const ::sluice::Launcher& l : launchers()) {  // not this file's fixture
+    EXPECT_TRUE(has_executor(l.name)) << l.name;
+    Deployment d;
+    d.launcher = l.name;
+    std::unique_ptr<Executor> ex;
+    ASSERT_TRUE(make_executor(d, nullptr, &ex).ok()) << l.name;
+    EXPECT_STREQ(ex->name(), l.name);
+  }
+  Deployment d;
+  d.launcher = "pigeon";
+  std::unique_ptr<Executor> ex;
+  Status st = make_executor(d, nullptr, &ex);
+  EXPECT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "unknown launcher 'pigeon' (known: " + launcher_names() + ")");
 }
 
 // sluice-deploy itself, end to end, over the fake programs.

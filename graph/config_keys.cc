@@ -14,44 +14,16 @@
 // Order matters twice: dump_deployment writes keys in table order, and
 // parse_root reads `preset` before every key (so explicit keys beat it).
 // Defaults live in graph/config.h (the fields' initial values) and in
-// apply_preset below, nowhere else.
+// the presets (graph/registry.cc), nowhere else.
 #include "graph/config_keys.h"
 
 #include <fmt/format.h>
 
 #include "graph/operator.h"
+#include "graph/registry.h"
 #include "transport/transport.h"
 
 namespace sluice {
-
-Status apply_preset(const std::string& preset, LinkOptions* link) {
-  if (preset == "original") {
-    link->transport = "tcp";
-    link->tcp.encoding = Encoding::kCapnp;
-    link->tcp.async_send = true;
-    link->tcp.rx_select = true;
-    link->tcp.read_bytes = 4096;
-    link->tcp.poll_timeout_us = 1000;
-    link->adaptive_credits = false;
-  } else if (preset == "tcp-opt") {
-    link->transport = "tcp";
-    link->tcp.encoding = Encoding::kSg;
-    link->tcp.async_send = false;
-    link->tcp.rx_select = false;
-    link->tcp.read_bytes = 65536;
-    link->adaptive_credits = true;
-  } else if (preset == "fabric-opt" || preset == "ucx-opt") {
-    link->transport = preset == "fabric-opt" ? "fabric" : "ucx";
-    link->tcp.encoding = Encoding::kSg;
-    link->tcp.async_send = false;
-    link->tcp.rx_select = false;
-    link->adaptive_credits = true;
-  } else {
-    return Status::Error(fmt::format(
-        "unknown preset '{}' (known: original, tcp-opt, fabric-opt, ucx-opt)", preset));
-  }
-  return {};
-}
 
 namespace cfg {
 
@@ -60,7 +32,11 @@ const std::vector<std::string> kTransports = {"tcp", "fabric", "ucx"};
 const std::vector<std::string> kWaits = {"block", "spin", "hybrid"};
 const std::vector<std::string> kRoles = {"loadgen", "node", "sink"};
 const std::vector<std::string> kGenKinds = {"sequence", "uniform", "zipf", "constant", "random"};
-const std::vector<std::string> kLaunchers = {"local", "netns", "ssh", "slurm"};
+const std::vector<std::string> kLaunchers = [] {
+  std::vector<std::string> v;
+  for (const Launcher& l : launchers()) v.push_back(l.name);
+  return v;
+}();
 const std::vector<std::string>& kOperatorKinds = operator_kind_list();  // with test binaries' kinds
 const std::vector<std::string> kSendQueues = {"sync", "async"};
 const std::vector<std::string> kRxPolls = {"block", "select"};
@@ -91,6 +67,14 @@ std::string one_of(const std::vector<std::string>& allowed) {
   std::string out;
   for (const auto& a : allowed)
     if (!a.empty()) out += (out.empty() ? "" : " | ") + a;
+  return out;
+}
+
+// The launcher key's doc: each launcher of the registry and what it does.
+std::string launcher_doc() {
+  std::string out = "how sluice-deploy run, up and plan start the processes:";
+  for (const Launcher& l : launchers()) out += fmt::format(" {}, {};", l.name, l.summary);
+  out.pop_back();
   return out;
 }
 
@@ -138,7 +122,7 @@ Key double_key(const char* name, double Deployment::*m, const char* doc) {
 
 Key enum_key(const char* name, const std::vector<std::string>* allowed,
              std::function<void(Deployment*, const std::string&)> set,
-             std::function<std::string(const Deployment&)> get, const char* doc) {
+             std::function<std::string(const Deployment&)> get, const std::string& doc) {
   return {name, one_of(*allowed), doc,
           [=](const Reader& r, const YAML::Node& n, Deployment* d) {
             std::string v;
@@ -421,8 +405,7 @@ const std::vector<Key>& keys() {
       // Where the processes run (`hosts:` is read specially).
       enum_key("launcher", &kLaunchers, [](Deployment* d, const std::string& v) { d->launcher = v; },
                [](const Deployment& d) { return d.launcher; },
-               "how sluice-deploy run starts the processes: on this machine, in network "
-               "namespaces (one per host), over ssh, or as job steps of a Slurm allocation"),
+               launcher_doc()),
       string_key("ssh_key", &Deployment::ssh_key, "ssh: the identity file (-i); unset: ssh's own choice"),
       string_key("ssh_options", &Deployment::ssh_options,
                  "ssh: more options for every ssh and scp, split at spaces; not -n or -f (the "
@@ -538,8 +521,8 @@ const std::vector<Key>& keys() {
 // for the documentation only; the parser's are the fields' initial values.
 const std::vector<SectionKey>& root_section_keys() {
   static const std::vector<SectionKey> k = {
-      {"preset", "tcp-opt", "the link choices every link starts from: original, tcp-opt, "
-                            "fabric-opt or ucx-opt; the keys given beat it"},
+      {"preset", "tcp-opt", "the link choices every link starts from: " + preset_names(", ") +
+                                "; the keys given beat it"},
       {"host", "127.0.0.1", "every process's host unless it names its own (with hosts:, a host's name)"},
       {"hosts", "none", "the machines processes run on (below); without it every host is an "
                         "address on this machine"},

@@ -16,7 +16,7 @@ file is the after tree's deploy/examples/pipeline.yaml (a chain, which both
 builds read). --extra runs other deployment files with the after build only
 and reports their tuples/s. Output: a Markdown table on stdout, and
 results.csv, results.md and one raw JSON per run under
-experiments/results/<timestamp>-before-after/. Standard library only; it
+runs/before-after-<timestamp>/ (ignored by git). Standard library only; it
 reuses experiments/sweep.py.
 """
 
@@ -71,7 +71,7 @@ def main():
     ap.add_argument("--duration", type=float, default=3)
     ap.add_argument("--extra", action="append", default=[], metavar="FILE.yaml",
                     help="another deployment file to run with the after build")
-    ap.add_argument("--out", help="results directory")
+    ap.add_argument("--out", help="where its files go (default: runs/before-after-<timestamp>)")
     args = ap.parse_args()
 
     builds = {"before": Path(args.before), "after": Path(args.after)}
@@ -81,7 +81,7 @@ def main():
     relay = sweep.find_binary(args.after, "experiments", "sluice-plainrelay")
     pipeline = sweep.REPO / "deploy/examples/pipeline.yaml"
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = Path(args.out) if args.out else sweep.REPO / f"experiments/results/{stamp}-before-after"
+    out = Path(args.out) if args.out else sweep.REPO / f"runs/before-after-{stamp}"
     out.mkdir(parents=True, exist_ok=True)
 
     results = {}  # (build, preset, tuple, event) -> [rows]

@@ -17,7 +17,7 @@ were sent before the kill and reach the sink only once replayed, so it is
 the time from the kill (or a little before) to the last of them arriving.
 
   python3 experiments/faults.py [--build build] [--duration 5] [--only esper]
-                                [--out experiments/results/faults.md]
+                                [--out runs/faults.md]
 """
 import argparse, glob, json, os, re, signal, subprocess, sys, tempfile, time
 
@@ -28,7 +28,7 @@ ap.add_argument("--build", default="build")
 ap.add_argument("--duration", type=float, default=5)
 ap.add_argument("--only", default="", help="run only the faults whose name contains this")
 ap.add_argument("--carriers", default="", help="comma-separated subset of: tcp-opt, fabric shm, ucx sm")
-ap.add_argument("--out", default="experiments/results/faults.md")
+ap.add_argument("--out", default="runs/faults.md")
 a = ap.parse_args()
 
 CARRIERS = {
@@ -130,6 +130,7 @@ head = ("carrier", "fault", "ok", "tuples", "lost", "duplicated", "replayed even
         "restarts", "reconnect ms (upstream)", "recovery ms (each restart)",
         "sink's max latency ms", "peak RSS MiB (max process)",
         "snapshots written / restored from", "results equal a run without the fault", "error")
+os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
 with open(a.out, "w") as f:
     f.write("# Faults x carriers (acks: on, restart: on-failure)\n\n")
     f.write(f"`python3 experiments/faults.py --duration {a.duration:g}`: the demo pipeline, 128 B tuples in "

@@ -487,7 +487,7 @@ def main():
     ap.add_argument("--set", action="append", default=[], help="more keys for the sluice runs, KEY=VALUE")
     ap.add_argument("--quick", action="store_true",
                     help="a smoke run of about a minute: 128 B tuples, 1 round of 1 s runs")
-    ap.add_argument("--out", help="default: experiments/results/DATE-issue17")
+    ap.add_argument("--out", help="default: runs/latency-<date>")
     ap.add_argument("--report-only", action="store_true",
                     help="no runs: redraw OUT/latency.md and latency.png from OUT/runs.csv and OUT/meta.json")
     args = ap.parse_args()
@@ -514,7 +514,7 @@ def main():
         sys.exit(f"latency.py: no sluice-deploy under {args.build} (ninja -C {args.build} sluice-deploy "
                  "sluice-loadgen sluice-node sluice-sink)")
     relay = find_binary(args.build, "experiments", "sluice-plainrelay")
-    out = Path(args.out or REPO / "experiments/results" / (datetime.date.today().isoformat() + "-issue17"))
+    out = Path(args.out or REPO / "runs" / ("latency-" + datetime.date.today().isoformat()))
     raw = out / "raw"
     raw.mkdir(parents=True, exist_ok=True)
 

@@ -8,14 +8,14 @@
 #
 # Prints one line per run, then the median tuples/s per set-up and its ratio
 # to `off`; writes results.csv and results.md under
-# experiments/results/<date>-metrics-cost/.
+# runs/metrics-cost-<date>/ (OUT=DIR: elsewhere).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repeats=${1:-5}
 duration=${2:-4}
 deploy=build/deploy/sluice-deploy
 file=deploy/examples/pipeline.yaml
-out=${OUT:-experiments/results/$(date +%Y-%m-%d-%H%M%S)-metrics-cost}  # OUT=DIR: elsewhere
+out=${OUT:-runs/metrics-cost-$(date +%Y-%m-%d-%H%M%S)}
 mkdir -p "$out"
 csv=$out/results.csv
 runs=$(mktemp -d "${TMPDIR:-/tmp}/sluice-metrics-cost.XXXXXX")

@@ -5,17 +5,17 @@
 # three set-ups interleaved so drift on a shared machine hits each alike.
 #
 #   experiments/netns_compare.sh [REPEATS] [DURATION_S]    (default 3 and 5)
-#   OUT=experiments/results/NAME experiments/netns_compare.sh ...   (a folder of your choosing)
+#   OUT=DIR experiments/netns_compare.sh ...   (a folder of your choosing)
 #
 # Needs root (netns). Prints one line per run, then the median and range per
-# set-up; writes experiments/results/<stamp>-netns/results.csv.
+# set-up; writes runs/netns-<stamp>/results.csv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repeats=${1:-3}
 duration=${2:-5}
 deploy=build/deploy/sluice-deploy
 file=deploy/examples/cluster.yaml
-out=${OUT:-experiments/results/$(date +%Y-%m-%d-%H%M%S)-netns}
+out=${OUT:-runs/netns-$(date +%Y-%m-%d-%H%M%S)}
 mkdir -p "$out"
 csv=$out/results.csv
 runs=$(mktemp -d "${TMPDIR:-/tmp}/sluice-netns-compare.XXXXXX")  # logs: not results

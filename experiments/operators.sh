@@ -11,13 +11,13 @@
 #   flock /tmp/cpu.lock experiments/operators.sh [ROUNDS] [TUPLES]   (default 3 and 4000000)
 #
 # Writes results.csv and results.md under
-# experiments/results/<date>-operators/ (OUT=DIR: elsewhere).
+# runs/operators-<date>/ (OUT=DIR: elsewhere).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
 tuples=${2:-4000000}
 deploy=build/deploy/sluice-deploy
-out=${OUT:-experiments/results/$(date +%Y-%m-%d-%H%M%S)-operators}
+out=${OUT:-runs/operators-$(date +%Y-%m-%d-%H%M%S)}
 mkdir -p "$out"
 csv=$out/results.csv
 runs=$(mktemp -d "${TMPDIR:-/tmp}/sluice-operators.XXXXXX")

@@ -51,7 +51,7 @@ def main():
                     help="fewer cells and 1 s runs: every figure in a few minutes (CI)")
     ap.add_argument("--build", default="build", help="the build folder (default: build)")
     ap.add_argument("--out", help="where runs.csv, raw/ and plots/ go (default: "
-                    "experiments/report, or experiments/results/<time>-quick with --quick)")
+                    "experiments/report, or runs/reproduce-quick-<time> with --quick)")
     ap.add_argument("--report", help="the report's path (default: experiments/REPORT.md, or "
                     "OUT/REPORT.md with --quick)")
     ap.add_argument("--duration", type=float, help="seconds per run (default 1, full: 2)")
@@ -76,7 +76,7 @@ def main():
         ap.error("--duration must be > 0 and --repeat >= 1")
     stamp = datetime.datetime.now().strftime("%Y-%m-%d-%H%M%S")
     out = Path(args.out) if args.out else (
-        HERE / "results" / f"{stamp}-quick" if args.quick else HERE / "report")
+        HERE.parent / "runs" / f"reproduce-quick-{stamp}" if args.quick else HERE / "report")
     report = Path(args.report) if args.report else (
         out / "REPORT.md" if args.quick else HERE / "REPORT.md")
     if args.calibration is None and not args.quick:

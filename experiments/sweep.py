@@ -527,7 +527,7 @@ def main():
                     help="TCP congestion control for every link and the baseline; "
                          "'default' leaves the system's (default reno)")
     ap.add_argument("--build", default="./build", help="build directory (default ./build)")
-    ap.add_argument("--out", help="results directory (default experiments/results/<timestamp>)")
+    ap.add_argument("--out", help="where its files go (default runs/sweep-<timestamp>)")
     ap.add_argument("--quick", action="store_true", help="tuple sizes 128 and 4096 only")
     ap.add_argument("--events", default=",".join(str(e) for e in EVENT_SIZES),
                     help="event sizes in bytes, comma-separated; 0: one tuple per event "
@@ -565,7 +565,7 @@ def main():
         log(f"warning: sluice-deploy not found under {build}; sluice runs will fail")
 
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = Path(args.out) if args.out else REPO / "experiments" / "results" / stamp
+    out = Path(args.out) if args.out else REPO / "runs" / f"sweep-{stamp}"
     out.mkdir(parents=True, exist_ok=True)
     logdir = out / "raw"
     logdir.mkdir(exist_ok=True)

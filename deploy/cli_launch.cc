@@ -12,10 +12,12 @@
 #include <ctime>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "deploy/cli.h"
 #include "deploy/launcher.h"
+#include "deploy/plan.h"
 #include "deploy/predict.h"
 #include "deploy/prometheus.h"
 #include "deploy/session.h"
@@ -54,10 +56,14 @@ class LaunchCommand : public Subcommand {
   }
 
   // A failure before anything started: said on stderr, and with --json as
-  // a report that carries the error.
+  // a report that carries the error (plan: an object with the error).
   int fail(const Status& st, const std::string& preset = "") {
     fmt::print(stderr, "sluice-deploy: {}\n", st.message());
-    if (json_) {
+    if (json_ && !reports_) {
+      fmt::print("{}\n", nlohmann::ordered_json{{"deployment", args_.file}, {"ok", false},
+                                                {"error", st.message()}}
+                              .dump());
+    } else if (json_) {
       RunReport r;
       r.deployment = args_.file;
       r.preset = preset;
@@ -171,14 +177,13 @@ class LaunchCommand : public Subcommand {
   // The options run and up both take.
   void declare_run_options(CLI::App* sub, bool up) {
     args_.declare(sub);
-    sub->add_flag("--json", json_,
-                  up ? "Print the status as one JSON object"
-                     : "Print the report as one JSON object on stdout instead of a table");
+    add_json_flag(sub, &json_, up ? "the status" : "the report");
     sub->add_option("--run-dir", run_dir_,
                     up ? "As for run"
                        : "Where resolved.yaml, NAME.log and NAME.json go (default: "
                          "./runs/<YYYYmmdd-HHMMSS>-<pid>);\nrefused while a run there is not down; "
-                         "used again, it starts afresh");
+                         "used again, it starts afresh")
+        ->type_name("DIR");
     sub->add_option("--bin-dir", bin_dir_,
                     up ? "As for run"
                        : "Directory holding sluice-loadgen, sluice-node and sluice-sink (default: the\n"
@@ -193,6 +198,7 @@ class LaunchCommand : public Subcommand {
   FileArgs args_;
   std::string run_dir_, bin_dir_, launcher_;
   bool json_ = false;
+  bool reports_ = true;  // run and up print a run's report; plan does not
   double timeout_s_ = 0;
   std::string slurm_args_;
   CLI::Option* slurm_args_opt_ = nullptr;
@@ -215,6 +221,15 @@ std::string launcher_help() {
 
 class Plan : public LaunchCommand {
  public:
+  Plan() { reports_ = false; }
+
+  ExitCodes exit_codes() const override {
+    return {"printed, and run could start here", "",
+            "as validate; also the programs not found, or a launcher that cannot run here "
+            "(said after the plan)"};
+  }
+
+ protected:
   CLI::App* declare(CLI::App& app) override {
     CLI::App* sub = app.add_subcommand(
         "plan",
@@ -222,7 +237,8 @@ class Plan : public LaunchCommand {
         "then in start order each process's host, command line, ports, log and summary");
     args_.declare(sub);
     declare_launcher(sub, launcher_help());
-    sub->add_option("--run-dir", run_dir_, "As for run");
+    sub->add_option("--run-dir", run_dir_, "As for run")->type_name("DIR");
+    add_json_flag(sub, &json_, "the plan (with --predict, the prediction)");
     sub->add_flag("--predict", predict_,
                   "Instead of the plan, print the cost model's prediction: tuples/s, and CPE_p per\n"
                   "process (experiments/costmodel.py; coefficients from --calibration)");
@@ -233,6 +249,7 @@ class Plan : public LaunchCommand {
     return sub;
   }
 
+ public:
   int run() override {
     Deployment d;
     std::unique_ptr<Executor> executor;
@@ -243,23 +260,20 @@ class Plan : public LaunchCommand {
       Prediction pred;
       st = load_calibration(calibration_, &cal);
       if (st) st = predict(d, cal, &pred);
-      if (!st) {
-        fmt::print(stderr, "sluice-deploy: {}\n", st.message());
-        return kBadInput;
-      }
-      fmt::print("{}", prediction_text(d, cal, pred));
+      if (!st) return fail(st);
+      fmt::print("{}", json_ ? prediction_json(d, cal, pred) + "\n" : prediction_text(d, cal, pred));
       return kOk;
     }
     Programs programs;
     if (st) st = find_programs(bin_dir_, &programs);
-    if (!st) {
-      fmt::print(stderr, "sluice-deploy: {}\n", st.message());
-      return kBadInput;
-    }
-    fmt::print("{}", plan_text(d, programs, *executor, run_dir_));
-    std::fflush(stdout);
+    if (!st) return fail(st);
+    sluice::Plan plan = make_plan(d, programs, *executor, run_dir_);
     // A launcher that cannot run here is said after the plan, as run would.
-    if (Status cs = executor->check(); !cs) {
+    const Status cs = executor->check();
+    if (!cs) plan.cannot_run = cs.message();
+    fmt::print("{}", json_ ? plan_json(plan) + "\n" : plan_text(plan));
+    std::fflush(stdout);
+    if (!cs) {
       fmt::print(stderr, "sluice-deploy: run would stop before it starts: {}\n", cs.message());
       return kBadInput;
     }
@@ -273,6 +287,17 @@ class Plan : public LaunchCommand {
 
 class Run : public LaunchCommand {
  public:
+  ExitCodes exit_codes() const override {
+    return {"every process succeeded and the sinks counted no lost, duplicated or corrupt tuple",
+            "a process failed, did not start or was killed; the run timed out or was stopped "
+            "(SIGTERM, a second Ctrl-C); the sinks counted lost, duplicated or corrupt tuples; "
+            "the launcher could not make or remove its hosts",
+            "as plan (netns without root's capabilities, a host address the local launcher "
+            "lacks, slurm outside an allocation or with fewer nodes than hosts), or a run "
+            "directory that a run not yet down still owns"};
+  }
+
+ protected:
   CLI::App* declare(CLI::App& app) override {
     CLI::App* sub = app.add_subcommand(
         "run",
@@ -296,6 +321,7 @@ class Run : public LaunchCommand {
     return sub;
   }
 
+ public:
   int run() override {
     Deployment d;
     std::unique_ptr<Executor> executor;
@@ -329,12 +355,19 @@ class Run : public LaunchCommand {
 // up / status / down: a deployment that outlives this program (session.h).
 class Up : public LaunchCommand {
  public:
+  ExitCodes exit_codes() const override {
+    return {"every process started; the run goes on",
+            "it did not come up (stopped and removed again; its report printed)",
+            "as run, or the run directory cannot be made"};
+  }
+
+ protected:
   CLI::App* declare(CLI::App& app) override {
     CLI::App* sub = app.add_subcommand(
         "up",
         "As run, but return once every process has started, leaving them running under a\n"
         "supervisor (RUN/supervisor.log) that records them in RUN/state.json and keeps\n"
-        "the hosts until `down RUN`");
+        "the hosts until `down --run-dir RUN`");
     declare_run_options(sub, true);
     slurm_args_opt_ = sub->add_option("--slurm-args", slurm_args_,
                                       "As for run; the allocation is cancelled by `down`");
@@ -342,6 +375,7 @@ class Up : public LaunchCommand {
     return sub;
   }
 
+ public:
   int run() override {
     Deployment d;
     std::unique_ptr<Executor> executor;

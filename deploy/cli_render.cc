@@ -19,6 +19,28 @@ namespace {
 
 class Render : public Subcommand {
  public:
+  ExitCodes exit_codes() const override {
+    return {"written", "",
+            "as validate; --k8s and --slurm both or neither; a bad --image, --memory, "
+            "--rdma-resource or --name; --slurm on a file without hosts: or without the programs; "
+            "-o DIR cannot be written"};
+  }
+
+  int run() override {
+    Deployment d;
+    if (Status st = load_deployment(args_.file, args_.sets, &d); !st) {
+      fmt::print(stderr, "sluice-deploy: {}\n", st.message());
+      return kBadInput;
+    }
+    for (const std::string& w : d.warnings) fmt::print(stderr, "sluice-deploy: warning: {}\n", w);
+    if (k8s_flag_ == slurm_flag_) {
+      fmt::print(stderr, "sluice-deploy: render: say what to render: --k8s or --slurm\n");
+      return kBadInput;
+    }
+    return k8s_flag_ ? k8s(d) : slurm(d);
+  }
+
+ protected:
   CLI::App* declare(CLI::App& app) override {
     CLI::App* sub = app.add_subcommand(
         "render",
@@ -61,20 +83,6 @@ class Render : public Subcommand {
                     "--k8s: an extended resource (e.g. rdma/hca) each pod with a fabric or ucx\n"
                     "link asks for, one unit, with IPC_LOCK to register memory");
     return sub;
-  }
-
-  int run() override {
-    Deployment d;
-    if (Status st = load_deployment(args_.file, args_.sets, &d); !st) {
-      fmt::print(stderr, "sluice-deploy: {}\n", st.message());
-      return kBadInput;
-    }
-    for (const std::string& w : d.warnings) fmt::print(stderr, "sluice-deploy: warning: {}\n", w);
-    if (k8s_flag_ == slurm_flag_) {
-      fmt::print(stderr, "sluice-deploy: render: say what to render: --k8s or --slurm\n");
-      return kBadInput;
-    }
-    return k8s_flag_ ? k8s(d) : slurm(d);
   }
 
  private:

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "deploy/cli.h"
 #include "deploy/session.h"
@@ -10,39 +11,81 @@
 namespace sluice::cli {
 namespace {
 
-int print(const SessionResult& res) {
+// With --json a failure that printed nothing (no state.json there) is an
+// object too, carrying the error.
+int print(const SessionResult& res, bool json) {
+  if (json && res.out.empty() && !res.err.empty()) {
+    std::string e = res.err;
+    if (e.rfind("sluice-deploy: ", 0) == 0) e.erase(0, 15);
+    while (!e.empty() && e.back() == '\n') e.pop_back();
+    fmt::print("{}\n", nlohmann::ordered_json{{"ok", false}, {"error", e}}.dump());
+  }
   fmt::print("{}", res.out);
   std::fflush(stdout);
   fmt::print(stderr, "{}", res.err);
   return res.exit_code;
 }
 
+// No run directory, or two: a bad option.
+int no_run_dir(const Status& st, bool json) {
+  fmt::print(stderr, "sluice-deploy: {}\n", st.message());
+  if (json) fmt::print("{}\n", nlohmann::ordered_json{{"ok", false}, {"error", st.message()}}.dump());
+  return kBadInput;
+}
+
 class StatusCommand : public Subcommand {
  public:
+  ExitCodes exit_codes() const override {
+    return {"no process has failed (each is running or exited 0), and the supervisor is alive or "
+            "the run is down and succeeded",
+            "a process failed or was killed (not one whose restart is due), the run is down and "
+            "failed, or its supervisor is gone before down",
+            "a bad option; no state.json in the run directory"};
+  }
+
+  int run() override {
+    std::string dir;
+    if (Status st = run_dir_.get(&dir); !st) return no_run_dir(st, json_);
+    return print(deployment_status(dir, json_), json_);
+  }
+
+ protected:
   CLI::App* declare(CLI::App& app) override {
     CLI::App* sub = app.add_subcommand(
         "status", "Each process of a run that `up` (or `run`) started: running, exited with its\n"
                   "code, or killed by a signal, and its host");
-    sub->add_option("RUN_DIR", state_dir_, "The run directory, or its state.json")->required();
-    sub->add_flag("--json", json_, "Print it as one JSON object");
+    run_dir_.declare(sub, "The run directory, or its state.json");
+    add_json_flag(sub, &json_, "it");
     return sub;
   }
 
-  int run() override { return print(deployment_status(state_dir_, json_)); }
-
  private:
-  std::string state_dir_;
+  RunDirArg run_dir_;
   bool json_ = false;
 };
 
 class Down : public Subcommand {
  public:
+  ExitCodes exit_codes() const override {
+    return {"the run succeeded, as run's 0",
+            "the run failed, as run's 1, or its supervisor was gone (down then stopped what was "
+            "left itself)",
+            "a bad option; no state.json in the run directory"};
+  }
+
+  int run() override {
+    std::string dir;
+    if (Status st = run_dir_.get(&dir); !st) return no_run_dir(st, json_);
+    return print(down_deployment(dir, now_, json_, wait_s_), json_);
+  }
+
+ protected:
   CLI::App* declare(CLI::App& app) override {
     CLI::App* sub = app.add_subcommand(
         "down", "Stop what `up` started (the stream ends and drains, as a Ctrl-C of run),\n"
                 "remove its hosts, gather the summaries and print the report, as run does");
-    sub->add_option("RUN_DIR", state_dir_, "The run directory, or its state.json")->required();
-    sub->add_flag("--json", json_, "Print the report as one JSON object");
+    run_dir_.declare(sub, "The run directory, or its state.json");
+    add_json_flag(sub, &json_, "the report");
     sub->add_flag("--now", now_, "Stop the processes at once (SIGTERM) rather than drain the stream");
     sub->add_option("--wait", wait_s_,
                     "Seconds to wait for the supervisor before it is killed and down stops\n"
@@ -52,10 +95,8 @@ class Down : public Subcommand {
     return sub;
   }
 
-  int run() override { return print(down_deployment(state_dir_, now_, json_, wait_s_)); }
-
  private:
-  std::string state_dir_;
+  RunDirArg run_dir_;
   bool json_ = false;
   bool now_ = false;
   double wait_s_ = 60;

@@ -23,6 +23,23 @@ void FileArgs::declare(CLI::App* sub) {
       ->type_name("KEY=VALUE");
 }
 
+void add_json_flag(CLI::App* sub, bool* json, const std::string& what) {
+  sub->add_flag("--json", *json, fmt::format("Print {} as one JSON object on stdout", what));
+}
+
+void RunDirArg::declare(CLI::App* sub, const std::string& help) {
+  sub->add_option("--run-dir", option, help)->type_name("DIR");
+  sub->add_option("RUN_DIR", positional, "The same as --run-dir (the older way to give it)");
+}
+
+Status RunDirArg::get(std::string* dir) const {
+  if (!option.empty() && !positional.empty() && option != positional)
+    return Status::Error(fmt::format("two run directories given: --run-dir {} and {}", option, positional));
+  *dir = option.empty() ? positional : option;
+  if (dir->empty()) return Status::Error("say which run: --run-dir DIR (or its state.json)");
+  return {};
+}
+
 CLI::Validator seconds_validator() {
   return CLI::Validator(
       [](const std::string& text) -> std::string {
@@ -39,29 +56,13 @@ CLI::Validator seconds_validator() {
 
 int main(int argc, char** argv) {
   using namespace sluice::cli;
-  CLI::App app{
-      "sluice-deploy: run a sluice pipeline described by a deployment file (YAML).\n"
-      "Exit status:\n"
-      "  0  validate: the file is valid; plan: printed, and run could start here; run,\n"
-      "     down: every process succeeded and the sink counted no lost, duplicated or\n"
-      "     corrupt tuple; up: every process started; status: no process has failed;\n"
-      "     --help\n"
-      "  1  run, down: the run failed (a process failed, did not start or was killed,\n"
-      "     the run timed out or was stopped by a signal, or the sink counted lost,\n"
-      "     duplicated or corrupt tuples; down: also its supervisor was gone); up: it\n"
-      "     did not come up (stopped and removed again); status: a process failed or\n"
-      "     was killed, or the supervisor is gone before down\n"
-      "  2  a bad option or value, a deployment file that cannot be read or is invalid,\n"
-      "     sluice-loadgen, -node or -sink not found, a launcher that cannot run here\n"
-      "     (netns without root's capabilities, a host address the local launcher\n"
-      "     lacks, slurm outside an allocation or with fewer nodes than hosts), or\n"
-      "     (status, down) no state.json in the run directory given"};
+  CLI::App app{"sluice-deploy: run a sluice pipeline described by a deployment file (YAML)."};
   app.require_subcommand(1);
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return fmt::format("sluice-deploy: {}\nRun with --help for more information.\n", e.what());
   });
 
-  std::vector<std::unique_ptr<Subcommand>> verbs;
+  Verbs verbs;
   verbs.push_back(validate_command());
   verbs.push_back(plan_command());
   verbs.push_back(run_command());
@@ -69,9 +70,9 @@ int main(int argc, char** argv) {
   verbs.push_back(status_command());
   verbs.push_back(down_command());
   verbs.push_back(render_command());
-  verbs.push_back(keys_command());
-  std::vector<CLI::App*> subs;
-  for (auto& v : verbs) subs.push_back(v->declare(app));
+  verbs.push_back(keys_command(app, verbs));
+  for (auto& v : verbs) v->add_to(app);
+  app.footer(exit_status_help(verbs));
 
   try {
     app.parse(argc, argv);
@@ -80,7 +81,7 @@ int main(int argc, char** argv) {
     // says (not CLI11's own codes, 105 and up).
     return app.exit(e) == 0 ? kOk : kBadInput;
   }
-  for (size_t i = 0; i < verbs.size(); ++i)
-    if (subs[i]->parsed()) return verbs[i]->run();
+  for (auto& v : verbs)
+    if (v->app()->parsed()) return v->run();
   return kBadInput;  // require_subcommand(1) makes this unreachable
 }

@@ -736,51 +736,6 @@ std::vector<std::string> process_args(const std::string& resolved, const std::st
   return {"--deployment", resolved, "--process", name, "--summary", summary};
 }
 
-std::string plan_text(const Deployment& d, const Programs& programs, const Executor& ex,
-                      const std::string& run_dir) {
-  std::error_code ec;
-  const bool named = !run_dir.empty();
-  const fs::path run = fs::absolute(named ? run_dir : default_run_dir(), ec);
-  std::string out = fmt::format("# sluice-deploy plan: {} ({} processes, preset {}, launcher {})\n",
-                                d.file, d.processes.size(), d.preset, ex.name());
-  out += "# Nothing below has been done. `run` with the same file, options and --set does it";
-  out += named ? ".\n" : fmt::format(";\n# its run directory is new each time ({} is this one's name).\n",
-                                      run.string());
-  if (std::string(ex.name()) == "netns")
-    out += "# Namespace names carry the pid of the sluice-deploy that makes them (here this plan's).\n";
-  const auto steps = ex.up_steps();
-  out += fmt::format("\nhosts ({}):\n", steps.empty() ? "nothing to make" : "made in this order");
-  for (const auto& s : steps)
-    out += fmt::format("  {}{}\n", shell_quote(s.argv), s.why.empty() ? "" : "    # " + s.why);
-  out += fmt::format("\nrun directory: {}\n  resolved.yaml  the deployment as resolved, read by every process\n",
-                     run.string());
-  out += "\nprocesses, in start order (sinks first, load generators last):\n";
-  const std::string resolved = (run / "resolved.yaml").string();
-  for (size_t k : d.start_order()) {
-    const ProcessConfig& p = d.processes[k];
-    const std::string summary = (run / (p.name + ".json")).string();
-    out += fmt::format("  {} ({}) on {}\n", p.name, role_name(p.role),
-                       ex.where(k).empty() ? p.host : ex.where(k));
-    out += fmt::format("    command: {}\n",
-                       shell_quote(ex.command(k, programs.of(p.role), process_args(resolved, p.name, summary))));
-    std::vector<std::string> listens;
-    for (size_t l = 0; l < d.links.size(); ++l) {
-      if (d.links[l].to != k) continue;
-      for (uint32_t i = 0; i < d.instances; ++i)
-        listens.push_back(fmt::format("{}:{} (from {}{})", p.bind_address(), d.link_port(l, i),
-                                      d.processes[d.links[l].from].name,
-                                      d.instances > 1 ? fmt::format(", instance {}", i) : ""));
-    }
-    if (!listens.empty()) out += fmt::format("    listens: {}\n", fmt::join(listens, ", "));
-    if (d.metrics)
-      out += fmt::format("    metrics: http://{}:{}/metrics\n",
-                         metrics_bind_address(d, p),
-                         d.metrics_port ? std::to_string(d.metrics_port + k) : "<any free port>");
-    out += fmt::format("    log: {}\n    summary: {}\n", (run / (p.name + ".log")).string(), summary);
-  }
-  return out;
-}
-
 RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
   RunReport r;
   r.deployment = d.file;

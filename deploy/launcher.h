@@ -175,13 +175,6 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& opts);
 std::vector<std::string> process_args(const std::string& resolved, const std::string& name,
                                       const std::string& summary);
 
-// `sluice-deploy plan`: what run would do, and nothing of it: the commands
-// the executor runs to make the hosts, then in start order each process's
-// host, the exact command line (from the executor, as run gets it), the
-// addresses and ports it listens on, its log and its summary.
-std::string plan_text(const Deployment& d, const Programs& programs, const Executor& ex,
-                      const std::string& run_dir);
-
 // The pipeline's figures (tuples, lost, CPE, ...) from the sinks' and every
 // process's summaries, and each restart's recovery_s (deploy/report.cc).
 void fill_report(RunReport* r);

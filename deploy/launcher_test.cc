@@ -835,7 +835,7 @@ TEST_F(DeployProgram, BadOptionsExitTwoWithAShortMessage) {
       {"run " + file + " --timeout soon" + bins, "--timeout: must be a positive number of seconds, got soon"},
       {"run " + file + " --timeout inf" + bins, "got inf"},
       {"run " + file + " --no-such-option" + bins, "--no-such-option"},
-      {"check " + file + " --json", "--json"},  // a flag of `run` only
+      {"check " + file + " --timeout 3", "--timeout"},  // an option of run, not of check
       {"run", "FILE.yaml is required"},
       {"", "A subcommand is required"},
       {"frobnicate " + file, "A subcommand is required"},
@@ -853,8 +853,9 @@ TEST_F(DeployProgram, BadOptionsExitTwoWithAShortMessage) {
   // --help: exit 0, the exit codes told.
   std::string out;
   EXPECT_EQ(sh(deploy + " --help", &out), 0);
-  EXPECT_HAS(out, "Exit status:");
-  EXPECT_HAS(out, "  2  a bad option or value");
+  EXPECT_HAS(out, "Exit status");
+  EXPECT_HAS(out, "  2  validate: a bad option");
+  EXPECT_HAS(out, "     render: as validate;");
   EXPECT_EQ(sh(deploy + " run --help", &out), 0);
   EXPECT_HAS(out, "--timeout");
   // A good timeout still runs.
@@ -902,9 +903,66 @@ TEST_F(DeployProgram, PlanPrintsWhatRunDoesAndDoesNothing) {
   EXPECT_HAS(out, "command: ");
   EXPECT_HAS(out, "run would stop before it starts");
   EXPECT_HAS(out, "the local launcher runs every process on this machine, which has no address 10.77.0.1");
-  // validate is check's name in the issue; both work.
+  // validate, and its alias check.
   EXPECT_EQ(sh(deploy + " validate " + file + " >/dev/null 2>&1", &out), 0);
   EXPECT_EQ(sh(deploy + " check " + file + " >/dev/null 2>&1", &out), 0);
+}
+
+// Every verb that prints results takes --json and says a failure there too;
+// every verb that reads a run directory takes --run-dir (status and down
+// also as the positional argument they first took).
+TEST_F(DeployProgram, JsonAndRunDirTheSameWayOnEveryVerb) {
+  const std::string deploy = SLUICE_DEPLOY;
+  const std::string file = SLUICE_SOURCE_DIR "/deploy/examples/pipeline.yaml";
+  const std::string run = dir_ + "/run";
+  const std::string args = " --bin-dir " + dir_ + "/bin --run-dir " + run + " --set base_port=27900";
+  std::string out;
+
+  ASSERT_EQ(sh(deploy + " validate " + file + " --json --set duration_s=3 2>/dev/null", &out), 0) << out;
+  YAML::Node j = YAML::Load(out);
+  EXPECT_TRUE(j["ok"].as<bool>());
+  EXPECT_EQ(j["resolved"]["duration_s"].as<int>(), 3);
+  EXPECT_EQ(j["resolved"]["processes"][1]["name"].as<std::string>(), "node-a");
+  EXPECT_HAS(j["graph"][0].as<std::string>(), "4 processes, 3 links");
+  ASSERT_EQ(sh(deploy + " validate " + file + " --json --set tuple_bytes=abc 2>/dev/null", &out), 2);
+  j = YAML::Load(out);
+  EXPECT_FALSE(j["ok"].as<bool>());
+  EXPECT_HAS(j["error"].as<std::string>(), "--set tuple_bytes=abc: expected an unsigned integer");
+
+  // plan --json: the processes in start order with the commands run uses.
+  ASSERT_EQ(sh(deploy + " plan " + file + args + " --json 2>/dev/null", &out), 0) << out;
+  j = YAML::Load(out);
+  EXPECT_TRUE(j["runs_here"].as<bool>());
+  ASSERT_EQ(j["processes"].size(), 4u);
+  EXPECT_EQ(j["processes"][0]["name"].as<std::string>(), "sink");
+  EXPECT_EQ(j["processes"][3]["name"].as<std::string>(), "loadgen");
+  EXPECT_EQ(j["processes"][2]["command"][0].as<std::string>(), dir_ + "/bin/sluice-node");
+  EXPECT_EQ(j["processes"][2]["log"].as<std::string>(), run + "/node-a.log");
+  EXPECT_EQ(sh(deploy + " plan " SLUICE_SOURCE_DIR "/deploy/examples/cluster.yaml --launcher local --json" +
+                   args + " 2>/dev/null",
+               &out),
+            2);
+  j = YAML::Load(out);
+  EXPECT_FALSE(j["runs_here"].as<bool>());
+  EXPECT_HAS(j["error"].as<std::string>(), "no address 10.77.0.1");
+  ASSERT_EQ(sh(deploy + " plan " + file + " --predict --json 2>/dev/null", &out), 0) << out;
+  j = YAML::Load(out);
+  EXPECT_GT(j["tuples_per_s"].as<double>(), 0);
+  EXPECT_EQ(j["processes"].size(), 4u);
+
+  // A run, then status by --run-dir and by the positional argument alike.
+  ASSERT_EQ(sh(deploy + " run " + file + args + " --set duration_s=1 2>/dev/null", &out), 0) << out;
+  std::string by_option, by_position;
+  EXPECT_EQ(sh(deploy + " status --run-dir " + run + " --json 2>/dev/null", &by_option), 0);
+  EXPECT_EQ(sh(deploy + " status " + run + " --json 2>/dev/null", &by_position), 0);
+  EXPECT_EQ(by_option, by_position);
+  EXPECT_EQ(YAML::Load(by_option)["phase"].as<std::string>(), "down") << by_option;
+  EXPECT_EQ(sh(deploy + " status --run-dir " + run + " " + dir_ + " 2>&1", &out), 2);
+  EXPECT_HAS(out, "two run directories given");
+  EXPECT_EQ(sh(deploy + " down 2>&1", &out), 2);
+  EXPECT_HAS(out, "say which run: --run-dir DIR");
+  EXPECT_EQ(sh(deploy + " status --run-dir " + dir_ + "/nothing --json 2>/dev/null", &out), 2);
+  EXPECT_FALSE(YAML::Load(out)["ok"].as<bool>()) << out;
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 #include "deploy/predict.h"
 
 #include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -199,6 +201,29 @@ std::string prediction_text(const Deployment& d, const Calibration& cal, const P
                    "per event over all processes\n",
                    p.tuples_per_s, p.events_per_s, p.cycles_per_unit);
   return s;
+}
+
+std::string prediction_json(const Deployment& d, const Calibration& cal, const Prediction& p) {
+  using Json = nlohmann::ordered_json;
+  Json j;
+  j["deployment"] = d.file;
+  j["calibration"] = cal.path;
+  j["calibration_runs"] = cal.runs;
+  j["host_cores"] = cal.host_cores;
+  j["clock_ghz"] = cal.clock_ghz;
+  j["carrier"] = p.carrier;
+  j["alpha"] = p.alpha;
+  j["tuple_bytes"] = d.tuple_bytes;
+  j["tuples_per_event"] = p.tuples_per_event;
+  j["instances"] = d.instances;
+  j["tuples_per_s"] = p.tuples_per_s;
+  j["events_per_s"] = p.events_per_s;
+  j["cycles_per_event"] = p.cycles_per_unit;
+  j["processes"] = Json::array();
+  for (const ProcessPrediction& pp : p.processes)
+    j["processes"].push_back(
+        {{"name", pp.name}, {"role", pp.role}, {"cycles_per_event", pp.cycles_per_unit}, {"cpe_p", pp.cpe_p}});
+  return j.dump();
 }
 
 }  // namespace sluice

@@ -67,5 +67,7 @@ struct Prediction {
 Status predict(const Deployment& d, const Calibration& cal, Prediction* out);
 
 std::string prediction_text(const Deployment& d, const Calibration& cal, const Prediction& p);
+// The same as one JSON object (plan --predict --json).
+std::string prediction_json(const Deployment& d, const Calibration& cal, const Prediction& p);
 
 }  // namespace sluice

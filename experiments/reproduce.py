@@ -1,37 +1,45 @@
 #!/usr/bin/env python3
-"""Regenerates the Borealis study's figures (seed 002) from sluice runs.
+"""Regenerates experiments/REPORT.md, sluice's one results page, from sluice runs.
 
-  python3 experiments/reproduce.py --quick      # a few minutes: every figure, fewer cells; CI
-  python3 experiments/reproduce.py              # the full set (at most ~45 min on 2 cores)
+  python3 experiments/reproduce.py              # the full set: REPORT.md (at most ~45 min on 2 cores)
+  python3 experiments/reproduce.py --quick      # a few minutes: every section, fewer cells; CI
   python3 experiments/reproduce.py --report-only --out DIR   # redraw from DIR/runs.csv
   python3 experiments/reproduce.py --check-only --out DIR    # only re-check DIR's report
 
-1. Plans the runs each figure needs (presets x tuple sizes x event sizes x
-   instances, spin against block waits, one node per operator, a pass-through
-   chain, the cost model's calibration and test set-ups).
-2. Runs each as `sluice-deploy run FILE --json --set ...`, one at a time, each
-   under flock(/tmp/cpu.lock) so no other pipeline or benchmark on this machine
+1. Plans the runs each section needs: the demo pipeline as the README runs
+   it, plain-socket relays at the start and the end, and the figures of the
+   Borealis study (Akram, Marazakis, Bilas, DEBS 2012): presets x tuple sizes
+   x event sizes x instances, spin against block waits, one node per
+   operator, a pass-through chain, the cost model's calibration and test
+   set-ups (after Pohl, Goetze and Sattler's cost model), and bursts (after
+   Rachou's measurements of Siddhi).
+2. Runs each as `sluice-deploy run FILE --json --set ...` (the baseline as
+   four sluice-plainrelay processes), one at a time, each under
+   flock(/tmp/cpu.lock) so no other pipeline or benchmark on this machine
    runs beside it, and prints one progress line per run.
-3. Keeps every run as a row of OUT/runs.csv: the commit, the machine's cores
-   and clock, the foreign load seen during the run (cores busy with work that
-   was not this run's), what it measured, and every process's counters (for
-   the cost model).
+3. Keeps every run as a row of OUT/runs.csv: the commit, the machine (host,
+   cores, CPU, kernel, clock), the foreign load seen during the run (cores
+   busy with work that was not this run's), what it measured, and every
+   process's counters (for the cost model).
 4. Draws one plot per figure (matplotlib, Agg) into OUT/plots and writes the
-   report (experiments/REPORT.md; with --quick, OUT/REPORT.md): per figure the
-   plot and a table of what the study saw, what sluice shows here, the ratio.
-   Every sluice number in a table names its source: `COL=VALUE <- median rA rB`,
-   the CSV column and the run ids it is the median of.
-5. Checks the report against the CSV (check_report): every figure has a plot
-   and a table, no series is empty, every source's value is the median of its
-   runs. Exits 1 if a run failed or a check did not hold.
+   report (experiments/REPORT.md; with --quick, OUT/REPORT.md): per section
+   its plot and tables; for the study, what it saw, what sluice shows here,
+   the ratio. Every sluice number in a table names its source: `COL=VALUE <-
+   median rA rB`, the CSV column and the run ids it is the median of.
+5. Checks the report against the CSV (repro/checks.py): every plot named
+   exists, every section has a table, no series is empty, every source's
+   value is the median of its runs. Exits 1 if a run failed or a check did
+   not hold.
 
-The study's equations are in model.py; the numbers it reports are in STUDY
-below, each with where the study says it.
+The parts are in repro/ (repro/__init__.py lists them); the study's
+equations are in model.py, the numbers it reports in repro/tables.py
+(STUDY), each with where the study says it.
 """
 
 import argparse
 import csv
 import datetime
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -59,8 +67,8 @@ def main():
     ap.add_argument("--calibration", help="where the cost model's coefficients go (default: "
                     "experiments/calibration.json, or OUT/calibration.json with --quick)")
     ap.add_argument("--only", type=lambda v: set(v.split(",")),
-                    help="run only these groups (comma-separated: throughput, spin, operators, "
-                    "passthrough, bursts)")
+                    help="run only these groups (comma-separated: baseline, demo, throughput, spin, "
+                    "operators, passthrough, bursts, model)")
     ap.add_argument("--append", action="store_true",
                     help="keep OUT/runs.csv's rows and add the new runs after them")
     ap.add_argument("--report-only", action="store_true",
@@ -88,6 +96,13 @@ def main():
         try:
             plt_module()
         except ImportError as e:
+            # Debian's python3 has matplotlib (scripts/setup.sh installs it);
+            # a python3 earlier on PATH may not: run under Debian's instead.
+            debian = "/usr/bin/python3"
+            if (os.access(debian, os.X_OK) and not os.environ.get("SLUICE_REPRODUCE_REEXEC")
+                    and os.path.realpath(sys.executable) != os.path.realpath(debian)):
+                os.environ["SLUICE_REPRODUCE_REEXEC"] = "1"
+                os.execv(debian, [debian, os.path.abspath(__file__)] + sys.argv[1:])
             sys.exit(f"reproduce.py: matplotlib is missing ({e}): install Debian's "
                      "python3-matplotlib (scripts/setup.sh does) and run with /usr/bin/python3")
 

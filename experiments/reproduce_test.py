@@ -94,5 +94,53 @@ class Classify(unittest.TestCase):
         self.assertEqual(reproduce.classify("kwh_2020_orig_small", None), "no data")
 
 
+class PresetsAgainstPlainSockets(unittest.TestCase):
+    """The presets against plain sockets: its ratios come from the runs,
+    and the check holds the section to the CSV like any figure."""
+
+    def test_the_fraction_is_over_the_relays_median_and_traces(self):
+        from types import SimpleNamespace
+        from repro.sections import sec_sockets
+        from repro.tables import Report
+        out = Path(tempfile.mkdtemp())
+        fields = ["rid", "ok", "group", "setup", "preset", "tuple_bytes", "event_bytes", "instances",
+                  "tuples_per_s", "gbps", "node_cpe_p"]
+        rows = [
+            # the relays at the start and the end: median 10 Gb/s
+            dict(rid="r1", group="baseline", setup="start", gbps="8"),
+            dict(rid="r6", group="baseline", setup="end", gbps="12"),
+            dict(rid="r2", group="throughput", preset="original", tuple_bytes="128",
+                 event_bytes="32768", tuples_per_s="1000", gbps="2", node_cpe_p="500"),
+            dict(rid="r3", group="throughput", preset="tcp-opt", tuple_bytes="128",
+                 event_bytes="32768", tuples_per_s="4000", gbps="7.5", node_cpe_p="100"),
+            dict(rid="r4", group="throughput", preset="original", tuple_bytes="128",
+                 event_bytes="0", tuples_per_s="100", gbps="0.1", node_cpe_p="50"),
+            dict(rid="r5", group="throughput", preset="tcp-opt", tuple_bytes="128",
+                 event_bytes="0", tuples_per_s="300", gbps="0.3", node_cpe_p="10"),
+        ]
+        for r in rows:
+            r.setdefault("ok", "true")
+            r.setdefault("instances", "1")
+            r.setdefault("setup", "chain")
+        with open(out / "runs.csv", "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=fields, restval="")
+            w.writeheader()
+            w.writerows(rows)
+        rep = Report(list(csv.DictReader(open(out / "runs.csv"))), out, out / "REPORT.md",
+                     SimpleNamespace(quick=True))
+        sec_sockets(rep)
+        self.assertEqual(rep.problems, [])
+        (out / "REPORT.md").write_text("# r\n\n" + rep.sections[0] + "\n")
+        text = (out / "REPORT.md").read_text()
+        row32 = next(l for l in text.splitlines() if l.startswith("| 128 B | 32 KiB"))
+        cells = [c.strip() for c in row32.strip("|").split("|")]
+        self.assertEqual(cells[4], "4.00")    # tcp-opt / original
+        self.assertEqual(cells[6], "0.75")    # 7.5 Gb/s over the relays' median, 10
+        self.assertIn("gbps=10 <- median r1 r6", cells[-1])
+        row1 = next(l for l in text.splitlines() if l.startswith("| 128 B | 1 tuple"))
+        self.assertEqual([c.strip() for c in row1.strip("|").split("|")][6], "—")
+        self.assertEqual(reproduce.check_report(out / "REPORT.md", out / "runs.csv"), [])
+
+
 if __name__ == "__main__":
     unittest.main()

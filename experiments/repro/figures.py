@@ -378,8 +378,8 @@ def fig_infra(rep):
         "preset and tuple size; and 4-core servers for one million events/s through one "
         "node running each operator (12 B tuples, 32 KiB events, tcp-opt; `filter` keeps "
         "about half, `aggregate` is a count per key over windows of 1000 tuples, "
-        "`groupby-having` a sum per key over windows of 100 000 with a HAVING, seed 001's "
-        "query shape). The study's aggregate is a 4-tuple pattern with a timing check; "
+        "`groupby-having` a sum per key over windows of 100 000 with a HAVING, the shape of "
+        "deploy/examples/esper.yaml's query). The study's aggregate is a 4-tuple pattern with a timing check; "
         "sluice's grouped aggregate is the nearest operator it has.",
         [table(CLAIM_HEAD, claims),
          table(["preset", "tuple B", "event", "sluice M cores for 1e10 ev/s", "source"], lines),
@@ -463,8 +463,9 @@ def fig_bursts(rep):
     plt = plt_module()
     rows = [r for r in rep.rows if r["group"] == "bursts"]
     present = {r.get("threads", "") for r in rows}
-    # dedicated: before issue 17's threading modes; adaptive: the default
-    # since. A CSV from before the threads column has one unnamed set.
+    # dedicated: every event through both rings; adaptive: an idle node
+    # runs a batch to completion. A CSV without the threads column has one
+    # unnamed set.
     modes = [t for t in BURST_THREADS if t in present] or sorted(present)
     after = "adaptive" if "adaptive" in modes else modes[-1]
     cells = sorted({(int(r["burst_events"]), int(r["burst_ms"])) for r in rows})
@@ -552,19 +553,19 @@ def fig_bursts(rep):
                      "head/tail", "source"], lines)]
     if ba:
         tables.append(
-            f"Before and after the latency work (issue 17): `threads: {before}` (how a "
-            f"node ran before it) against `threads: {after}` (the default since), same "
-            "cells, same run:\n\n" +
+            f"The two threading modes: `threads: {before}` (every event through both "
+            f"rings) against `threads: {after}` (what the default, auto, is on tcp links), "
+            "same cells, same run:\n\n" +
             table(["burst tuples", "every ms", f"sluice burst ms p50 {before}",
                    f"sluice burst ms p50 {after}", f"{after}/{before}",
                    f"sluice head us p50 {before}", f"sluice head us p50 {after}",
                    f"head {after}/{before}", "source"], ba))
     rep.figure(
-        "Figure 8: bursts (seed 004)", "fig8_bursts.png",
+        "Figure 8: bursts (after Rachou's measurements of Siddhi)", "fig8_bursts.png",
         "The demo chain (tcp-opt, 128 B tuples, one tuple per event, as Rachou's events) "
         "fed bursts of 500, 1000 or 2000 tuples, one burst every `burst_ms`, once with "
-        "each node's stages on dedicated threads (before issue 17) and once adaptive (the "
-        "default: an idle node's receiving thread runs a batch to completion). The sink "
+        "each node's stages on dedicated threads and once adaptive (what the default is on "
+        "tcp links: an idle node's receiving thread runs a batch to completion). The sink "
         "reports each burst's processing time (its first tuple sent to its last received) "
         "and the latency of a burst's first tenth (the head) against the rest (the tail). "
         "Rachou measured Siddhi, one JVM process, from injection to the end of processing; "
@@ -692,7 +693,7 @@ def fig_costmodel(rep):
     alpha_lines = [[k, f"{v:.3f}"] for k, v in sorted(cal["alpha"].items())]
     cal_src = Val(cal_rows, "tuples_per_s")
     rep.figure(
-        "Figure 7: the cost model (seed 003), predicted before measured", "fig7_costmodel.png",
+        "Figure 7: the cost model, predicted before measured", "fig7_costmodel.png",
         f"Calibrated on {len(cal_rows)} runs (one instance, every preset, (tuple, event) "
         f"cells {', '.join(f'{t} B/{event_label(e)}' for t, e in CAL_CELLS)}, and the "
         "pass-through chains); then every other chain run (other tuple and event sizes, "
@@ -702,7 +703,7 @@ def fig_costmodel(rep):
         "as it is; the same split with 8 KiB events and the union (union.yaml) are "
         "predicted by `sluice-deploy plan --predict` itself, from the coefficients "
         "written here. The model "
-        "(experiments/costmodel.py) is seed 003's sum of operator and hand-off costs per "
+        "(experiments/costmodel.py) is Pohl, Goetze and Sattler's sum of operator and hand-off costs per "
         "tuple, with per-carrier costs per event, byte and tuple, and the study's "
         "Equation 2 for the rate. Coefficients in "
         f"`{os.path.relpath(cal_path, rep.path.parent)}`; `sluice-deploy plan --predict` "

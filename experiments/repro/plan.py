@@ -56,9 +56,14 @@ def spec(group, setup, preset, t, e, inst=1, wait="", carrier="", yaml=None, ext
                 instances=inst, wait=wait)
 
 
-# The bursts run in both: dedicated is how a node ran before issue 17's
-# threading modes, adaptive the default since.
+# The bursts run in both threading modes: dedicated (every event through
+# both rings) and adaptive (what auto is on tcp links).
 BURST_THREADS = ("dedicated", "adaptive")
+
+
+# A plain-socket baseline run's parameters (sweep.run_baseline).
+BASELINE = dict(preset="plain-sockets", carrier="", tuple_bytes="", event_bytes=32768, instances=1,
+                wait="")
 
 
 def fits(t, e):
@@ -92,7 +97,7 @@ class Sizes:
 def operator_yamls(tmp):
     """The study's operator comparison (5.2.4), 12-byte tuples, one node between
     loadgen(s) and a sink (as experiments/operators.sh), and the group-by-having
-    query of seed 001 (deploy/examples/esper.yaml's node-b)."""
+    query of deploy/examples/esper.yaml's node-b."""
     files = {}
     bodies = {
         "pass": "processes:\n  - {name: loadgen, role: loadgen}\n  - {name: node, role: node}\n"
@@ -151,11 +156,10 @@ def plan(args, tmp):
                 specs.append(spec("passthrough", "chain-pass", p, t, 32768, 1,
                                   extra={"processes.1.operators": "[]",
                                          "processes.2.operators": "[]"}))
-        # Seed 004: bursts of one-tuple events (Rachou's events are single
-        # tuples) every burst_ms; the sink times each burst and its head.
-        # Each twice: threads dedicated (the node before the latency work
-        # of issue 17) and adaptive (the default since), so the figure shows
-        # before and after in one run.
+        # Bursts of one-tuple events (Rachou's events, measured on Siddhi,
+        # are single tuples) every burst_ms; the sink times each burst and
+        # its head. Each twice, threads dedicated and adaptive, so the
+        # figure compares the two modes in one run.
         for n, period in sz.bursts:
             for th in BURST_THREADS:
                 sp = spec("bursts", "chain", "tcp-opt", 128, 0, 1,
@@ -174,8 +178,18 @@ def plan(args, tmp):
                       dict({"preset": "tcp-opt"}, **extra), preset="tcp-opt", carrier="",
                       tuple_bytes="", event_bytes="", instances=1, wait="")
             specs.append(sp)
+        # The demo as the README's first command runs it: the file as it
+        # is (full mode: its own five seconds).
+        specs.append(Spec("demo", "pipeline.yaml", str(PIPELINE), {}, preset="tcp-opt", carrier="",
+                          tuple_bytes="", event_bytes="", instances=1, wait="",
+                          duration=args.duration if args.quick else 5.0))
         for s in specs[first:]:
             s.params["repeat"] = r
+    # Plain sockets relaying 32 KiB chunks, before every sluice run and
+    # after the last: the ceiling the presets are read against, and the
+    # machine's drift over the runs.
+    specs = ([Spec("baseline", "start", "", {}, **BASELINE)] + specs
+             + [Spec("baseline", "end", "", {}, **BASELINE)])
     if args.only:
         specs = [s for s in specs if s.group in args.only]
     return specs

@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 
 from repro.common import LOCK, REPO, log
-from sweep import kill_group, parse_report, tail
+from sweep import find_binary, kill_group, parse_report, run_baseline, tail
 
 CSV_FIELDS = [
     "rid", "group", "setup", "preset", "carrier", "tuple_bytes", "event_bytes", "instances",
-    "wait", "repeat", "duration_s", "commit", "host", "host_cores", "clock_ghz",
+    "wait", "repeat", "duration_s", "commit", "host", "host_cores", "cpu_model", "kernel", "clock_ghz",
     "foreign_cores", "loadavg_1m", "started_utc", "wall_s", "ok", "error",
     "tuples", "tuples_per_s", "gbps", "events", "tuples_per_event",
     "node_cpe_p", "node_cpe_u", "node_cpe_s", "node_cpe_i", "node_cpb_p", "node_cores",
@@ -169,14 +169,71 @@ def fill_row(row, rep):
         row["error"] = "no node in the report"
 
 
-def run_one(s, deploy, args, out, commit):
+class Measured:
+    """One run under the CPU lock: when it started, how long it took, and the
+    foreign load (cores busy with work that was not this run's) meanwhile."""
+
+    def __init__(self, row):
+        self.row = row
+
+    def __enter__(self):
+        self.lock = CpuLock().__enter__()
+        self.row["started_utc"] = datetime.datetime.now(datetime.timezone.utc).strftime(
+            "%Y-%m-%dT%H:%M:%SZ")
+        self.busy0, self.ours0, self.t0 = machine_busy_s(), children_cpu_s(), time.monotonic()
+        return self
+
+    def __exit__(self, *exc):
+        wall = time.monotonic() - self.t0
+        busy, ours = machine_busy_s() - self.busy0, children_cpu_s() - self.ours0
+        self.row["loadavg_1m"] = f"{os.getloadavg()[0]:.2f}"
+        self.lock.__exit__(*exc)
+        self.row["wall_s"] = f"{wall:.2f}"
+        self.row["foreign_cores"] = f"{max(0.0, busy - ours) / wall:.3f}" if wall > 0 else ""
+        self.row["cpu_util"] = f"{ours / (wall * os.cpu_count()):.3f}" if wall > 0 else ""
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def new_row(s, args, commit):
     row = {f: "" for f in CSV_FIELDS}
     row.update(rid=s.rid, group=s.group, setup=s.setup, commit=commit,
                host=socket.gethostname(), host_cores=os.cpu_count(), ok="false",
+               cpu_model=cpu_model(), kernel=os.uname().release,
                duration_s=f"{s.params.get('duration') or args.duration:g}")
     for k in ("preset", "carrier", "tuple_bytes", "event_bytes", "instances", "wait", "repeat",
               "burst_ms", "burst_events", "threads"):
         row[k] = s.params.get(k, "")
+    return row
+
+
+def run_baseline_one(s, args, out, commit):
+    """Four sluice-plainrelay processes relaying 32 KiB chunks (sweep.py's
+    baseline), congestion control reno as the demo file's links."""
+    row = new_row(s, args, commit)
+    relay = find_binary(args.build, "experiments", "sluice-plainrelay")
+    raw = out / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    with Measured(row):
+        res = run_baseline(relay, args.duration, "reno", 32768, raw, s.rid)
+    row.update(ok=res.get("ok") or "false", error=res.get("error", ""), gbps=res.get("gbps", ""),
+               raw=res.get("raw", ""))
+    return row
+
+
+def run_one(s, deploy, args, out, commit):
+    if s.group == "baseline":
+        return run_baseline_one(s, args, out, commit)
+    row = new_row(s, args, commit)
     sets = dict(s.sets)
     duration = s.params.get("duration") or args.duration
     sets["duration_s"] = f"{duration:g}"
@@ -190,10 +247,7 @@ def run_one(s, deploy, args, out, commit):
     for k, v in sets.items():
         cmd += ["--set", f"{k}={v}"]
     errlog = raw / f"{s.rid}.stderr"
-    with CpuLock():   # no other pipeline beside this one
-        row["started_utc"] = datetime.datetime.now(datetime.timezone.utc).strftime(
-            "%Y-%m-%dT%H:%M:%SZ")
-        busy0, ours0, t0 = machine_busy_s(), children_cpu_s(), time.monotonic()
+    with Measured(row):   # no other pipeline beside this one
         with open(errlog, "w") as err:
             err.write("$ " + " ".join(cmd) + "\n")
             err.flush()
@@ -207,14 +261,12 @@ def run_one(s, deploy, args, out, commit):
                 row["error"] = "timed out"
             finally:
                 kill_group(proc)
-        wall = time.monotonic() - t0
-        busy, ours = machine_busy_s() - busy0, children_cpu_s() - ours0
-        row["loadavg_1m"] = f"{os.getloadavg()[0]:.2f}"
-    row["wall_s"] = f"{wall:.2f}"
-    row["foreign_cores"] = f"{max(0.0, busy - ours) / wall:.3f}" if wall > 0 else ""
-    row["cpu_util"] = f"{ours / (wall * os.cpu_count()):.3f}" if wall > 0 else ""
     (raw / f"{s.rid}.json").write_text(stdout)
     row["raw"] = f"raw/{s.rid}.json"
+    # The table run printed (sluice-deploy keeps it as report.txt), for the
+    # demo's section.
+    if (rundir / "report.txt").is_file():
+        shutil.copyfile(rundir / "report.txt", raw / f"{s.rid}.txt")
     if not row["error"]:
         try:
             fill_row(row, parse_report(stdout))
@@ -247,7 +299,9 @@ def run_all(specs, deploy, args, out, earlier=()):
             f.flush()
             el = time.monotonic() - t_start
             eta = el / i * (len(specs) - i)
-            what = (f"{float(row['tuples_per_s']) / 1e6:.3g} M tuples/s "
+            what = (f"plain sockets {float(row['gbps']):.3g} Gb/s"
+                    if row["ok"] == "true" and s.group == "baseline" else
+                    f"{float(row['tuples_per_s']) / 1e6:.3g} M tuples/s "
                     f"{float(row['gbps']):.3g} Gb/s node CPE_p {row['node_cpe_p']}"
                     if row["ok"] == "true" else f"FAILED: {row['error'][:200]}")
             log(f"[{i}/{len(specs)}] {s.rid} {s.label()}: {what} "

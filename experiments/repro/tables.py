@@ -33,11 +33,11 @@ STUDY = {
     "tbps_1024_opt": (2.0, "5.3: optimized stacks twice that, 2 Tb/s"),
     "gbps_per_core_opt": (2.0, "1, 5.3: the optimized stack needs up to 2 Gb/s per core"),
     "filter_overhead": (0.30, "5.4: the filter costs up to 30% against a pass-through operator"),
-    # Seed 004 (Rachou, Siddhi): 50 bursts of 1000 events, Table 4.1 and 4.2.
-    "burst_1000_far": (32.31, "004 Table 4.1: 1000 events every 1000 ms, mean burst ms"),
-    "burst_1000_100": (62.27, "004 Table 4.1: 1000 events every 100 ms, mean burst ms"),
-    "burst_constant": (29.73, "004 Table 4.1: a constant stream, ms per 1000 events"),
-    "burst_head_tail": (5.77, "004 Table 4.2: first 100 events over last 100, 1000 ms apart"),
+    # Rachou's measurements of Siddhi: 50 bursts of 1000 events, Table 4.1 and 4.2.
+    "burst_1000_far": (32.31, "Rachou, Table 4.1: 1000 events every 1000 ms, mean burst ms"),
+    "burst_1000_100": (62.27, "Rachou, Table 4.1: 1000 events every 100 ms, mean burst ms"),
+    "burst_constant": (29.73, "Rachou, Table 4.1: a constant stream, ms per 1000 events"),
+    "burst_head_tail": (5.77, "Rachou, Table 4.2: first 100 events over last 100, 1000 ms apart"),
 }
 
 

@@ -1,8 +1,8 @@
-"""A cost model for sluice's pipelines, after seed 003 (Pohl, Goetze, Sattler):
+"""A cost model for sluice's pipelines, after Pohl, Goetze and Sattler's:
 calibrate per-operator, per-hand-off and per-carrier costs from a few runs,
 then predict tuples/s and CPE_p of configurations before running them.
 
-Seed 003 writes a query's cost per tuple as the sum of its operators' costs
+Their model writes a query's cost per tuple as the sum of its operators' costs
 plus, where operators run in different threads, the queue (hand-off) cost, and
 takes the slowest thread as the bound. sluice's processes share this machine's
 cores, so the bound here is the machine: the pipeline's cycles per event,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Credits sized to the link (issue 17, item 3): the demo pipeline
+"""Credits sized to the link: the demo pipeline
 (loadgen -> node-a -> node-b -> sink, tcp-opt) with `credits: fixed` and
 `credits: adaptive`, alternated in one run so both see the same machine.
 Per row and mode: median tuples/s, the ratio adaptive/fixed, mean node CPE_p,

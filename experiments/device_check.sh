@@ -1,30 +1,27 @@
 #!/usr/bin/env bash
-# What needs a machine without contention, in one call of the `device`
-# tool (the lent 16-core machine, where sluice cannot be built): a smoke
-# run of each carrier, then the two measurements issues 15 and 17 are
-# judged by, each a ratio against a baseline run beside it.
+# What needs a machine without contention, in one call on a machine where
+# sluice cannot be built (many cores, nothing installed): a smoke run of
+# each carrier, then the reliability and latency measurements, each a
+# ratio against a baseline run beside it.
 #
 #   here:   bash scripts/device-bundle.sh         # .devbundle/, about 20 MiB
-#   device: run  carry [".devbundle"]  command "bash experiments/device_check.sh"
-#           timeout_s 540  (about 6 minutes on 2 cores; give the machine back after)
+#   there:  copy the tree with .devbundle/, then
+#           bash experiments/device_check.sh     # about 6 minutes on 2 cores
 #
 #   1. each carrier (tcp-opt, fabric-opt, ucx-opt): a 1 s pipeline, lost 0;
 #      then experiments/syscall_gaps/gaps.py --plain at 20,000 events/s
-#   2. issue 15: acks_cost.py, ROUNDS15 rounds (default 12) of acks off, acks
-#      alone, acks with the sink's snapshots, acks with the nodes keeping
-#      copies (node_backup: copies, the way before it), and acks with 64 slots
-#      per link, the default before links with acks got 128 (on 2 cores 128
-#      gave 1.02-1.07x: every hop holds what it sent until the sink
-#      acknowledges it), back to back
-#   3. issue 17: latency.py at 2,000 and 20,000 one-tuple events/s, adaptive
-#      (acks off, and on) against plain socket relays, ROUNDS17 rounds
-#      (default 8); and adaptive with slots: 1024, where a credit message
-#      goes once per 256 frames, not 16: one event in 16 otherwise meets
-#      one at each hop, which is p99's share (on 2 cores the two were equal,
-#      p99 141 us each, the tail there being the scheduler's)
+#   2. acks_cost.py, ROUNDS15 rounds (default 12) of acks off, acks alone,
+#      acks with the sink's snapshots, acks with the nodes keeping copies
+#      (node_backup: copies), and acks with 64 slots per link (where a link
+#      with acks into a node that holds slots has 128), back to back
+#   3. latency.py at 2,000 and 20,000 one-tuple events/s, adaptive (acks
+#      off, and on) against plain socket relays, ROUNDS17 rounds (default
+#      8); and adaptive with slots: 1024, where a credit message goes once
+#      per 256 frames, not 16, so few events meet one at a hop
 #
-# Output goes to $OUT (the device tool's folder, which comes back) or to
-# runs/device-check/. QUICK=1: one round of each, to try the script here.
+# Output goes to $OUT, or to runs/device-check/. Run directories and raw
+# logs go to runs/device-check-work/, so $OUT stays small enough to copy
+# back. QUICK=1: one round of each, to try the script here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,8 +33,7 @@ fi
 # shellcheck source=/dev/null
 source $bundle/env.sh
 out=${OUT:-runs/device-check}
-# Run directories and raw logs stay off $OUT: the device tool brings back
-# only so many files, and a run leaves a hundred.
+# Run directories and raw logs stay off $OUT: a run leaves a hundred files.
 work=runs/device-check-work
 mkdir -p "$out" "$work"
 r15=${ROUNDS15:-12}
@@ -76,12 +72,12 @@ if [[ -f $bundle/build/experiments/syscall_gaps/syscall_gaps.so ]]; then
     > "$out/gaps.txt" 2>&1 || say "gaps.py failed: $(tail -2 "$out/gaps.txt")"
 fi
 
-say "issue 15: acks_cost.py, $r15 rounds"
+say "reliability: acks_cost.py, $r15 rounds"
 python3 experiments/acks_cost.py --build $bundle/build --repeats "$r15" --duration 3 \
   --variant acks --variant snapshots:checkpoint_interval_ms=50 \
   --variant acks-copies:node_backup=copies --variant acks-64:slots=64 | tee "$out/acks_cost.txt"
 
-say "issue 17: latency.py, $r17 rounds"
+say "latency: latency.py, $r17 rounds"
 python3 experiments/latency.py --build $bundle/build --modes "adaptive,adaptive+acks=on,adaptive+slots=1024" --plain plain \
   --rates 2000,20000 --tuple-bytes 128 --rounds "$r17" --duration 3 --idle-rate 0 \
   --no-batched --out "$work/latency" | tee "$out/latency.txt"

@@ -41,7 +41,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from reproduce import git_commit  # noqa: E402
+from repro.run import git_commit  # noqa: E402
 from sweep import find_binary, free_ports, kill_group  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

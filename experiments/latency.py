@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Latency against the plain-socket floor (issue 17, item 5).
+"""Latency against the plain-socket floor.
 
 In one run, for each tuple size (12 B, 128 B) and rate (1,000 / 10,000 /
 100,000 events/s and full rate), one-tuple events through:
@@ -8,7 +8,7 @@ In one run, for each tuple size (12 B, 128 B) and rate (1,000 / 10,000 /
             -> relay -> sink on loopback, blocking sockets, TCP_NODELAY), each
             message as many bytes as sluice puts on the wire for a one-tuple
             event: 16 (frame header) + 64 (event header) + the tuple; one
-            message per read and per write (issue 17's baseline)
+            message per read and per write (the baseline)
   plain-batch  the same with --batch: the source writes all messages due in
             one write, relays copy what is there, the sink reads what is
             there (plain sockets batching when messages queue up, as sluice
@@ -27,12 +27,12 @@ median over rounds; every run holds /tmp/cpu.lock alone.
 
 Then, per round:
   idle      each system at --idle-rate events/s (10): CPU % per process, what
-            an almost idle pipeline costs (issue 17's target: < 1% of a core)
+            an almost idle pipeline costs
   batched   each mode at full rate with 128 B tuples in 32 KiB events: tuples/s
-            against the first mode's (issue 17: at least 0.98 of dedicated)
+            against the first mode's
 
 A mode the binary rejects (sluice-deploy check ... --set threads=MODE fails,
-as before the `threads` key existed) is skipped with a row that says why. If
+in a build older than the `threads` key) is skipped with a row that says why. If
 it rejects every mode because it has no `threads` key, the script runs the
 pipeline as it is instead, as mode `default` (no threads key): sluice today.
 
@@ -66,7 +66,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from reproduce import CpuLock, find_deploy, git_commit  # noqa: E402
+from repro.run import CpuLock, find_deploy, git_commit  # noqa: E402
 from sweep import find_binary, free_ports, kill_group, tail  # noqa: E402
 
 PIPELINE = REPO / "deploy/examples/pipeline.yaml"
@@ -318,7 +318,7 @@ def saturated(rs, rate):
 
 
 def write_report(out, rows, args, systems, header):
-    md = [f"# Latency against the plain-socket floor (issue 17)\n", header, ""]
+    md = [f"# Latency against the plain-socket floor\n", header, ""]
     okrows = [r for r in rows if r.get("ok") == "true"]
     rounds = max((int(r["round"]) for r in rows if r["kind"] != "skipped"), default=0)
     md.append(f"Medians of {rounds} round(s); each run {args.duration:g} s. p50 / p99 x plain: the row's "

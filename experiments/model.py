@@ -1,4 +1,4 @@
-"""The study's equations (seed 002, Akram, Marazakis, Bilas, DEBS 2012, section 4.2).
+"""The study's equations (Akram, Marazakis, Bilas, DEBS 2012, section 4.2).
 
 Every function takes plain numbers in SI units (Hz, W, bytes, cycles) and
 returns one; nothing here measures anything. reproduce.py feeds them the CPE_p

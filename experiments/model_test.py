@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Unit tests for experiments/model.py: the study's equations against values
-worked by hand from the study's own examples (seed 002, sections 4.2 and 5).
+worked by hand from the study's own examples (Akram et al., DEBS 2012,
+sections 4.2 and 5).
 
 The study's machines: Setup-A and Setup-B are 4-core (per node, per socket)
 Xeons at 2.4 GHz (X3220, E5620); Setup-A's peak power is 200 W; the energy

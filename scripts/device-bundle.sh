@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
 # Packs what the pipeline needs on a machine where sluice cannot be built
-# (the lent 16-core machine of the `device` tool: nothing can be installed
-# there): the programs of a build, stripped, and the shared libraries they
+# (nothing can be installed there): the programs of a build, stripped, and the shared libraries they
 # load (glibc's own excepted: the machine's newer one runs them), under
 # OUT (default .devbundle, which git ignores).
 #
 #   bash scripts/device-bundle.sh [--build build] [--out .devbundle]
 #
 # There: `source .devbundle/env.sh`, then any script with
-# `--build .devbundle/build`; experiments/device_check.sh does both. The
-# bundle must stay under the 64 MiB the device tool carries.
+# `--build .devbundle/build`; experiments/device_check.sh does both. Above
+# 64 MiB it fails: a bundle is meant to be small enough to copy around.
 set -euo pipefail
 
 build=build
@@ -79,6 +78,6 @@ git rev-parse --short HEAD > "$out/commit" 2>/dev/null || true
 mib=$(( $(du -sb "$out" | cut -f1) / 1048576 ))
 echo "device-bundle.sh: $out: ${#progs[@]} programs, $(ls "$out/lib" | grep -c '\.so') libraries, ${#mods[@]} UCX modules, $mib MiB"
 if (( mib >= 64 )); then
-  echo "device-bundle.sh: $mib MiB is more than the device tool carries (64 MiB)" >&2
+  echo "device-bundle.sh: $mib MiB, more than a bundle may be (64 MiB)" >&2
   exit 1
 fi

@@ -1,6 +1,7 @@
 // What the endpoints cost per event: the load generator making an event and
 // the sink's verifier checking one, today's code against a frozen copy of the
-// version before issue 18 item 4 (namespace v1 below, byte for byte the hot
+// version before template events (kEventTemplate, transport/event.h: the
+// generator hashes a body once per tuple count; namespace v1 below, byte for byte the hot
 // code of loadgen/generator.cc and sink/verifier.cc as they were), so one run
 // of one binary gives the before/after ratio.
 //
@@ -54,7 +55,7 @@ Deployment deployment(uint32_t tuple_bytes) {
 
 namespace v1 {
 
-// loadgen/generator.cc before issue 18 item 4: the payload pattern written
+// loadgen/generator.cc before template events: the payload pattern written
 // once per slot, then per event the whole header, every tuple's seq and key,
 // and the checksum (two XXH3 calls over the whole event).
 struct Generator {
@@ -109,7 +110,7 @@ struct Generator {
   }
 };
 
-// sink/verifier.cc's verify_run before issue 18 item 4 (no results file, no
+// sink/verifier.cc's verify_run before template events (no results file, no
 // bursts: the benchmark uses neither).
 struct Verifier {
   VerifyCounts c_;

@@ -1,5 +1,6 @@
 // `sluice-deploy plan --predict`: what a deployment would do, before it runs,
-// from the cost model experiments/costmodel.py calibrates (seed 003).
+// from the cost model experiments/costmodel.py calibrates (after Pohl,
+// Goetze and Sattler's cost model of a query as the sum of its operators').
 //
 // 1. load_calibration reads the JSON file costmodel.py writes
 //    (experiments/calibration.json): cycles per unit for each cost, the share

@@ -163,13 +163,12 @@ struct LinkConfig {
 // its receiver holds a slot until the sinks acknowledge what its frame
 // became, not only while the frame is in flight (a node that keeps copies:
 // by choice, a merge, a split, operators that emit): twice the default, or
-// its upstream waits for credits (2 cores: 1.02-1.07x the tuples/s with
-// 128 over five runs; experiments/results/2026-11-28-acked-slots). Where
+// its upstream waits for credits for the whole path's round trip. Where
 // the slot comes back once its frame is sent on or checked (a node that
 // only forwards claims it instead, a sink), the default is enough and
-// cheaper: the demo pipeline with acks ran at 0.994 of acks off with 64,
-// 0.945 with 128 (24 alternated rounds; experiments/results/
-// 2026-12-01-session40).
+// cheaper: 128 there only doubles what is in flight and the bytes every
+// process touches (experiments/acks_cost.py --variant s128:slots=128
+// measures it against acks off).
 inline constexpr uint32_t kAckedLinkSlots = 128;
 
 struct Deployment {
@@ -356,7 +355,7 @@ Status apply_preset(const std::string& preset, LinkOptions* link);
 // processes and an explicit links list. Dumped text parses to the same Deployment.
 std::string dump_deployment(const Deployment& d);
 
-// The graph in words, for `sluice-deploy check`: one line per link (index,
+// The graph in words, for `sluice-deploy validate`: one line per link (index,
 // from -> to, transport and its encoding, receiver address:port) and one per
 // process with several inputs (union) or outputs (split by stream / copy).
 std::string describe_graph(const Deployment& d);

@@ -21,8 +21,9 @@
 // To add a key: a field in graph/config.h (LinkOptions in transport/ for a
 // link key), one entry in link_keys() or keys() in config_keys.cc with its
 // type and a one-sentence doc (a key of a process or host: its SectionKey
-// there and its reading in config_parse.cc), and a line in
-// deploy/examples/pipeline.yaml. docs/CONFIG.md is printed from these tables.
+// there and its reading in config_parse.cc), and, if the demo's users will
+// reach for it, a line in deploy/examples/pipeline.yaml. docs/CONFIG.md is
+// printed from these tables.
 #pragma once
 
 #include <yaml-cpp/yaml.h>

@@ -6,10 +6,10 @@
 // process with its operators and their parameters (defaults filled in),
 // and an explicit `links:` list, each link with every key its carrier reads.
 // The dumped text parses to the same Deployment (graph_config_test checks
-// this for every example), so `sluice-deploy check` output is a file one
+// this for every example), so `sluice-deploy validate` output is a file one
 // can run, and a run directory records exactly what ran.
 //
-// describe_graph is the graph in words for `sluice-deploy check`: one line
+// describe_graph is the graph in words for `sluice-deploy validate`: one line
 // per link, one per process that unions or splits, one per operator chain.
 #include <yaml-cpp/yaml.h>
 

@@ -15,10 +15,9 @@ namespace {
 // Events made but not yet sent wait in the pool: 1 MiB of them keeps the
 // send stage busy, and more adds queueing latency and costs cycles. The
 // generator writes each event into whichever slot comes free, so the queue
-// is its working set: at 4 MiB (127 events of 32 KiB, as before) its events
-// cost 18-23% more cycles each than at 1 MiB, written to lines that left
-// the cache (experiments/results/2026-11-26-issue18-auto). loadgen_slots is
-// the ceiling.
+// is its working set: at 4 MiB (127 events of 32 KiB) its events cost a
+// fifth more cycles each than at 1 MiB, written to lines that left the
+// cache. loadgen_slots is the ceiling.
 // With acks an event's slot stays taken until the receiver acknowledges it,
 // which is once it is safe downstream (every hop to the sinks): the pool
 // must hold the link's whole unacknowledged window beside the queue, or

@@ -470,8 +470,8 @@ class Instance {
   // per descriptor), as much as the rest of a hop at low rates. The first
   // kTimedAlways passes are timed (weight 1), then one in kTimeOneIn at
   // random (weight kTimeOneIn): the sum stays an unbiased estimate. One in
-  // 16 put the two reads on 6% of a node's events, inside its p99 latency;
-  // one in 256 keeps them below 0.4%.
+  // 16 would put the two reads on 6% of a node's events, inside its p99
+  // latency; one in 256 keeps them below 0.4%.
   static constexpr uint32_t kTimedAlways = 16, kTimeOneIn = 256;
   double time_pass();          // the weight of the pass about to start; 0: not timed
   double timing_ = 1;          // the weight of the pass running now (0: untimed)

@@ -121,9 +121,9 @@ bool Instance::checkpoint(bool final) {
   // or while it writes its summary, or before it exits), it is restarted
   // from it and reports at once, where its upstreams, END acknowledged,
   // have gone. Removed once the summary was written, a kill between the
-  // two still left a restart with nothing (seen: experiments/results/
-  // 2026-11-29-death-at-the-end). Two small files per sink instance; the
-  // next run's overwrite them (another run's token is passed over).
+  // two would leave a restart with nothing. Two small files per sink
+  // instance; the next run's overwrite them (another run's token is
+  // passed over).
   if (!final || dest_->saves_state()) {
     ++ck_.number;
     ck_.max_ts = max_ts_;

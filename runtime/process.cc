@@ -312,10 +312,9 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         // Descriptors held before a snapshot. A node with operators drains
         // and stops for each one: half its input window. A sink does not
         // stop (its cuts, node/node.cc), and what it holds is its
-        // upstream's window, shrunk by each hold: an eighth. On 16 cores,
-        // acks with the sink's snapshots ran at 0.80 of acks off with half,
-        // 0.96 with an eighth (4.5x the snapshots, 3-4% of a core;
-        // experiments/results/2026-11-27-issue15-sink-hold).
+        // upstream's window, shrunk by each hold: an eighth (half cost a
+        // fifth of the tuples/s of acks off on 16 cores; an eighth, a few
+        // percent, for several times the snapshots).
         // A sink whose links all have acks holds no slots: it claims its
         // input frames (InstanceConfig::input_ledger), so what waits for a
         // snapshot is the acknowledgement alone, and a sender may have 4 x
@@ -326,13 +325,11 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         // room in its replay log (load generators and nodes that only
         // forward: upstream_waits_for_snapshots), half the window apart
         // and, idle, at most one each 4 ms: each snapshot costs about
-        // 40 us of CPU beyond its write, and on 2 cores a quarter as many
-        // gave 1.03-1.10x the tuples/s (both bounds together; either alone
-        // left the other to cut as often). A node that snapshots its own
-        // state waits for its outputs' acknowledgements with its process
-        // stage stopped, so behind one the sink keeps to 1 ms: at 4 ms the
-        // esper example's node-b waited 2.8x as long and ran at 0.93x
-        // (experiments/results/2026-11-29-session38).
+        // 40 us of CPU beyond its write (both bounds together; either alone
+        // leaves the other to cut as often). A node that snapshots its own
+        // state waits for its outputs' acknowledgements, so behind one the
+        // sink keeps to 1 ms: at 4 ms the esper example's node-b waits on
+        // the sink's snapshots several times as long.
         bool all_acks = true;
         for (size_t l : d.inputs_of(index)) all_acks = all_acks && d.link_options(l, k).acks;
         const bool claims = pc.role == Role::kSink && ledger && !d.handover_copy && all_acks;

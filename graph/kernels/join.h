@@ -119,8 +119,8 @@ class HashJoin {
 
 struct GraceOptions {
   uint32_t batch_tuples = 4096;
-  // Target size of one index partition. 8 MiB (half the L3 here) beat L2-sized
-  // ones in the sweep (experiments/results/2026-11-23-issue7-kernels).
+  // Target size of one index partition. 8 MiB (half the L3 of the machine it
+  // was tuned on) beat L2-sized ones (build/graph/sluice-bench-graph sweeps it).
   uint32_t partition_bytes = 8u << 20;
   // Probe phase: software prefetch of the slot this many items ahead (0: off).
   uint32_t prefetch = 16;

@@ -799,13 +799,13 @@ TEST_F(DeployProgram, FailureExitsOneAndBadFileTwo) {
   EXPECT_HAS(j["error"].as<std::string>(), "process 'node-b' (role node, pid ");
   EXPECT_HAS(j["error"].as<std::string>(), ") failed with exit code 1");
 
-  rc = sh(std::string(SLUICE_DEPLOY) + " check " SLUICE_SOURCE_DIR
+  rc = sh(std::string(SLUICE_DEPLOY) + " validate " SLUICE_SOURCE_DIR
               "/deploy/examples/pipeline.yaml --set tuple_bytes=abc 2>&1",
           &out);
   EXPECT_EQ(rc, 2);
   EXPECT_HAS(out, "--set tuple_bytes=abc: expected an unsigned integer");
 
-  rc = sh(std::string(SLUICE_DEPLOY) + " check " SLUICE_SOURCE_DIR
+  rc = sh(std::string(SLUICE_DEPLOY) + " validate " SLUICE_SOURCE_DIR
               "/deploy/examples/pipeline.yaml --set preset=original --set encoding=copy",
           &out);
   EXPECT_EQ(rc, 0) << out;

@@ -303,7 +303,7 @@ void on_supervisor_signal(int sig) { g_supervisor_stop = sig; }
   };
   o.hold = [&] {
     fmt::print(stderr, "sluice-deploy: every process has ended; the hosts stay up until "
-                       "`sluice-deploy down {}`\n", run.string());
+                       "`sluice-deploy down --run-dir {}`\n", run.string());
     std::fflush(stderr);
     // Signals blocked between the look at the flag and the wait for one.
     sigset_t block, old;
@@ -401,7 +401,7 @@ Status check_run_dir_free(const std::string& run_dir) {
   }
   if (who.empty()) return {};
   return Status::Error(fmt::format(
-      "{} belongs to a run that is not down ({}, phase {}): `sluice-deploy down {}` ends it; or give "
+      "{} belongs to a run that is not down ({}, phase {}): `sluice-deploy down --run-dir {}` ends it; or give "
       "another --run-dir",
       run_dir, who, s.phase, run_dir));
 }
@@ -446,8 +446,8 @@ SessionResult up_deployment(const Deployment& d, LaunchOptions o, bool json) {
   while (!phase.empty() && phase.back() == '\n') phase.pop_back();
   if (phase == "running") {
     res = deployment_status(run.string(), json);
-    res.err = fmt::format("sluice-deploy: up: supervisor pid {}; see `sluice-deploy status {}`, "
-                          "end with `sluice-deploy down {}`\n{}",
+    res.err = fmt::format("sluice-deploy: up: supervisor pid {}; see `sluice-deploy status --run-dir {}`, "
+                          "end with `sluice-deploy down --run-dir {}`\n{}",
                           pid, run.string(), run.string(), res.err);
     return res;
   }

@@ -428,7 +428,7 @@ TEST_F(Session, ARunDirectoryInUseIsRefusedUntilItIsDown) {
   for (const char* verb : {"up ", "run "}) {
     EXPECT_EQ(deploy(verb + kCluster + sets + " --set duration_s=1 --run-dir " + run_), 2) << verb << out_;
     EXPECT_HAS(err_, run_ + " belongs to a run that is not down (its supervisor, pid " + supervisor);
-    EXPECT_HAS(err_, "sluice-deploy down " + run_);
+    EXPECT_HAS(err_, "sluice-deploy down --run-dir " + run_);
   }
   // The first run is still whole and reachable.
   ASSERT_EQ(deploy("status --json " + run_, &s), 0) << err_ << out_;

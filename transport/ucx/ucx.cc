@@ -564,9 +564,10 @@ class UcxFactory final : public msg::Factory {
 };
 
 // rma: auto (not set by the deployment): on over shared memory, where a
-// frame is one memcpy into the receiver's slot (in every run of
-// experiments/results/2026-11-26-issue18-rma it won, 1.19-2.22x); off
-// elsewhere. Both ends resolve it from the same options.
+// frame is one memcpy into the receiver's slot (it beat a message per
+// frame by 1.2-2.2x in every cell measured; `experiments/sweep.py --presets
+// ucx-opt/sm+rma,ucx-opt/sm+msg` compares the two); off elsewhere. Both
+// ends resolve it from the same options.
 LinkOptions resolve_rma(const LinkOptions& l) {
   LinkOptions o = l;
   resolve_ucx_tls(&o.msg, false);  // not resolved by a deployment: tcp

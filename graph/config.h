@@ -41,8 +41,18 @@
 
 namespace sluice {
 
-enum class Role { kLoadgen, kNode, kSink };
+// A publisher and a subscriber are an application's ends of the graph
+// (include/sluice/): a source and an end of streams as a loadgen and a sink
+// are, that sluice-deploy does not start; an application connects as them
+// (client/).
+enum class Role { kLoadgen, kNode, kSink, kPublisher, kSubscriber };
 const char* role_name(Role r);
+// Where streams begin (no upstream): a loadgen or a publisher.
+inline bool is_source(Role r) { return r == Role::kLoadgen || r == Role::kPublisher; }
+// Where streams end (no downstream): a sink or a subscriber.
+inline bool is_end(Role r) { return r == Role::kSink || r == Role::kSubscriber; }
+// An application's end, not a program sluice-deploy starts.
+inline bool is_app(Role r) { return r == Role::kPublisher || r == Role::kSubscriber; }
 
 // How a process with several downstream links divides its events.
 enum class Split {
@@ -128,7 +138,7 @@ struct ProcessConfig {
   bool pin_stages = false;
   std::vector<unsigned> stage_cpus;
   std::vector<OperatorConfig> operators;
-  std::string schema;              // a loadgen's stream schema; "": the top-level `schema`
+  std::string schema;              // a loadgen's or publisher's stream schema; "": the top-level `schema`
   std::string results;             // a sink: write every tuple it receives to this CSV file
                                    // ({instance} is replaced by the instance's number)
   // Kafka (kafka/, docs/DESIGN.md "Kafka"): a loadgen with source: kafka
@@ -222,6 +232,11 @@ struct Deployment {
   std::string restart = "never";   // never | on-failure: every process's unless it sets its own
   uint32_t restart_limit = 3;
   uint32_t restart_backoff_ms = 500;
+  // An application's end (role publisher or subscriber) is not started by
+  // sluice-deploy: run and up wait this long for it to connect, and a link
+  // into a subscriber keeps trying to connect for as long (its
+  // connect_timeout_ms, if shorter).
+  double app_wait_s = 60;
   // Operator snapshots: a node whose operators keep state writes it to
   // state_dir ("": the run's directory) every checkpoint_interval_ms (0:
   // never) and reads it back when restarted. run_token names the run a

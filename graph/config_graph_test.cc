@@ -297,7 +297,8 @@ links:
   - {from: node-b, to: node-a}
   - {from: node-b, to: sink}
 )"),
-             "test.yaml:1: key 'processes': a pipeline needs at least one loadgen and one sink");
+             "test.yaml:1: key 'processes': a pipeline needs at least one source (a loadgen or a publisher) "
+             "and one end (a sink or a subscriber)");
   const std::string chain3 = "  - {from: loadgen, to: node-a}\n  - {from: node-a, to: node-b}\n";
   // A tcp option on a link whose transport comes from the link's own preset.
   EXPECT_HAS(parse_err(procs + chain3 + "  - {from: node-b, to: sink, preset: fabric-opt, rx_poll: select}\n"),

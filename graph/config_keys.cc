@@ -30,7 +30,7 @@ namespace cfg {
 const std::vector<std::string> kEncodings = {"capnp", "copy", "sg"};
 const std::vector<std::string> kTransports = {"tcp", "fabric", "ucx"};
 const std::vector<std::string> kWaits = {"block", "spin", "hybrid"};
-const std::vector<std::string> kRoles = {"loadgen", "node", "sink"};
+const std::vector<std::string> kRoles = {"loadgen", "node", "sink", "publisher", "subscriber"};
 const std::vector<std::string> kGenKinds = {"sequence", "uniform", "zipf", "constant", "random"};
 const std::vector<std::string> kLaunchers = [] {
   std::vector<std::string> v;
@@ -471,6 +471,11 @@ const std::vector<Key>& keys() {
       uint_key("restart_backoff_ms", &Deployment::restart_backoff_ms,
                "restart: on-failure: the wait before the first restart, doubled before each "
                "next one, up to 10 s"),
+      // Applications' ends (role publisher, subscriber).
+      double_key("app_wait_s", &Deployment::app_wait_s,
+                 "how long run and up wait for each application's end (role publisher or "
+                 "subscriber) to connect, and a process whose downstream is a subscriber keeps "
+                 "trying to connect to it, in seconds"),
       // Operator snapshots.
       uint_key("checkpoint_interval_ms", &Deployment::checkpoint_interval_ms,
                "0: off; else a node whose operators keep state (groupby, correlate, join, moving_avg) "
@@ -537,7 +542,8 @@ const std::vector<SectionKey>& root_section_keys() {
 const std::vector<SectionKey>& process_keys() {
   static const std::vector<SectionKey> k = {
       {"name", "required", "letters, digits, '.', '_', '-'; names its log and summary files"},
-      {"role", "required", "loadgen | node | sink"},
+      {"role", "required", "loadgen | node | sink | publisher | subscriber (an application's ends: "
+                           "sluice-deploy does not start them; docs/API.md)"},
       {"host", "the top-level host", "where it runs and its upstreams connect (with hosts:, a host's name)"},
       {"listen", "its host", "the address it binds"},
       {"port", "base_port + 100 * its place", "the first port it listens on"},
@@ -548,7 +554,7 @@ const std::vector<SectionKey>& process_keys() {
       {"pin_stages", "off", "off, on (spread the stage threads over its host's cores) or CPUs to "
                             "pin them to in turn"},
       {"operators", "none", "the operators of its process stage, in order (docs/OPERATORS.md)"},
-      {"schema", "the top-level schema", "a loadgen's stream schema, a name in schemas:"},
+      {"schema", "the top-level schema", "a loadgen's or publisher's stream schema, a name in schemas:"},
       {"results", "none", "a sink writes every tuple it receives to this CSV file ({instance}: "
                           "the instance's number)"},
       {"source", "generator", "a loadgen's tuples: generator (made from the schema's gens) or kafka "

@@ -261,7 +261,11 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
       have_role = true;
       std::string role;
       st = r.get_enum(v, kpath, kRoles, &role);
-      p->role = role == "loadgen" ? Role::kLoadgen : role == "sink" ? Role::kSink : Role::kNode;
+      p->role = role == "loadgen"      ? Role::kLoadgen
+                : role == "sink"       ? Role::kSink
+                : role == "publisher"  ? Role::kPublisher
+                : role == "subscriber" ? Role::kSubscriber
+                                       : Role::kNode;
     } else if (key == "host") {
       st = r.get_string(v, kpath, false, &p->host);
     } else if (key == "listen") {

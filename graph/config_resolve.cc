@@ -33,13 +33,13 @@ Status resolve_schemas(Deployment* d, const Places& at) {
   auto& ps = d->processes;
   uint32_t next_stream = 0;
   for (const auto& p : ps)
-    if (p.role == Role::kLoadgen) next_stream += d->streams;
+    if (is_source(p.role)) next_stream += d->streams;
   const uint32_t tpe_bytes = d->event_bytes;
   std::vector<size_t> order = d->start_order();
   std::reverse(order.begin(), order.end());  // loadgens first
   for (size_t i : order) {
     ProcessConfig& p = ps[i];
-    if (p.role == Role::kLoadgen) {
+    if (is_source(p.role)) {
       if (!p.schema.empty() && !d->find_schema(p.schema))
         return Status::Error(fmt::format("{}: process '{}': no schema '{}' in schemas:", p.source_line,
                                          p.name, p.schema));
@@ -47,7 +47,10 @@ Status resolve_schemas(Deployment* d, const Places& at) {
       p.out_schema = sc ? sc->schema : Schema::default_for(d->tuple_bytes);
       if (!p.operators.empty())
         return Status::Error(fmt::format("{}: process '{}': operators run on nodes and sinks, not "
-                                         "on a loadgen", p.source_line, p.name));
+                                         "on a {}", p.source_line, p.name, role_name(p.role)));
+      if (p.role == Role::kPublisher && p.source != "generator")
+        return Status::Error(fmt::format("{}: process '{}': a publisher's tuples are its application's; "
+                                         "source: {} is a loadgen's", p.source_line, p.name, p.source));
       if (p.source == "kafka" && p.kafka_topic.empty())
         return Status::Error(fmt::format("{}: process '{}': source: kafka reads kafka_topic; set it",
                                          p.source_line, p.name));
@@ -77,8 +80,9 @@ Status resolve_schemas(Deployment* d, const Places& at) {
                                        "of the broker; scripts/kafka.sh up prints it)",
                                        p.source_line, p.name));
     if (!p.schema.empty())
-      return Status::Error(fmt::format("{}: process '{}': only a loadgen names its schema; a {} "
-                                       "takes its upstream's", p.source_line, p.name, role_name(p.role)));
+      return Status::Error(fmt::format("{}: process '{}': only a loadgen or a publisher names its "
+                                       "schema; a {} takes its upstream's", p.source_line, p.name,
+                                       role_name(p.role)));
     size_t first_in = SIZE_MAX;
     for (size_t l : d->inputs_of(i)) {
       const ProcessConfig& up = ps[d->links[l].from];

@@ -56,7 +56,7 @@ Status validate_split_keys(const Deployment& d, const std::vector<Places>& proce
       return at.error(path + ".split", "split",
                       fmt::format("process '{}': only a node splits by key (a {} {}); put a node "
                                   "with split: key after it", p.name, role_name(p.role),
-                                  p.role == Role::kSink ? "has no downstream links"
+                                  is_end(p.role) ? "has no downstream links"
                                                         : "splits by stream or copy"));
     // A sink reconciles each stream on one path: parts of one event that
     // come back together by two links interleave (counted duplicated, and
@@ -127,10 +127,12 @@ Status validate_graph(const Deployment& d, const Places& at) {
     const ProcessConfig& t = ps[ls[l].to];
     if (ls[l].from == ls[l].to)
       return link_error(l, "to", fmt::format("a link from '{}' to itself", f.name));
-    if (f.role == Role::kSink)
-      return link_error(l, "from", fmt::format("'{}' is a sink; a sink has no downstream", f.name));
-    if (t.role == Role::kLoadgen)
-      return link_error(l, "to", fmt::format("'{}' is a loadgen; a loadgen has no upstream", t.name));
+    if (is_end(f.role))
+      return link_error(l, "from", fmt::format("'{0}' is a {1}; a {1} has no downstream", f.name,
+                                               role_name(f.role)));
+    if (is_source(t.role))
+      return link_error(l, "to", fmt::format("'{0}' is a {1}; a {1} has no upstream", t.name,
+                                             role_name(t.role)));
     for (size_t m = 0; m < l; ++m)
       if (ls[m].from == ls[l].from && ls[m].to == ls[l].to)
         return link_error(l, "", fmt::format("the link {} -> {} is given twice (first at {})",
@@ -139,13 +141,14 @@ Status validate_graph(const Deployment& d, const Places& at) {
   size_t loadgens = 0, sinks = 0;
   for (size_t i = 0; i < ps.size(); ++i) {
     const size_t in = d.inputs_of(i).size(), out = d.outputs_of(i).size();
-    loadgens += ps[i].role == Role::kLoadgen;
-    sinks += ps[i].role == Role::kSink;
-    if (ps[i].role != Role::kLoadgen && in == 0) return process_error(i, "has no upstream link");
-    if (ps[i].role != Role::kSink && out == 0) return process_error(i, "has no downstream link");
+    loadgens += is_source(ps[i].role);
+    sinks += is_end(ps[i].role);
+    if (!is_source(ps[i].role) && in == 0) return process_error(i, "has no upstream link");
+    if (!is_end(ps[i].role) && out == 0) return process_error(i, "has no downstream link");
   }
   if (loadgens == 0 || sinks == 0)
-    return at.error("processes", "a pipeline needs at least one loadgen and one sink");
+    return at.error("processes", "a pipeline needs at least one source (a loadgen or a publisher) "
+                                 "and one end (a sink or a subscriber)");
   // A cycle: depth-first, naming the processes around it.
   std::vector<int> state(ps.size(), 0);  // 0 new, 1 on the path, 2 done
   std::vector<size_t> path;
@@ -192,6 +195,8 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
     return at.error(at.of.count("duration_s") ? "duration_s" : "tuples",
                     "the load generator needs duration_s > 0 or tuples > 0");
   if (d.clock_ghz <= 0) return at.error("clock_ghz", "must be greater than 0");
+  if (!(d.app_wait_s > 0) || d.app_wait_s > 4e6)
+    return at.error("app_wait_s", fmt::format("must be greater than 0 and at most 4e6 s, got {}", d.app_wait_s));
   if (d.metrics && d.metrics_port != 0 && d.metrics_port + d.processes.size() - 1 > 65535)
     return at.error("metrics_port",
                     fmt::format("process {} ('{}') would serve metrics on port {}, beyond 65535; "
@@ -204,7 +209,7 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
 
   uint64_t all_streams = 0;
   for (size_t i = 0; i < d.processes.size(); ++i)
-    if (d.processes[i].role == Role::kLoadgen) all_streams += d.streams;
+    if (is_source(d.processes[i].role)) all_streams += d.streams;
   if (all_streams > kMaxStreams)
     return at.error("streams", fmt::format("{} load generators x {} streams = {} streams, more than "
                                            "the {} a pipeline carries",

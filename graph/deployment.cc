@@ -30,6 +30,8 @@ const char* role_name(Role r) {
     case Role::kLoadgen: return "loadgen";
     case Role::kNode: return "node";
     case Role::kSink: return "sink";
+    case Role::kPublisher: return "publisher";
+    case Role::kSubscriber: return "subscriber";
   }
   return "?";
 }
@@ -61,6 +63,10 @@ std::vector<size_t> Deployment::outputs_of(size_t i) const {
 std::string Deployment::threads_of(size_t i) const {
   const std::string& t = processes[i].threads.empty() ? threads : processes[i].threads;
   if (t != "auto") return t;
+  // An application's thread is a stage of its own already (it fills the
+  // events a publisher sends, it handles those a subscriber receives): one
+  // thread beside it moves them over the links.
+  if (is_app(processes[i].role)) return "shared";
   std::vector<size_t> ls = inputs_of(i);
   for (size_t l : outputs_of(i)) ls.push_back(l);
   bool shm = !ls.empty();
@@ -119,6 +125,10 @@ LinkOptions Deployment::link_options(size_t l, uint32_t instance) const {
     o.schema = sch.describe();
   }
   o.wait = wait;
+  // A subscriber is the application's, started when the application is:
+  // its upstream keeps trying to connect while run waits for it.
+  if (to.role == Role::kSubscriber && !standalone)
+    o.connect_timeout_ms = std::max<uint32_t>(o.connect_timeout_ms, static_cast<uint32_t>(app_wait_s * 1000));
   // ucx_tls: auto: shared memory between two processes of one host (the same
   // address), tcp between hosts. A standalone program knows only its own
   // address, not its peer's: tcp.
@@ -189,7 +199,7 @@ OperatorConfig OperatorConfig::filter(const std::string& field, const std::strin
 uint32_t Deployment::first_stream(size_t i) const {
   uint32_t f = 0;
   for (size_t j = 0; j < i && j < processes.size(); ++j)
-    if (processes[j].role == Role::kLoadgen) f += streams;
+    if (is_source(processes[j].role)) f += streams;
   return f;
 }
 
@@ -205,7 +215,7 @@ uint32_t Deployment::streams_into(size_t i) const {
       const size_t f = links[l].from;
       if (seen[f]) continue;
       seen[f] = true;
-      if (processes[f].role == Role::kLoadgen) n += streams;
+      if (is_source(processes[f].role)) n += streams;
       todo.push_back(f);
     }
   }

@@ -318,7 +318,7 @@ uint32_t OperatorChain::emit_slots() const {
 
 Status restart_loses_state(const Deployment& d, size_t index) {
   const ProcessConfig& pc = d.processes[index];
-  if (d.checkpoint_interval_ms || pc.role == Role::kLoadgen) return {};
+  if (d.checkpoint_interval_ms || pc.role == Role::kLoadgen || is_app(pc.role)) return {};
   if (pc.role == Role::kSink)
     return Status::Error(
         "without checkpoint_interval_ms a sink's counts and positions die with its process, so a "
@@ -369,6 +369,7 @@ bool upstream_waits_for_snapshots(const Deployment& d, size_t index) {
         if (d.loadgen_backup_slots || !pc.operators.empty()) return true;
         continue;
       }
+      if (pc.role == Role::kPublisher) return true;  // it keeps its events' slots
       OperatorChain chain;
       if (Status st = OperatorChain::make(pc.operators, pc.in_schema, &chain); !st) return true;
       if (!forwards_without_copies(d, p, chain)) return true;

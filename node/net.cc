@@ -745,6 +745,11 @@ void NetDestination::abort() {
   }
 }
 
+void NetDestination::interrupt() {
+  std::lock_guard lk(mu_);  // links_ as start() fills it
+  for (auto& l : links_) l->interrupt();
+}
+
 bool NetDestination::busy() const {
   for (const auto& l : links_)
     if (l->busy()) return true;

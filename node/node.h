@@ -111,6 +111,10 @@ class Destination {
   virtual Status finish() { return {}; }
   // After a failure: close at once, without END, so downstream learns of it.
   virtual void abort() {}
+  // From another thread, the instance stopping at once (Instance::stop): a
+  // consume() or finish() waiting on a receiver that grants nothing fails
+  // now instead (Sender::interrupt).
+  virtual void interrupt() {}
   // Work to do while nothing new arrives (a carrier reaping completions):
   // the send stage then calls progress() and sleeps on its ring and on
   // wait_fds() together instead of on its ring alone.
@@ -284,6 +288,7 @@ class NetDestination final : public Destination {
   Status consume(std::span<const Descriptor> descs) override;
   Status finish() override;
   void abort() override;
+  void interrupt() override;
   bool busy() const override;
   bool carrier_busy() const override;
   bool acknowledged() const override;
@@ -401,8 +406,12 @@ class Instance {
   ~Instance();
   void start();
   // From any thread: every stage ends at once, without END, with `why` as
-  // the instance's status (a SIGTERM'd process, which still reports).
-  void stop(const Status& why) { fail(why); }
+  // the instance's status (a SIGTERM'd process, which still reports); a
+  // send stage waiting on a receiver that grants nothing stops waiting.
+  void stop(const Status& why) {
+    fail(why);
+    dest_->interrupt();
+  }
   void join();
   bool done() const { return done_.load(std::memory_order_acquire) == 3; }
   // An eventfd written once when done() turns true, so whoever waits for it

@@ -132,6 +132,10 @@ class TxCarrier {
   virtual Status close(uint32_t timeout_ms) = 0;
   // Closes at once: the receiver sees the stream cut short.
   virtual void abort() = 0;
+  // From any thread, while the carrier lives: the owner's call blocked in
+  // credits() or close() (a receiver that grants nothing) returns an error
+  // now, and so does every call after. The process is stopping the link.
+  virtual void interrupt() = 0;
   virtual int wait_fd() const = 0;
   // A carrier that completes sends asynchronously has work for its owner
   // even while nothing new is to be sent (reap completions, release slots):

@@ -660,6 +660,12 @@ void Sender::abort() {
   carrier_->abort();
 }
 
+void Sender::interrupt() {
+  std::lock_guard lk(swap_mu_);  // against a recovery's new carrier
+  interrupted_.store(true, std::memory_order_release);
+  carrier_->interrupt();
+}
+
 LinkStats Sender::stats() const {
   std::lock_guard lk(swap_mu_);
   LinkStats s = carrier_->stats();

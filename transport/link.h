@@ -413,6 +413,10 @@ class Sender {
   Status close();
   // Closes at once, without END: the receiver sees the stream cut short.
   void abort();
+  // From any thread: a send or close blocked on the receiver (no credit, no
+  // finish) fails now, and the link does not connect again: its process is
+  // stopping it (TxCarrier::interrupt).
+  void interrupt();
   // With acks: how to connect again after a break (the carrier's own
   // connect, as make_sender used it). Without one, a break ends the link.
   void set_connector(Connector c) { connect_ = std::move(c); }
@@ -517,6 +521,7 @@ class Sender {
   mutable std::mutex swap_mu_;  // carrier_ and gate_ replaced by a recovery, against stats()
   LinkStats retired_;           // what the connections before this one counted
   bool ended_ = false, closed_ = false, closed_without_end_ = false;
+  std::atomic<bool> interrupted_{false};
   // The frame being planned.
   std::vector<TxCarrier::Piece> pieces_;
   size_t np_ = 0;

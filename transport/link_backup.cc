@@ -180,7 +180,7 @@ Status Sender::keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_
 // reconnect_timeout_ms, then replay every frame not acknowledged. Without
 // acks (or a connect function) the error stands.
 Status Sender::recover(Status why) {
-  if (!opts_.acks || !connect_ || closed_without_end_) return why;
+  if (!opts_.acks || !connect_ || closed_without_end_ || interrupted_.load(std::memory_order_acquire)) return why;
   carrier_->abort();
   // Carrier errors name the link already.
   const std::string who = why.message().rfind(name_, 0) == 0 ? "" : name_ + ": ";
@@ -205,7 +205,8 @@ Status Sender::recover(Status why) {
   auto backoff = std::chrono::milliseconds(kReconnectBackoffMs);
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
-    if (opts_.abort && opts_.abort->load(std::memory_order_relaxed))
+    if ((opts_.abort && opts_.abort->load(std::memory_order_relaxed)) ||
+        interrupted_.load(std::memory_order_acquire))
       return Status::Error(fmt::format("{}{}; stopped while connecting again", who, why.message()));
     if (now >= deadline)
       return Status::Error(fmt::format("{}{}; not connected again within {} ms", who,
@@ -234,6 +235,7 @@ Status Sender::recover(Status why) {
         std::vector<uint32_t> orphans;
         carrier_->unreleased(&orphans);
         carrier_ = std::move(c.carrier);
+        if (interrupted_.load(std::memory_order_acquire)) carrier_->interrupt();
         for (uint32_t slot : orphans)
           if (Status rs = pool_.release(slot); !rs)
             return Status::Error(fmt::format("{}: {}", name_, rs.message()));

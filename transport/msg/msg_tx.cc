@@ -203,6 +203,8 @@ class MsgTx final : public TxCarrier {
   }
 
   void abort() override { end_.shutdown(); }
+  // The control connection, shut: a reap waiting for credits sees its end.
+  void interrupt() override { end_.shutdown(); }
   int wait_fd() const override { return end_.wait_fd(); }
   bool busy() const override { return outstanding_ > 0; }
   void unreleased(std::vector<uint32_t>* out) const override {

@@ -570,6 +570,7 @@ class TcpTx : public TxCarrier {
       while (::recv(fd_.get(), sink, sizeof sink, 0) > 0) {
       }
     }
+    std::lock_guard lk(fd_mu_);  // against interrupt()
     fd_.reset();
     return st;
   }
@@ -578,6 +579,10 @@ class TcpTx : public TxCarrier {
   void abort() override {
     if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
     (void)stop();
+  }
+  void interrupt() override {
+    std::lock_guard lk(fd_mu_);
+    if (fd_.valid()) ::shutdown(fd_.get(), SHUT_RDWR);
   }
 
   int wait_fd() const override { return fd_.get(); }
@@ -595,6 +600,7 @@ class TcpTx : public TxCarrier {
   }
 
   Fd fd_;
+  std::mutex fd_mu_;  // fd_'s reset (close) against interrupt() from another thread
   LinkOptions opts_;
   SlotPool& pool_;
   std::string link_;

@@ -47,81 +47,96 @@ void Verifier::verify_run(std::byte* run, const Descriptor& d, uint64_t now_ns) 
   for (uint32_t e = 0; e < d.events; ++e) {
     std::byte* p = run + off;
     EventHeader h;
-    std::memcpy(&h, p, sizeof h);  // the receiving transport checked the header
+    std::memcpy(&h, p, sizeof h);
     off += h.wire_bytes();
-    ++c_.events;
-    c_.tuples += h.tuple_count;
-    c_.bytes += h.wire_bytes();
-    const bool templ = h.flags & kEventTemplate;
-    if (templ ? !template_intact(p, h) : event_checksum(p) != h.checksum) {
-      // Nothing in it can be trusted, its sequence numbers neither. The gap
-      // it leaves in its stream is these tuples, already counted corrupt:
-      // not lost as well.
-      c_.corrupt += h.tuple_count;
-      corrupt_unseen_[h.stream] += h.tuple_count;
-      continue;
+    verify_event(p, now_ns);
+  }
+}
+
+void Verifier::resume(uint32_t stream, uint64_t next_event_seq, uint64_t next_seq) {
+  if (stream >= kMaxStreams) return;
+  dedupe_ = true;
+  last_event_[stream] = next_event_seq;
+  next_seq_[stream] = next_seq;
+  seen_[stream] = true;
+}
+
+Verifier::Verdict Verifier::verify_event(std::byte* p, uint64_t now_ns) {
+  EventHeader h;
+  std::memcpy(&h, p, sizeof h);  // the receiving transport checked the header
+  ++c_.events;
+  c_.tuples += h.tuple_count;
+  c_.bytes += h.wire_bytes();
+  const bool templ = h.flags & kEventTemplate;
+  if (templ ? !template_intact(p, h) : event_checksum(p) != h.checksum) {
+    // Nothing in it can be trusted, its sequence numbers neither. The gap
+    // it leaves in its stream is these tuples, already counted corrupt:
+    // not lost as well.
+    c_.corrupt += h.tuple_count;
+    corrupt_unseen_[h.stream] += h.tuple_count;
+    return Verdict::kCorrupt;
+  }
+  if (dedupe_) {
+    if (h.event_seq < last_event_[h.stream]) {
+      --c_.events;
+      c_.tuples -= h.tuple_count;
+      c_.bytes -= h.wire_bytes();
+      c_.deduplicated += h.tuple_count;
+      return Verdict::kDuplicate;
     }
-    if (dedupe_) {
-      if (h.event_seq < last_event_[h.stream]) {
-        --c_.events;
-        c_.tuples -= h.tuple_count;
-        c_.bytes -= h.wire_bytes();
-        c_.deduplicated += h.tuple_count;
-        continue;
-      }
-      last_event_[h.stream] = h.event_seq + 1;
-    }
-    seen_[h.stream] = true;
-    uint64_t& next = next_seq_[h.stream];
-    if (h.first_seq > next) {
-      const uint64_t g = gap(h.stream, h.first_seq - next);
-      c_.lost += g;
-      missing_[h.stream] += g;
-    } else if (h.first_seq < next) {
-      c_.duplicated += std::min<uint64_t>(h.tuple_count, next - h.first_seq);
-    }
-    if (h.first_seq + h.tuple_span > next) next = h.first_seq + h.tuple_span;
-    if (h.flags & kEventPart) part_missing_[h.stream] += h.tuple_span - h.tuple_count;
-    else c_.filtered += h.tuple_span - h.tuple_count;
-    // Each tuple's own sequence number: inside the span, strictly increasing
-    // (a template event's were checked exactly above). With nothing dropped
-    // that means tuple i is first_seq + i: one pass without a branch per
-    // tuple, and the counting pass only when it finds something.
-    const std::byte* t = p + kEventHeaderBytes;
-    uint64_t bad = h.tuple_count != h.tuple_span;
-    if (!templ && !bad) {
-      uint64_t seq = h.first_seq;
-      for (uint32_t i = 0; i < h.tuple_count; ++i, t += h.tuple_bytes, ++seq) bad |= tuple_seq(t) ^ seq;
-      t = p + kEventHeaderBytes;
-    }
-    if (!templ && bad) {
-      uint64_t prev = 0;
-      for (uint32_t i = 0; i < h.tuple_count; ++i, t += h.tuple_bytes) {
-        uint64_t s = tuple_seq(t);
-        bool ok = s >= h.first_seq && s < h.first_seq + h.tuple_span && (i == 0 || s > prev);
-        c_.corrupt += !ok;
-        prev = s;
-      }
-    }
-    const uint64_t lat = now_ns > h.send_ts_ns ? now_ns - h.send_ts_ns : 0;
-    latency_.record(lat);
-    live_latency_.record(lat);
-    if (bursts_) bursts_->record(h.send_ts_ns, now_ns);
-    if (results_) {
-      t = p + kEventHeaderBytes;
-      for (uint32_t i = 0; i < h.tuple_count; ++i, t += h.tuple_bytes) {
-        for (size_t f = 0; f < result_fields_.size(); ++f) {
-          const FieldRef& r = result_fields_[f];
-          if (r.type == FieldType::kF64) fmt::print(results_, "{}{}", f ? "," : "", load_f64(t, r));
-          else if (r.type == FieldType::kU64 || r.type == FieldType::kTimestamp)
-            fmt::print(results_, "{}{}", f ? "," : "", static_cast<uint64_t>(load_i64(t, r)));
-          else fmt::print(results_, "{}{}", f ? "," : "", load_i64(t, r));
-        }
-        std::fputc('\n', results_);
-      }
+    last_event_[h.stream] = h.event_seq + 1;
+  }
+  seen_[h.stream] = true;
+  uint64_t& next = next_seq_[h.stream];
+  if (h.first_seq > next) {
+    const uint64_t g = gap(h.stream, h.first_seq - next);
+    c_.lost += g;
+    missing_[h.stream] += g;
+  } else if (h.first_seq < next) {
+    c_.duplicated += std::min<uint64_t>(h.tuple_count, next - h.first_seq);
+  }
+  if (h.first_seq + h.tuple_span > next) next = h.first_seq + h.tuple_span;
+  if (h.flags & kEventPart) part_missing_[h.stream] += h.tuple_span - h.tuple_count;
+  else c_.filtered += h.tuple_span - h.tuple_count;
+  // Each tuple's own sequence number: inside the span, strictly increasing
+  // (a template event's were checked exactly above). With nothing dropped
+  // that means tuple i is first_seq + i: one pass without a branch per
+  // tuple, and the counting pass only when it finds something.
+  const std::byte* t = p + kEventHeaderBytes;
+  uint64_t bad = h.tuple_count != h.tuple_span;
+  if (!templ && !bad) {
+    uint64_t seq = h.first_seq;
+    for (uint32_t i = 0; i < h.tuple_count; ++i, t += h.tuple_bytes, ++seq) bad |= tuple_seq(t) ^ seq;
+    t = p + kEventHeaderBytes;
+  }
+  if (!templ && bad) {
+    uint64_t prev = 0;
+    for (uint32_t i = 0; i < h.tuple_count; ++i, t += h.tuple_bytes) {
+      uint64_t s = tuple_seq(t);
+      bool ok = s >= h.first_seq && s < h.first_seq + h.tuple_span && (i == 0 || s > prev);
+      c_.corrupt += !ok;
+      prev = s;
     }
     if (kafka_ && kafka_error_.ok()) kafka_error_ = kafka_->event(p, h);
   }
+  const uint64_t lat = now_ns > h.send_ts_ns ? now_ns - h.send_ts_ns : 0;
+  latency_.record(lat);
+  live_latency_.record(lat);
+  if (bursts_) bursts_->record(h.send_ts_ns, now_ns);
+  if (results_) {
+    t = p + kEventHeaderBytes;
+    for (uint32_t i = 0; i < h.tuple_count; ++i, t += h.tuple_bytes) {
+      for (size_t f = 0; f < result_fields_.size(); ++f) {
+        const FieldRef& r = result_fields_[f];
+        if (r.type == FieldType::kF64) fmt::print(results_, "{}{}", f ? "," : "", load_f64(t, r));
+        else if (r.type == FieldType::kU64 || r.type == FieldType::kTimestamp)
+          fmt::print(results_, "{}{}", f ? "," : "", static_cast<uint64_t>(load_i64(t, r)));
+        else fmt::print(results_, "{}{}", f ? "," : "", load_i64(t, r));
+      }
+      std::fputc('\n', results_);
+    }
+  }
+  return Verdict::kIntact;
 }
 
 // The generator's totals reveal a lost tail; the operators' accounts then

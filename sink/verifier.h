@@ -107,6 +107,17 @@ class Verifier final : public Destination {
   // key fields are zeroed while its body is hashed and written back after:
   // the bytes are as they came when it returns.
   void verify_run(std::byte* run, const Descriptor& d, uint64_t now_ns);
+  // One event of a run, checked and counted as verify_run does: whether it
+  // is intact and new, corrupt (counted, nothing in it to be trusted), or a
+  // replay's duplicate (counted deduplicated). A subscriber hands the
+  // application the intact ones alone (client/).
+  enum class Verdict { kIntact, kCorrupt, kDuplicate };
+  Verdict verify_event(std::byte* event, uint64_t now_ns);
+  // Where `stream` already reached, as its last reader was told (a
+  // subscriber whose application keeps its own position): events before
+  // next_event_seq are replays, dropped, and its tuples go on from
+  // next_seq. Turns dedupe on. Before the first event.
+  void resume(uint32_t stream, uint64_t next_event_seq, uint64_t next_seq);
   void verify_end(const std::byte* p, uint32_t bytes);
 
  private:

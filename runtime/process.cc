@@ -57,9 +57,11 @@ void on_signal(int) {
 // signal, so whoever waits for it sees the exit it saw before, and one
 // that ended in time exits as it would have. (Nodes and sinks died at once
 // with no summary: a run whose node-a was killed reported "0 tuples" for
-// a sink that had counted 998,070.) Stopping may not take longer than
-// kTermGraceS (a thread blocked in a send to a peer that reads nothing):
-// then, or at a second SIGTERM, the signal's own action ends it.
+// a sink that had counted 998,070.) A send stage waiting for credit from
+// a peer that reads nothing is woken (Instance::stop interrupts its
+// links). Stopping may still not take longer than kTermGraceS (a thread
+// blocked where nothing wakes it): then, or at a second SIGTERM, the
+// signal's own action ends it.
 constexpr unsigned kTermGraceS = 2;
 std::atomic<bool> g_term{false};
 std::atomic<bool> g_stopped_at_once{false};  // the instances were stopped at once for it
@@ -138,6 +140,8 @@ struct Built {
   std::vector<KafkaFeed> kafka;
   std::vector<Verifier*> verifiers;
   std::vector<Position> positions;
+  std::vector<NetSource*> net_sources;          // per instance, null where none
+  std::vector<NetDestination*> net_destinations;  // likewise
 };
 
 // Commits each Kafka source's offsets of the events acknowledged on its
@@ -152,14 +156,15 @@ void commit_kafka(Built& b, bool sync) {
   }
 }
 
-// One instance of process `index`: its receive stage over its upstream links
-// (or a generator), its operators, its send stage over its downstream links
-// (or a verifier).
-Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
-             std::function<void()> on_first, const std::vector<unsigned>& process_cpus,
-             const std::atomic<bool>* stop, bool may_restart, uint32_t restarted) {
+// Instance k of process `index`: its receive stage over its upstream links
+// (or a generator, a Kafka source, or a publisher's application), its
+// operators, its send stage over its downstream links (or a verifier, or a
+// subscriber's application).
+Status build_instance(const Deployment& d, size_t index, uint32_t k, TransportContext& ctx, Built* b,
+                      std::function<void()> on_first, const std::vector<unsigned>& process_cpus,
+                      const std::atomic<bool>* stop, bool may_restart, uint32_t restarted, AppEnd* app) {
   const ProcessConfig& pc = d.processes[index];
-  for (uint32_t k = 0; k < d.instances; ++k) {
+  {
     Status st;
     OperatorChain chain;
     st = OperatorChain::make(pc.operators, pc.in_schema, &chain);
@@ -181,7 +186,13 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
       return d.link_options(l, k).acks;
     });
     KafkaSource* kafka = nullptr;
-    if (pc.role == Role::kLoadgen && pc.source == "kafka") {
+    if (is_app(pc.role) != (app != nullptr))
+      return Status::Error(fmt::format("{}: a {} is {}", pc.name, role_name(pc.role),
+                                       app ? "no application's end" : "an application's end, not a program"));
+    if (pc.role == Role::kPublisher) {
+      if (!app->source) return Status::Error(fmt::format("{}: a publisher without its source", pc.name));
+      source = std::move(app->source);
+    } else if (pc.role == Role::kLoadgen && pc.source == "kafka") {
       // Its links keep each event's slot until it is acknowledged (a
       // record cannot be made again from a header).
       auto ks = std::make_unique<KafkaSource>(d, index, k, d.first_stream(index), all_acked, restarted);
@@ -213,7 +224,13 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
       handover = std::make_unique<HandoverPool>(source->pool().slots(), source->pool().slot_bytes());
     SlotPool& send_pool = handover ? handover->pool : source->pool();
     std::unique_ptr<Destination> dest;
-    if (pc.role == Role::kSink) {
+    NetDestination* net_dest = nullptr;
+    if (pc.role == Role::kSubscriber) {
+      if (!app->destination)
+        return Status::Error(fmt::format("{}: a subscriber without its destination", pc.name));
+      dest = app->destination(send_pool, ledger, &st);
+      if (!dest) return st;
+    } else if (pc.role == Role::kSink) {
       auto v = std::make_unique<Verifier>(send_pool);
       for (size_t l : d.inputs_of(index)) v->dedupe(v->dedupes() || d.link_options(l, k).acks);
       if (d.burst_events > 0)
@@ -244,6 +261,7 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         out.push_back(d.link_options(l, k));
         out.back().stop = stop;  // a stop before it connected ends it at once
         if (stop == &g_stop) out.back().abort = &g_term;  // and SIGTERM a reconnect
+        if (app) out.back().abort = stop;  // an application's stop is at once
       }
       // A node that only forwards keeps no copies with acks: its upstream's
       // backup covers what it sends (node_backup: upstream, AckLedger).
@@ -256,6 +274,7 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
         nd->set_ledger(ledger);
       }
       if (remaker) nd->set_remaker(remaker);
+      net_dest = nd.get();
       if (kafka) b->kafka.push_back({kafka, nd.get(), all_acked, {}});
       if (pc.role == Role::kLoadgen && !kafka && may_restart && chain.size() == 0 && !d.handover_copy && all_acked &&
           (out_links.size() == 1 || pc.split != Split::kKey)) {
@@ -289,7 +308,8 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
     }
     // Operator snapshots: a node whose operators keep state that they save,
     // and a sink (its verifier's counts and positions).
-    if (d.checkpoint_interval_ms && pc.role != Role::kLoadgen) {
+    // (An application's state is its own: its ends take no snapshots.)
+    if (d.checkpoint_interval_ms && pc.role != Role::kLoadgen && !is_app(pc.role)) {
       bool keeps = false;
       for (size_t i = 0; i < chain.size(); ++i) {
         const Operator::State state = chain.op(i).state();
@@ -363,7 +383,21 @@ Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
     b->instances.push_back(std::make_unique<Instance>(ic, std::move(source), std::move(dest),
                                                       std::move(chain), on_first,
                                                       std::move(handover)));
+    b->net_sources.push_back(ledger);
+    b->net_destinations.push_back(net_dest);
   }
+  return {};
+}
+
+// Every instance of process `index`, as build_instance makes each.
+Status build(const Deployment& d, size_t index, TransportContext& ctx, Built* b,
+             std::function<void()> on_first, const std::vector<unsigned>& process_cpus,
+             const std::atomic<bool>* stop, bool may_restart, uint32_t restarted) {
+  for (uint32_t k = 0; k < d.instances; ++k)
+    if (Status st = build_instance(d, index, k, ctx, b, on_first, process_cpus, stop, may_restart, restarted,
+                                   nullptr);
+        !st)
+      return st;
   return {};
 }
 
@@ -410,6 +444,25 @@ Status count_start(const std::string& path, uint32_t* restarted) {
 }
 
 }  // namespace
+
+Status build_app_instance(const Deployment& d, size_t index, uint32_t instance, TransportContext& ctx,
+                          AppEnd end, std::function<void()> on_first, const std::atomic<bool>* stop,
+                          AppInstance* out) {
+  if (index >= d.processes.size() || !is_app(d.processes[index].role))
+    return Status::Error("build_app_instance: not an application's end");
+  if (instance >= d.instances)
+    return Status::Error(fmt::format("{}: instance {} of {} (instances: {})", d.processes[index].name,
+                                     instance, d.instances, d.instances));
+  Built b;
+  if (Status st = build_instance(d, index, instance, ctx, &b, std::move(on_first), thread_cpu_list(), stop,
+                                 false, 0, &end);
+      !st)
+    return st;
+  out->instance = std::move(b.instances.front());
+  out->in = b.net_sources.front();
+  out->out = b.net_destinations.front();
+  return {};
+}
 
 Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* stop,
                    ProcessSummary* out, const std::string& bursts_path, uint32_t restarted,

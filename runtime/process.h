@@ -6,12 +6,38 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "graph/config.h"
 #include "node/metrics.h"
+#include "node/node.h"
 
 namespace sluice {
+
+// An application's end of a deployment (role publisher or subscriber; the
+// library in client/): one instance of the process, assembled as every
+// program's are, with the application's own stage in place of the
+// generator or the verifier. A publisher's `source` hands the receive stage
+// what the application committed; a subscriber's `destination` is made
+// over the pool its events arrive in (and `ledger`, its receive stage, for
+// acknowledgements the application gives).
+struct AppEnd {
+  std::unique_ptr<Source> source;
+  std::function<std::unique_ptr<Destination>(SlotPool& pool, NetSource* ledger, Status* st)> destination;
+};
+struct AppInstance {
+  std::unique_ptr<Instance> instance;
+  NetSource* in = nullptr;        // a subscriber's upstream links
+  NetDestination* out = nullptr;  // a publisher's downstream links
+};
+// Instance `instance` of application process `index`, not started. `stop`
+// as for run_process: set before its downstream links connected, it ends
+// the connecting at once.
+Status build_app_instance(const Deployment& d, size_t index, uint32_t instance, TransportContext& ctx,
+                          AppEnd end, std::function<void()> on_first, const std::atomic<bool>* stop,
+                          AppInstance* out);
 
 // Runs process `index` of the deployment to the end of its stream. `stop`,
 // when set (by a signal), makes a load generator end its stream early, and a

@@ -13,6 +13,7 @@ never one above, and never a sibling at its own level:
   4 loadgen/ sink/   a Source that makes events, a Destination that checks them
   5 runtime/     a program assembled from a deployment (sluice-node, -loadgen, -sink)
   6 deploy/      sluice-deploy and its launcher
+  6 client/      the library applications link (include/sluice/)
 
 Tests (*_test.cc), benchmarks (*_bench.cc), fuzz targets and test data may
 reach up: they are not part of the layer. Usage: check_layering.py [ROOT]
@@ -22,7 +23,7 @@ import re
 import sys
 
 LEVEL = {"base": 0, "transport": 1, "graph": 2, "node": 3, "kafka": 3, "loadgen": 4, "sink": 4,
-         "runtime": 5, "deploy": 6}
+         "runtime": 5, "deploy": 6, "client": 6}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
 
 

@@ -1,0 +1,194 @@
+// The library's ends on every carrier: a Publisher and a Subscriber (one
+// process, the link between them over the carrier under test) move tuples
+// of a schema with typed fields, every one once and in order, with acks
+// off and on. A carrier the conformance suite runs is one the library's
+// ends run (transport/conformance_test.cc).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "client/client_test_util.h"
+#include "sluice/publisher.h"
+#include "sluice/subscriber.h"
+
+namespace sluice::client {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Carrier {
+  const char* name;
+  const char* keys;  // top-level keys of the deployment
+};
+
+const Carrier kCarriers[] = {
+    {"tcp_opt", "preset: tcp-opt\n"},
+    {"fabric_tcp", "preset: fabric-opt\nfabric_provider: tcp\n"},
+    {"fabric_shm", "preset: fabric-opt\nfabric_provider: shm\n"},
+    {"ucx_tcp", "preset: ucx-opt\nucx_tls: tcp\n"},
+    {"ucx_sm", "preset: ucx-opt\nucx_tls: sm\n"},
+};
+
+class ClientCarriers : public ::testing::TestWithParam<std::tuple<Carrier, bool>> {};
+
+// Tuples of the quote schema, as the test writes them: every field a
+// function of the stream and the seq, so the subscriber checks each.
+struct Expect {
+  std::vector<uint64_t> next_seq, next_event;
+  uint64_t tuples = 0, events = 0, wrong = 0;
+  std::string first_wrong;
+};
+
+TEST_P(ClientCarriers, EveryTupleArrivesOnceInOrderWithItsFields) {
+  const auto& [carrier, acks] = GetParam();
+  TempDir dir;
+  size_t index = 0;
+  while (std::string(kCarriers[index].name) != carrier.name) ++index;
+  const uint16_t port = static_cast<uint16_t>(34100 + 20 * index + (acks ? 10 : 0));
+  const std::string file = dir.write("quotes.yaml", fmt::format(
+      "{}acks: {}\nbase_port: {}\nmetrics: off\nprogress_s: 0\nevent_bytes: 4096\nstreams: 2\n"
+      "schema: q\nschemas:\n  q:\n    fields:\n      - {{name: key, type: u32}}\n"
+      "      - {{name: price, type: f64}}\n      - {{name: tag, type: bytes, width: 6}}\n"
+      "    tuple_bytes: 40\n"
+      "processes:\n  - {{name: pub, role: publisher}}\n  - {{name: sub, role: subscriber}}\n",
+      carrier.keys, acks ? "on" : "off", port));
+  Connect at;
+  at.deployment = file;
+  at.process = "sub";
+  std::unique_ptr<Subscriber> sub;
+  Result r = Subscriber::open(at, &sub);
+  ASSERT_TRUE(r.ok()) << r.message;
+  at.process = "pub";
+  std::unique_ptr<Publisher> pub;
+  r = Publisher::open(at, &pub);
+  ASSERT_TRUE(r.ok()) << r.message;
+  const Layout& l = pub->layout();
+  ASSERT_EQ(l.describe(), "q{seq:u64,key:u32,price:f64,tag:bytes[6];tuple_bytes=40}");
+  const Field& key = *l.field("key");
+  const Field& price = *l.field("price");
+  const Field& tag = *l.field("tag");
+  ASSERT_EQ(pub->streams(), 2u);
+  ASSERT_EQ(pub->max_tuples(), (4096u - 64) / 40);
+
+  Expect ex;
+  ex.next_seq.assign(2, 0);
+  ex.next_event.assign(2, 0);
+  std::atomic<bool> closed{false};
+  std::string poll_error;
+  std::thread reader([&] {
+    const Field& k = *sub->layout().field("key");
+    const Field& p = *sub->layout().field("price");
+    const Field& g = *sub->layout().field("tag");
+    auto check = [&](const EventView& e) {
+      const uint32_t s = e.stream;
+      if (s >= 2 || e.event_seq != ex.next_event[s] || e.first_seq != ex.next_seq[s]) {
+        if (!ex.wrong++)
+          ex.first_wrong = fmt::format("stream {} event {} first_seq {}, expected event {} seq {}", s, e.event_seq,
+                                       e.first_seq, s < 2 ? ex.next_event[s] : 0, s < 2 ? ex.next_seq[s] : 0);
+        return;
+      }
+      for (uint32_t i = 0; i < e.count; ++i) {
+        const TupleView t = e.tuple(i);
+        const uint64_t q = t.seq();
+        char want_tag[6] = {'q', char('a' + q % 26), char('0' + s), 0, 0, 0};
+        if (q != ex.next_seq[s] + i || t.get<uint32_t>(k) != (q * 7 + s) % 1024 ||
+            t.get<double>(p) != double(q) * 0.25 + s || std::memcmp(t.bytes(g).data(), want_tag, 6) != 0) {
+          if (!ex.wrong++) ex.first_wrong = fmt::format("stream {} tuple {}: fields differ", s, q);
+        }
+      }
+      ex.next_seq[s] += e.count;
+      ++ex.next_event[s];
+      ex.tuples += e.count;
+      ++ex.events;
+    };
+    for (;;) {
+      const Code c = sub->poll(check, 32, 200ms);
+      if (c == Code::kClosed) break;
+      if (c != Code::kOk) {
+        poll_error = sub->error();
+        break;
+      }
+    }
+    closed = true;
+  });
+
+  // Events of every size from one tuple to a full event, on both streams,
+  // by claim and by offer.
+  uint64_t sent = 0;
+  std::vector<uint64_t> seq(2, 0);
+  std::vector<std::byte> buf(size_t{pub->max_tuples()} * 40);
+  for (uint32_t e = 0; e < 600; ++e) {
+    const uint32_t s = e % 2;
+    const uint32_t n = 1 + (e * 37) % pub->max_tuples();
+    Claim c;
+    TupleRef first(nullptr);
+    if (e % 5 == 4) {  // offer: the application's own buffer
+      for (uint32_t i = 0; i < n; ++i) {
+        TupleRef t(buf.data() + size_t{i} * 40);
+        const uint64_t q = seq[s] + i;
+        t.set(key, (q * 7 + s) % 1024);
+        t.set(price, double(q) * 0.25 + s);
+        const char g[6] = {'q', char('a' + q % 26), char('0' + s), 0, 0, 0};
+        std::memcpy(t.bytes(tag).data(), g, 6);
+      }
+      Code got;
+      while ((got = pub->offer(std::span<const std::byte>(buf.data(), size_t{n} * 40), 1000ms, s)) ==
+             Code::kBackPressured) {
+      }
+      ASSERT_EQ(got, Code::kOk) << pub->error();
+    } else {
+      Code got;
+      while ((got = pub->claim(n, &c, 1000ms, s)) == Code::kBackPressured) {
+      }
+      ASSERT_EQ(got, Code::kOk) << pub->error();
+      for (uint32_t i = 0; i < n; ++i) {
+        TupleRef t = c.tuple(i);
+        const uint64_t q = seq[s] + i;
+        t.set(key, (q * 7 + s) % 1024);
+        t.set(price, double(q) * 0.25 + s);
+        const char g[6] = {'q', char('a' + q % 26), char('0' + s), 0, 0, 0};
+        std::memcpy(t.bytes(tag).data(), g, 6);
+      }
+      ASSERT_EQ(pub->commit(c), Code::kOk) << pub->error();
+    }
+    seq[s] += n;
+    sent += n;
+  }
+  EXPECT_EQ(pub->committed(), 600u);
+  ASSERT_EQ(pub->flush(30s), Code::kOk) << pub->error();
+  EXPECT_EQ(pub->sent(), 600u);
+  if (acks) {
+    EXPECT_EQ(pub->acknowledged(), 600u);
+  }
+  r = pub->close(30s);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(pub->close().code, Code::kClosed);
+  reader.join();
+  EXPECT_TRUE(poll_error.empty()) << poll_error;
+  EXPECT_EQ(ex.wrong, 0u) << ex.first_wrong;
+  EXPECT_EQ(ex.tuples, sent);
+  EXPECT_EQ(ex.events, 600u);
+  const Counts k = sub->counts();
+  EXPECT_TRUE(k.ended);
+  EXPECT_EQ(k.tuples, sent);
+  EXPECT_EQ(k.lost + k.duplicated + k.corrupt, 0u);
+  r = sub->close();
+  EXPECT_TRUE(r.ok()) << r.message;
+}
+
+INSTANTIATE_TEST_SUITE_P(Carriers, ClientCarriers,
+                         ::testing::Combine(::testing::ValuesIn(kCarriers), ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param).name) +
+                                  (std::get<1>(info.param) ? "_acks" : "");
+                         });
+
+}  // namespace
+}  // namespace sluice::client

@@ -30,6 +30,8 @@ const char* program_of(Role r) {
     case Role::kLoadgen: return "sluice-loadgen";
     case Role::kNode: return "sluice-node";
     case Role::kSink: return "sluice-sink";
+    case Role::kPublisher:
+    case Role::kSubscriber: break;  // refused by render_k8s
   }
   return "sluice-node";
 }
@@ -477,6 +479,11 @@ Status k8s_deployment(const Deployment& d, const K8sOptions& o, Deployment* out)
 }
 
 Status render_k8s(const Deployment& d, const K8sOptions& o, std::vector<K8sFile>* out) {
+  for (const auto& p : d.processes)
+    if (is_app(p.role))
+      return Status::Error(fmt::format("process '{}' is a {}, an application's end: there is no program "
+                                       "to render a pod for; run the graph with sluice-deploy run or up",
+                                       p.name, role_name(p.role)));
   Deployment k;
   if (Status st = k8s_deployment(d, o, &k); !st) return st;
   std::string prefix;

@@ -1,4 +1,5 @@
 #include "deploy/launcher.h"
+#include "deploy/apps.h"
 #include "deploy/progress.h"
 #include "graph/operator.h"
 #include "runtime/process.h"
@@ -21,6 +22,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -329,7 +331,13 @@ uint64_t process_start_ticks(pid_t pid) {
   return 0;
 }
 
-double default_timeout_s(const Deployment& d) { return d.tuples > 0 ? 120 : d.duration_s + 60; }
+double default_timeout_s(const Deployment& d) {
+  // An application's stream lasts as long as the application: the run waits
+  // for it to connect (app_wait_s), then for it to end.
+  for (const auto& p : d.processes)
+    if (is_app(p.role)) return std::numeric_limits<double>::infinity();
+  return d.tuples > 0 ? 120 : d.duration_s + 60;
+}
 
 std::string last_error_line(const std::string& log_path) {
   std::ifstream in(log_path);
@@ -427,6 +435,7 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
   const double t0 = mono_s();
   for (size_t k : d.start_order()) {
     ProcessOutcome& p = r.processes[k];
+    if (is_app(p.role)) continue;  // the applications' (AppWatch)
     const std::string& program = o.programs.of(p.role);
     Child c{k};
     Status st = program.empty()
@@ -447,6 +456,11 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
     watch.watch(children.size(), c.pid);
     children.push_back(c);
     r.started.push_back(p.name);
+  }
+  AppWatch apps(d, r.run_dir, resolved);
+  if (apps.any() && o.progress) {
+    fmt::print(o.progress, "{}", apps.connect_text());
+    std::fflush(o.progress);
   }
   if (o.on_change) o.on_change(r, "running");
 
@@ -489,6 +503,16 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
   for (;;) {
     size_t alive = watch.reap(children, wait_ms());
     if (sync_exits(children, r) && o.on_change) o.on_change(r, "running");
+    if (apps.any()) {
+      const size_t before = apps.waiting();
+      failure = apps.poll(&r, mono_s() - t0);
+      if (!failure.empty()) {
+        stop_all(children, watch, ex, SIGTERM, o.grace_s);
+        break;
+      }
+      if (apps.waiting() != before && o.on_change) o.on_change(r, "running");
+      alive += apps.waiting();
+    }
     // restart: on-failure. A process that died (a signal or a non-zero
     // code) and has restarts left is started again after its back-off, with
     // the same command through the same executor, so on its own host for
@@ -736,7 +760,9 @@ std::vector<std::string> process_args(const std::string& resolved, const std::st
   return {"--deployment", resolved, "--process", name, "--summary", summary};
 }
 
-RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
+RunReport run_deployment(const Deployment& given, const LaunchOptions& o) {
+  Deployment with_tokens;
+  const Deployment& d = app_link_tokens(given, &with_tokens);
   RunReport r;
   r.deployment = d.file;
   r.preset = d.preset;
@@ -758,6 +784,10 @@ RunReport run_deployment(const Deployment& d, const LaunchOptions& o) {
       r.error = fmt::format("cannot write {}", resolved);
       return r;
     }
+  }
+  if (Status st = AppWatch(d, r.run_dir, resolved).write_files(); !st) {
+    r.error = st.message();
+    return r;
   }
 
   for (size_t i = 0; i < d.processes.size(); ++i) {

@@ -30,6 +30,12 @@ Plan make_plan(const Deployment& d, const Programs& programs, const Executor& ex
     pp.role = role_name(pc.role);
     pp.where = ex.where(k).empty() ? pc.host : ex.where(k);
     pp.summary = (run / (pc.name + ".json")).string();
+    if (is_app(pc.role)) {
+      pp.connect = fmt::format("Connect{{.run_dir = \"{}\", .process = \"{}\"}} (docs/API.md)", p.run_dir,
+                               pc.name);
+      p.processes.push_back(std::move(pp));
+      continue;
+    }
     pp.log = (run / (pc.name + ".log")).string();
     pp.command = ex.command(k, programs.of(pc.role), process_args(resolved, pc.name, pp.summary));
     for (size_t l = 0; l < d.links.size(); ++l) {
@@ -63,6 +69,11 @@ std::string plan_text(const Plan& p) {
                      p.run_dir);
   out += "\nprocesses, in start order (sinks first, load generators last):\n";
   for (const PlannedProcess& pp : p.processes) {
+    if (!pp.connect.empty()) {
+      out += fmt::format("  {} ({}): an application's end, not started; it connects with {}\n", pp.name,
+                         pp.role, pp.connect);
+      continue;
+    }
     out += fmt::format("  {} ({}) on {}\n", pp.name, pp.role, pp.where);
     out += fmt::format("    command: {}\n", shell_quote(pp.command));
     if (!pp.listens.empty()) out += fmt::format("    listens: {}\n", fmt::join(pp.listens, ", "));
@@ -93,6 +104,7 @@ std::string plan_json(const Plan& p) {
     q["metrics_url"] = pp.metrics_url.empty() ? Json() : Json(pp.metrics_url);
     q["log"] = pp.log;
     q["summary"] = pp.summary;
+    if (!pp.connect.empty()) q["application_connects_with"] = pp.connect;
     j["processes"].push_back(std::move(q));
   }
   j["runs_here"] = p.cannot_run.empty();

@@ -22,6 +22,9 @@ struct PlannedProcess {
   std::vector<std::string> listens;  // "ADDRESS:PORT (from UPSTREAM[, instance K])"
   std::string metrics_url;           // "" with metrics: off
   std::string log, summary;
+  // An application's end (role publisher or subscriber): not started, so
+  // no command, log or listens of its own; how it connects.
+  std::string connect;
 };
 
 struct Plan {

@@ -31,7 +31,7 @@ void fill_recoveries(RunReport* r) {
           first = p.summary.first_arrival_s;
       } else {
         for (const ProcessOutcome& q : r->processes) {
-          if (q.role != Role::kSink || !q.have_summary) continue;
+          if (!is_end(q.role) || !q.have_summary) continue;
           for (const auto& st : q.summary.stalls_s)
             if (st[0] <= back && back <= st[1] && (first < 0 || st[1] < first)) first = st[1];
           // Its stream's first tuple came after the restart (a restored
@@ -52,7 +52,7 @@ void fill_pipeline(RunReport* r) {
   uint64_t bytes = 0;
   double wall = 0;
   for (const auto& p : r->processes) {
-    if (p.role != Role::kSink || !p.have_summary) continue;
+    if (!is_end(p.role) || !p.have_summary) continue;
     const ProcessSummary& s = p.summary;
     // What a replay brought again and the sink dropped is not delivered twice.
     // A restored sink took in restored_tuples before its restart (its

@@ -1,4 +1,5 @@
 #include "deploy/session.h"
+#include "deploy/apps.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -109,7 +110,9 @@ State state_of(const RunReport& r, const char* phase) {
     q.where = p.where;
     q.pid = p.pid;
     q.start_ticks = p.start_ticks;
-    q.state = p.pid < 0 ? "not started" : p.running ? "running" : p.term_signal ? "killed" : "exited";
+    q.state = p.pid >= 0         ? (p.running ? "running" : p.term_signal ? "killed" : "exited")
+              : is_app(p.role) ? "waiting for its application"
+                               : "not started";
     q.exit_code = p.exit_code;
     q.signal = p.term_signal;
     q.log = p.log_path;
@@ -447,8 +450,8 @@ SessionResult up_deployment(const Deployment& d, LaunchOptions o, bool json) {
   if (phase == "running") {
     res = deployment_status(run.string(), json);
     res.err = fmt::format("sluice-deploy: up: supervisor pid {}; see `sluice-deploy status --run-dir {}`, "
-                          "end with `sluice-deploy down --run-dir {}`\n{}",
-                          pid, run.string(), run.string(), res.err);
+                          "end with `sluice-deploy down --run-dir {}`\n{}{}",
+                          pid, run.string(), run.string(), app_connect_text(d, run.string()), res.err);
     return res;
   }
   // It did not come up: the supervisor stops and removes what it made and

@@ -95,7 +95,7 @@ Status read_app_endpoint(const std::string& path, AppEndpoint* out) {
 }
 
 std::string app_endpoint_text(const AppEndpoint& e, const std::string& run_dir) {
-  std::string out = fmt::format("  {} ({}): Connect{{.run_dir = \"{}\", .process = \"{}\"}}\n", e.name,
+  std::string out = fmt::format("  {} (role {}): Connect{{.run_dir = \"{}\", .process = \"{}\"}}\n", e.name,
                                 e.role, run_dir, e.name);
   for (const auto& l : e.links)
     out += fmt::format("    {} {} ({}{}, acks {})\n", l.listens ? "listens on" : "connects to", l.address,

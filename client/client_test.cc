@@ -183,6 +183,96 @@ TEST_P(ClientCarriers, EveryTupleArrivesOnceInOrderWithItsFields) {
   EXPECT_TRUE(r.ok()) << r.message;
 }
 
+std::string pair_yaml(uint16_t port, const std::string& more) {
+  return fmt::format("base_port: {}\nmetrics: off\nprogress_s: 0\nevent_bytes: 4096\n{}"
+                     "processes:\n  - {{name: pub, role: publisher}}\n  - {{name: sub, role: subscriber}}\n",
+                     port, more);
+}
+
+Code send_full(Publisher& pub) {
+  Claim c;
+  Code got;
+  while ((got = pub.claim(pub.max_tuples(), &c, 1000ms)) == Code::kBackPressured) {
+  }
+  return got == Code::kOk ? pub.commit(c) : got;
+}
+
+// manual_acks: what the subscriber handled is acknowledged upstream only
+// when it says so; the publisher's acknowledged progress and flush wait
+// for it, and nothing it handled comes again.
+TEST(ClientAcks, ManualAcknowledgementsWaitForTheApplication) {
+  TempDir dir;
+  const std::string file = dir.write("d.yaml", pair_yaml(35500, "acks: on\n"));
+  Connect c;
+  c.deployment = file;
+  c.process = "sub";
+  SubscriberOptions manual;
+  manual.manual_acks = true;
+  std::unique_ptr<Subscriber> sub;
+  Result r = Subscriber::open(c, &sub, manual);
+  ASSERT_TRUE(r.ok()) << r.message;
+  c.process = "pub";
+  std::unique_ptr<Publisher> pub;
+  ASSERT_TRUE(Publisher::open(c, &pub).ok());
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(send_full(*pub), Code::kOk);
+  int handled = 0;
+  for (int tries = 0; handled < 5 && tries < 50; ++tries) {
+    int n = 0;
+    ASSERT_EQ(sub->poll([](const EventView&) {}, 64, 100ms, &n), Code::kOk);
+    handled += n;
+  }
+  ASSERT_EQ(handled, 5);
+  // Handled, its slots given back, but not acknowledged.
+  EXPECT_EQ(pub->flush(300ms), Code::kBackPressured);
+  EXPECT_EQ(pub->acknowledged(), 0u);
+  EXPECT_EQ(pub->sent(), 5u);
+  EXPECT_EQ(sub->acknowledge(), Code::kOk);
+  EXPECT_EQ(pub->flush(10s), Code::kOk) << pub->error();
+  EXPECT_EQ(pub->acknowledged(), 5u);
+  std::thread closing([&] { r = pub->close(10s); });
+  Code end;
+  while ((end = sub->poll([](const EventView&) {}, 64, 100ms)) == Code::kOk) {
+  }
+  EXPECT_EQ(end, Code::kClosed);
+  closing.join();
+  EXPECT_TRUE(r.ok()) << r.message;
+  const Counts k = sub->counts();
+  EXPECT_EQ(k.tuples, 5u * pub->max_tuples());
+  EXPECT_EQ(k.lost + k.duplicated + k.deduplicated, 0u);
+  EXPECT_TRUE(sub->close().ok());
+}
+
+// A subscriber told where its stream already reached drops the events
+// before it (a sink that kept its position across a restart of the graph).
+TEST(ClientAcks, ASubscriberResumedAtAPositionDropsWhatCameBefore) {
+  TempDir dir;
+  const std::string file = dir.write("d.yaml", pair_yaml(35520, ""));
+  Connect c;
+  c.deployment = file;
+  c.process = "sub";
+  SubscriberOptions from3;
+  from3.resume = {{0, 3, 3 * ((4096u - 64) / 128)}};
+  std::unique_ptr<Subscriber> sub;
+  ASSERT_TRUE(Subscriber::open(c, &sub, from3).ok());
+  c.process = "pub";
+  std::unique_ptr<Publisher> pub;
+  ASSERT_TRUE(Publisher::open(c, &pub).ok());
+  std::vector<uint64_t> seen;
+  std::thread reader([&] {
+    while (sub->poll([&](const EventView& e) { seen.push_back(e.event_seq); }, 64, 100ms) == Code::kOk) {
+    }
+  });
+  for (int i = 0; i < 5; ++i) ASSERT_EQ(send_full(*pub), Code::kOk);
+  ASSERT_TRUE(pub->close().ok());
+  reader.join();
+  EXPECT_EQ(seen, (std::vector<uint64_t>{3, 4}));
+  const Counts k = sub->counts();
+  EXPECT_EQ(k.deduplicated, 3u * pub->max_tuples());
+  EXPECT_EQ(k.tuples, 2u * pub->max_tuples());
+  EXPECT_EQ(k.lost + k.duplicated + k.corrupt, 0u);
+  EXPECT_TRUE(sub->close().ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Carriers, ClientCarriers,
                          ::testing::Combine(::testing::ValuesIn(kCarriers), ::testing::Bool()),
                          [](const auto& info) {

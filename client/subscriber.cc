@@ -190,7 +190,17 @@ Code Subscriber::poll(Handler handler, void* context, int limit, std::chrono::mi
       std::byte* at = p.pool->slot(p.cur.slot) + p.cur.offset;
       if (p.cur.flags & kDescEnd) {
         p.dest->verifier.verify_end(at, p.cur.bytes);
-        p.release(p.cur.slot);
+        // END's own frame holds nothing to acknowledge late: it is, at once
+        // (an acknowledgement is a prefix: it moves past END only once the
+        // application acknowledged every frame before it).
+        if (p.opts.manual_acks) {
+          AckLedger::Claim c;
+          if (p.ai.in->claim(p.cur.slot, &c) == AckLedger::Take::kClaimed) {
+            p.ai.in->ack(c);
+            p.ai.in->acked();
+          }
+        }
+        (void)p.pool->release(p.cur.slot);
         p.ended = true;
         break;
       }

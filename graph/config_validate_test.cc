@@ -51,7 +51,7 @@ TEST(Config, InvalidEnum) {
   - {name: node-a, role: relay}
   - {name: sink, role: sink}
 )"),
-             "test.yaml:3: key 'processes.1.role': invalid value 'relay' (allowed: loadgen, node, sink)");
+             "test.yaml:3: key 'processes.1.role': invalid value 'relay' (allowed: loadgen, node, sink, publisher, subscriber)");
   EXPECT_HAS(parse_err(R"(processes:
   - {name: loadgen, role: loadgen}
   - name: node-a

@@ -80,7 +80,17 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/k8s-validate.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 failed=0
 cases=()
-for f in deploy/examples/*.yaml; do cases+=("$(basename "$f" .yaml)|$f|"); done
+for f in deploy/examples/*.yaml; do
+  # An application's ends (publisher, subscriber) are no pods: refused, saying so.
+  if grep -Eq 'role: (publisher|subscriber)' "$f"; then
+    if "$deploy" render --k8s "$f" --image "$IMAGE" >/dev/null 2>"$out/apps.err" ||
+       ! grep -q "an application's end" "$out/apps.err"; then
+      say "FAIL: render --k8s $f should refuse its application's ends:"; cat "$out/apps.err" >&2; failed=1
+    fi
+    continue
+  fi
+  cases+=("$(basename "$f" .yaml)|$f|")
+done
 cases+=("cluster-x2-nometrics|deploy/examples/cluster.yaml|--set instances=2 --set metrics=off --name x2")
 cases+=("cluster-rdma|deploy/examples/cluster.yaml|--pod-monitor --host-network --rdma-resource rdma/hca --set links.0.transport=ucx --set links.1.transport=fabric --set hosts.1.cores=0-3 --set processes.2.restart=on-failure")
 for c in "${cases[@]}"; do

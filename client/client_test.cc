@@ -74,6 +74,12 @@ TEST_P(ClientCarriers, EveryTupleArrivesOnceInOrderWithItsFields) {
   const Field& key = *l.field("key");
   const Field& price = *l.field("price");
   const Field& tag = *l.field("tag");
+  TypedField<double> typed_price;
+  TypedField<int32_t> not_price;
+  ASSERT_TRUE(l.typed("price", &typed_price));
+  EXPECT_EQ(typed_price.offset, price.offset);
+  EXPECT_FALSE(l.typed("price", &not_price));  // f64, not i32
+  EXPECT_FALSE(l.typed("nothing", &typed_price));
   ASSERT_EQ(pub->streams(), 2u);
   ASSERT_EQ(pub->max_tuples(), (4096u - 64) / 40);
 
@@ -99,7 +105,8 @@ TEST_P(ClientCarriers, EveryTupleArrivesOnceInOrderWithItsFields) {
         const uint64_t q = t.seq();
         char want_tag[6] = {'q', char('a' + q % 26), char('0' + s), 0, 0, 0};
         if (q != ex.next_seq[s] + i || t.get<uint32_t>(k) != (q * 7 + s) % 1024 ||
-            t.get<double>(p) != double(q) * 0.25 + s || std::memcmp(t.bytes(g).data(), want_tag, 6) != 0) {
+            t.get<double>(p) != double(q) * 0.25 + s || t.get(typed_price) != double(q) * 0.25 + s ||
+            std::memcmp(t.bytes(g).data(), want_tag, 6) != 0) {
           if (!ex.wrong++) ex.first_wrong = fmt::format("stream {} tuple {}: fields differ", s, q);
         }
       }

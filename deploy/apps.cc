@@ -73,6 +73,14 @@ size_t AppWatch::waiting() const {
   return n;
 }
 
+std::string AppWatch::waiting_names() const {
+  std::string out;
+  for (const App& a : apps_)
+    if (!a.ended) out += fmt::format("{}{} ({})", out.empty() ? "" : ", ", a.name,
+                                     a.attached ? "application" : "awaited");
+  return out;
+}
+
 namespace {
 // The pid and start time the library wrote; false while there is none.
 bool read_attach(const std::string& path, pid_t* pid, uint64_t* ticks) {

@@ -44,8 +44,11 @@ class AppWatch {
   // `since_s`: seconds since the run's processes started. Returns the
   // failure that ends the run, "" when none.
   std::string poll(RunReport* r, double since_s);
-  // Applications not ended yet (attached or awaited).
+  // Applications not ended yet (attached or awaited), and their names
+  // ("publisher (application)").
   size_t waiting() const;
+  std::string waiting_names() const;
+  size_t size() const { return apps_.size(); }
 
  private:
   struct App {

@@ -729,16 +729,19 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
     }
     if (period > 0 && now >= next_progress && o.progress) {
       next_progress += period;
-      std::string expect = d.tuples > 0 ? fmt::format("{} tuples to send", d.tuples)
-                                        : fmt::format("{} s expected", num(d.duration_s));
+      std::string expect = apps.any()       ? std::string("as long as the applications")
+                           : d.tuples > 0 ? fmt::format("{} tuples to send", d.tuples)
+                                          : fmt::format("{} s expected", num(d.duration_s));
+      std::string running = names_of_running(children, d);
+      if (const std::string a = apps.waiting_names(); !a.empty()) running += (running.empty() ? "" : ", ") + a;
       if (table) {
         table->update(now);
         table->draw(o.progress, fmt::format("sluice-deploy: {:.0f} s / {}; alive {}/{}", now - t0,
-                                            expect, alive, children.size()));
+                                            expect, alive, children.size() + apps.size()));
         continue;
       }
       fmt::print(o.progress, "sluice-deploy: {:.0f} s / {}; alive {}/{}: {}\n", now - t0, expect,
-                 alive, children.size(), names_of_running(children, d));
+                 alive, children.size() + apps.size(), running);
       std::fflush(o.progress);
     }
   }

@@ -29,12 +29,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cannot publish: %s\n", r.message.c_str());
     return 1;
   }
-  // The schema's fields, resolved once; set by name per tuple below.
+  // The schema's fields by name, resolved once with their types: each
+  // write below is one store.
   const sluice::Layout& quotes = pub->layout();
-  const sluice::Field* key = quotes.field("key");
-  const sluice::Field* price = quotes.field("price");
-  const sluice::Field* size = quotes.field("size");
-  if (!key || !price || !size) {
+  sluice::TypedField<uint32_t> key;
+  sluice::TypedField<double> price;
+  sluice::TypedField<int32_t> size;
+  if (!quotes.typed("key", &key) || !quotes.typed("price", &price) || !quotes.typed("size", &size)) {
     std::fprintf(stderr, "the stream is not app.yaml's quotes: %s\n", quotes.describe().c_str());
     return 1;
   }
@@ -53,10 +54,10 @@ int main(int argc, char** argv) {
     }
     for (uint32_t i = 0; i < n; ++i) {
       const uint64_t q = sent + i;
-      sluice::TupleRef t = room.tuple(i);
-      t.set(*key, q % 1024);
-      t.set(*price, 100.0 + double(q % 400) / 4);
-      t.set(*size, int32_t(q % 50) + 1);
+      const sluice::TupleRef t = room.tuple(i);
+      t.set(key, q & 1023);
+      t.set(price, 100.0 + double(q & 255) * 0.25);
+      t.set(size, int32_t(q & 31) + 1);
     }
     if (pub->commit(room) != sluice::Code::kOk) {
       std::fprintf(stderr, "commit: %s\n", pub->error().c_str());

@@ -24,9 +24,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cannot subscribe: %s\n", r.message.c_str());
     return 1;
   }
-  const sluice::Field* price = sub->layout().field("price");
-  const sluice::Field* size = sub->layout().field("size");
-  if (!price || !size) {
+  sluice::TypedField<double> price;
+  sluice::TypedField<int32_t> size;
+  if (!sub->layout().typed("price", &price) || !sub->layout().typed("size", &size)) {
     std::fprintf(stderr, "the stream is not app.yaml's quotes: %s\n", sub->layout().describe().c_str());
     return 1;
   }
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   auto on_event = [&](const sluice::EventView& e) {
     for (uint32_t i = 0; i < e.count; ++i) {
       const sluice::TupleView t = e.tuple(i);
-      notional += t.get<double>(*price) * t.get<int32_t>(*size);
+      notional += t.get(price) * t.get(size);
     }
     tuples += e.count;
   };

@@ -51,6 +51,15 @@ struct Field {
   uint32_t width = 8;   // bytes (a kBytes field's own; the others' from the type)
 };
 
+// A numeric field resolved once with its own C++ type (Layout::typed):
+// reading or writing it is one load or store at a fixed offset, no
+// conversion. T: int32_t (i32), int64_t (i64), uint32_t (u32), uint64_t
+// (u64, timestamp), double (f64).
+template <class T>
+struct TypedField {
+  uint32_t offset = 0;
+};
+
 // The tuples of a stream: `seq` (u64, the stream's sequence number, written
 // by the publisher's library) at offset 0, then the schema's fields packed
 // in order; tuple_bytes may exceed them (the rest is opaque payload).
@@ -68,8 +77,26 @@ class Layout {
       if (f.name == name) return &f;
     return nullptr;
   }
+  // The field named so as a TypedField<T>; false when there is none or T
+  // is not its type.
+  template <class T>
+  bool typed(std::string_view name, TypedField<T>* out) const {
+    const Field* f = field(name);
+    if (!f || !is_type<T>(f->type)) return false;
+    out->offset = f->offset;
+    return true;
+  }
   // "name{seq:u64,price:f64,...;tuple_bytes=N}", as the handshake compares it.
   std::string describe() const;
+  template <class T>
+  static bool is_type(Type t) {
+    if constexpr (std::is_same_v<T, int32_t>) return t == Type::kI32;
+    else if constexpr (std::is_same_v<T, int64_t>) return t == Type::kI64;
+    else if constexpr (std::is_same_v<T, uint32_t>) return t == Type::kU32;
+    else if constexpr (std::is_same_v<T, uint64_t>) return t == Type::kU64 || t == Type::kTimestamp;
+    else if constexpr (std::is_same_v<T, double>) return t == Type::kF64;
+    else return false;
+  }
 
  private:
   std::string name_;
@@ -115,6 +142,15 @@ class BasicTuple {
     }
   }
   std::span<Byte> bytes(const Field& f) const { return {p_ + f.offset, f.width}; }
+  template <class T>
+  T get(TypedField<T> f) const {
+    return load<T>(f.offset);
+  }
+  template <class T>
+  void set(TypedField<T> f, std::type_identity_t<T> v) const {
+    static_assert(!std::is_const_v<Byte>, "a read-only tuple");
+    store(f.offset, v);
+  }
 
  private:
   template <class T>

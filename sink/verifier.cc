@@ -117,7 +117,6 @@ Verifier::Verdict Verifier::verify_event(std::byte* p, uint64_t now_ns) {
       c_.corrupt += !ok;
       prev = s;
     }
-    if (kafka_ && kafka_error_.ok()) kafka_error_ = kafka_->event(p, h);
   }
   const uint64_t lat = now_ns > h.send_ts_ns ? now_ns - h.send_ts_ns : 0;
   latency_.record(lat);
@@ -136,6 +135,7 @@ Verifier::Verdict Verifier::verify_event(std::byte* p, uint64_t now_ns) {
       std::fputc('\n', results_);
     }
   }
+  if (kafka_ && kafka_error_.ok()) kafka_error_ = kafka_->event(p, h);
   return Verdict::kIntact;
 }
 

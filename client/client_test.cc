@@ -280,6 +280,66 @@ TEST(ClientAcks, ASubscriberResumedAtAPositionDropsWhatCameBefore) {
   EXPECT_TRUE(sub->close().ok());
 }
 
+// No deployment file: a publisher reaches a listener by its address and
+// token (here a subscriber's, which listens on it), both declaring the
+// tuples they mean; every tuple arrives once with its fields.
+TEST(ClientAddress, APublisherReachesAListenerByAddressAndToken) {
+  Connect c;
+  c.address = "127.0.0.1:35540";
+  c.token = "a-shared-secret";
+  c.fields = {{"key", Type::kU32}, {"price", Type::kF64}};
+  c.tuple_bytes = 64;
+  c.set = {"event_bytes=4096", "metrics=off", "progress_s=0"};
+  std::unique_ptr<Subscriber> sub;
+  Result r = Subscriber::open(c, &sub);
+  ASSERT_TRUE(r.ok()) << r.message;
+  std::unique_ptr<Publisher> pub;
+  r = Publisher::open(c, &pub);
+  ASSERT_TRUE(r.ok()) << r.message;
+  ASSERT_EQ(pub->layout().tuple_bytes(), 64u);
+  const Field* key = pub->layout().field("key");
+  const Field* price = sub->layout().field("price");
+  ASSERT_TRUE(key && price);
+  uint64_t sum_key = 0, tuples = 0, wrong = 0;
+  std::thread reader([&] {
+    while (sub->poll(
+               [&](const EventView& e) {
+                 for (uint32_t i = 0; i < e.count; ++i) {
+                   const TupleView t = e.tuple(i);
+                   sum_key += t.get<uint64_t>(*key);
+                   wrong += t.get<double>(*price) != double(t.seq()) * 0.5;
+                 }
+                 tuples += e.count;
+               },
+               64, 100ms) == Code::kOk) {
+    }
+  });
+  uint64_t sent = 0, want_sum = 0;
+  for (int e = 0; e < 20; ++e) {
+    Claim cl;
+    Code got;
+    while ((got = pub->claim(pub->max_tuples(), &cl, 1000ms)) == Code::kBackPressured) {
+    }
+    ASSERT_EQ(got, Code::kOk) << pub->error();
+    for (uint32_t i = 0; i < cl.capacity; ++i, ++sent) {
+      cl.tuple(i).set(*key, sent % 1000);
+      cl.tuple(i).set(*price, double(sent) * 0.5);
+      want_sum += sent % 1000;
+    }
+    ASSERT_EQ(pub->commit(cl), Code::kOk) << pub->error();
+  }
+  r = pub->close(30s);
+  ASSERT_TRUE(r.ok()) << r.message;
+  reader.join();
+  EXPECT_EQ(tuples, sent);
+  EXPECT_EQ(sum_key, want_sum);
+  EXPECT_EQ(wrong, 0u);
+  const Counts k = sub->counts();
+  EXPECT_TRUE(k.ended);
+  EXPECT_EQ(k.lost + k.duplicated + k.corrupt, 0u);
+  EXPECT_TRUE(sub->close().ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Carriers, ClientCarriers,
                          ::testing::Combine(::testing::ValuesIn(kCarriers), ::testing::Bool()),
                          [](const auto& info) {

@@ -7,7 +7,11 @@
 #    only if something is missing). Needs root, or sudo.
 # 2. Fetches Apache Kafka's jars once into a cache outside the build folder
 #    (scripts/kafka.sh fetch: about a minute the first time, nothing after).
-# 3. Configures and builds: cmake -S . -B DIR -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo.
+# 3. Gives the python3 on PATH (perhaps a pyenv build, not Debian's) numpy,
+#    with pip where it has none: the Python module's arrays.
+# 4. Configures and builds: cmake -S . -B DIR -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo,
+#    the Python module for that python3 among the rest, and makes it importable
+#    there (a sluice.pth in its site-packages naming DIR/python).
 #
 # Idempotent: a second run installs nothing and rebuilds only what changed.
 set -euo pipefail
@@ -29,6 +33,7 @@ PACKAGES=(
   librdkafka-dev             # the Kafka source and sink (connect/kafka/)
   kcat                       # scripts/kafka.sh's readiness check; the kcat pipe of experiments/connectors.py
   maven openjdk-17-jdk-headless   # scripts/kafka.sh: Apache Kafka's jars from Maven Central, on OpenJDK 17
+  pybind11-dev python3-dev python3-numpy   # the Python module (python/), for Debian's python3 too
 )
 
 build=1
@@ -76,6 +81,13 @@ fi
 # is reachable; the tests need no network after.
 scripts/kafka.sh fetch
 
+# numpy for the python3 the README's commands run (python/ builds the module
+# for it). Debian's python3-numpy serves /usr/bin/python3 only.
+if ! python3 -c "import numpy" 2>/dev/null; then
+  say "installing numpy for $(command -v python3) with pip"
+  python3 -m pip install --quiet numpy
+fi
+
 if [[ $build -eq 0 ]]; then
   say "--no-build: not building"
   exit 0
@@ -85,6 +97,16 @@ say "configuring $build_dir"
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 say "building $build_dir"
 cmake --build "$build_dir"
+# `import sluice` for the python3 on PATH: its site-packages names the built
+# module's folder (cmake --install puts a copy there instead).
+if ls "$build_dir"/python/sluice*.so >/dev/null 2>&1; then
+  site=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['platlib'])")
+  if echo "$(cd "$build_dir/python" && pwd)" > "$site/sluice.pth" 2>/dev/null; then
+    say "import sluice: $site/sluice.pth names $build_dir/python"
+  else
+    say "cannot write $site/sluice.pth: run Python programs with PYTHONPATH=$build_dir/python"
+  fi
+fi
 # The Kubernetes manifests' validator (the k8s_manifests_valid test), made now
 # while PyPI is reachable; the test needs no network after. Not fatal: without
 # it that test skips and says why.

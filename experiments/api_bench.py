@@ -10,12 +10,15 @@ alternated round after round in one script on one machine (it drifts
             node-b -> the C++ example subscriber (examples/, linked against
             libsluice.so), both started by this script once sluice-deploy
             run has written the run directory's apps/*.json
+  python    the same with examples/publisher.py and subscriber.py (import
+            sluice, numpy batches of one event's tuples), where the build
+            has the Python module
 
 Both take the same links, preset and operators (a filter on key in each
 node); the figure of each is the report's tuples/s (`sluice-deploy run
 --json`: tuples over the sink's or the subscriber's first-to-last arrival),
 its lost and duplicated tuples and each process's peak RSS. The table gives
-the median over the rounds and cpp / loadgen.
+the median over the rounds and each / loadgen.
 
   flock -x /tmp/cpu.lock python3 experiments/api_bench.py [--build build]
       [--rounds 3] [--duration 5] [--acks] [--json]
@@ -80,6 +83,20 @@ def run_loadgen(args, tmp, tag):
 
 
 def run_cpp(args, tmp, tag):
+    ex = args.build / "examples"
+    return run_app(args, tmp, tag, "cpp", [str(ex / "sluice-example-publisher")],
+                   [str(ex / "sluice-example-subscriber")])
+
+
+def run_python(args, tmp, tag):
+    # examples/publisher.py: numpy batches of max_tuples (255) tuples, one
+    # event each, sent with Publisher.send; subscriber.py polls views.
+    py = [sys.executable, "-X", "faulthandler"]
+    return run_app(args, tmp, tag, "python", py + [str(ROOT / "examples/publisher.py")],
+                   py + [str(ROOT / "examples/subscriber.py")])
+
+
+def run_app(args, tmp, tag, name, publisher, subscriber):
     run = tmp / tag
     cmd = deploy_cmd(args, ROOT / "deploy/examples/app.yaml", run, ["app_wait_s=30"])
     deploy = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -88,25 +105,24 @@ def run_cpp(args, tmp, tag):
         if deploy.poll() is not None or time.time() > deadline:
             deploy.kill()
             _, err = deploy.communicate()
-            return row_of("cpp", {}, f"no {run}/apps/*.json: {err[-400:]}")
+            return row_of(name, {}, f"no {run}/apps/*.json: {err[-400:]}")
         time.sleep(0.05)
-    ex = args.build / "examples"
-    sub = subprocess.Popen([str(ex / "sluice-example-subscriber"), str(run)],
+    sub = subprocess.Popen(subscriber + [str(run)],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # As many tuples as the duration allows: the publisher stops at it.
-    pub = subprocess.run([str(ex / "sluice-example-publisher"), str(run), str(10**12), f"{args.duration:g}"],
+    pub = subprocess.run(publisher + [str(run), str(10**12), f"{args.duration:g}"],
                          capture_output=True, text=True, timeout=args.duration * 3 + 60)
     try:
         sub.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         sub.kill()
-    row = finish("cpp", deploy, 60)
+    row = finish(name, deploy, 60)
     if pub.returncode != 0 and not row["error"]:
         row["ok"], row["error"] = False, f"the publisher exited {pub.returncode}: {pub.stderr[-400:]}"
     return row
 
 
-VARIANTS = {"loadgen": run_loadgen, "cpp": run_cpp}
+VARIANTS = {"loadgen": run_loadgen, "cpp": run_cpp, "python": run_python}
 
 
 def main():
@@ -119,6 +135,13 @@ def main():
     ap.add_argument("--json", action="store_true", help="the rows as JSON instead of the table")
     args = ap.parse_args()
     args.build = args.build.resolve()
+    # The Python module (python/), where this build has it.
+    if list((args.build / "python").glob("sluice*.so")):
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(args.build / "python"),
+                                                                  os.environ.get("PYTHONPATH")]))
+    else:
+        del VARIANTS["python"]
+        print(f"api_bench.py: no Python module in {args.build / 'python'}: no python row", file=sys.stderr)
     for need in ("deploy/sluice-deploy", "examples/sluice-example-publisher", "examples/sluice-example-subscriber"):
         if not (args.build / need).is_file():
             sys.exit(f"api_bench.py: {args.build / need} not found (build it: /work/wt/build.sh or cmake --build)")

@@ -396,6 +396,9 @@ class TestThroughApp(unittest.TestCase):
             self.assertEqual((reader.tuples, reader.wrong), (sent, 0))
             sub.close()
             rep = d.report()
+        except BaseException:
+            print(f"sluice-deploy's log:\n{d.text()}")  # what the nodes said
+            raise
         finally:
             d.kill()
         procs = {p["name"]: p for p in rep["processes"]}
@@ -447,6 +450,9 @@ class TestFaults(unittest.TestCase):
             sub.close()
             rep = d.report()
             self.assertIn("node-a died (signal KILL); restarting", d.text())
+        except BaseException:
+            print(f"sluice-deploy's log:\n{d.text()}")  # what the nodes said
+            raise
         finally:
             d.kill()
         self.assertEqual((rep["tuples"], rep["lost"], rep["duplicated"]), (sent, 0, 0))

@@ -98,7 +98,7 @@ cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
 say "building $build_dir"
 cmake --build "$build_dir"
 # `import sluice` for the python3 on PATH: its site-packages names the built
-# module's folder (cmake --install puts a copy there instead).
+# module's folder (cmake --install puts a copy under its prefix instead).
 if ls "$build_dir"/python/sluice*.so >/dev/null 2>&1; then
   site=$(python3 -c "import sysconfig; print(sysconfig.get_paths()['platlib'])")
   if echo "$(cd "$build_dir/python" && pwd)" > "$site/sluice.pth" 2>/dev/null; then

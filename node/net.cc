@@ -168,9 +168,12 @@ bool NetSource::on_freed() {
 // A link with acks broke (its upstream died, or the network between): what
 // it had handed out goes on through the node; once every slot of it came
 // back, the listener waits for the upstream to connect again, and its sender
-// replays what was not acknowledged. Without acks the error ends the stage.
+// replays what was not acknowledged. Without acks the error ends the stage,
+// and so does a protocol error with them: the upstream's bytes were wrong,
+// and its next connection would send them again (PROTOCOL.md, E3). The
+// carriers' and receivers' errors name the link and its peer.
 Status NetSource::link_broke(size_t i, const Status& why) {
-  if (!opts_[i].acks || shut_ || pool_->closed()) return why;
+  if (!opts_[i].acks || why.protocol_error() || shut_ || pool_->closed()) return why;
   if (rejoin_[i]->down) return {};
   spdlog::warn("{}; waiting for its upstream to connect again", why.message());
   if (watching_[i]) {

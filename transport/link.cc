@@ -53,11 +53,13 @@ Status check_link_fits_pool(const LinkOptions& opts, const SlotPool& pool, uint3
   return {};
 }
 
-Status Receiver::fail(std::string msg) {
-  if (error_.ok()) error_ = Status::Error(std::move(msg));
+Status Receiver::fail(Status st) {
+  if (error_.ok()) error_ = std::move(st);
   carrier_->shutdown();
   return error_;
 }
+
+Status Receiver::fail(std::string msg) { return fail(Status::Error(std::move(msg))); }
 
 Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
   *n = 0;
@@ -72,7 +74,7 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
   Status carrier_error;  // found behind frames that arrived whole: those go on first
   if (!st) {
     if (shut_down_.load(std::memory_order_acquire)) return fail(name_ + ": receive shut down");
-    if (got == 0) return fail(st.message());
+    if (got == 0) return fail(st);
     carrier_error = st;
   }
   size_t k = 0;
@@ -80,8 +82,9 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
     const Arrival& a = arr[i];
     ++received_;
     if (received_ > granted_.get())
-      return fail(fmt::format("{}: frame {} sent without credit: the receiver granted {}", name_,
-                              received_ - 1, granted_.get()));
+      return fail(Status::Protocol(fmt::format(
+          "{}: frame {} sent without credit: the receiver granted {}", name_, received_ - 1,
+          granted_.get())));
     if (!owns(a.slot))
       return fail(fmt::format("{}: carrier landed a frame in slot {}, not one of this link's",
                               name_, a.slot));
@@ -104,7 +107,7 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
     if (!err.empty()) {
       // The frames before it were good: they go on (and are counted); the
       // next poll() returns the error.
-      Status e = fail(fmt::format("{}: frame {}: {}", name_, received_ - 1, err));
+      Status e = fail(Status::Protocol(fmt::format("{}: frame {}: {}", name_, received_ - 1, err)));
       if (k == 0) return e;
       break;
     }
@@ -123,7 +126,7 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
     }
   }
   if (!carrier_error.ok()) {
-    Status e = fail(carrier_error.message());
+    Status e = fail(carrier_error);
     if (k == 0) return e;
   }
   *n = k;
@@ -249,15 +252,15 @@ Status Receiver::collect_acks() {
   Status st = send_pending(true);
   carrier_->finish();
   finished_ = true;
-  if (!st) return fail(st.message());
+  if (!st) return fail(st);
   return {};
 }
 
 Status Receiver::check_after_end() {
   std::string what = after_end_.empty() ? carrier_->after_end() : after_end_;
   if (what.empty()) return {};
-  return fail(fmt::format("{}: {} came after END, as frame {}: nothing may follow END", name_, what,
-                          received_));
+  return fail(Status::Protocol(fmt::format(
+      "{}: {} came after END, as frame {}: nothing may follow END", name_, what, received_)));
 }
 
 Status Receiver::give_back(uint32_t slot) {
@@ -295,7 +298,7 @@ Status Receiver::give_back(uint32_t slot) {
   if (!st && !ended_) {
     // Shut down from another thread: that, not the write it broke, is the news.
     if (shut_down_.load(std::memory_order_acquire)) return fail(name_ + ": receive shut down");
-    return fail(st.message());
+    return fail(st);
   }
   return {};
 }
@@ -356,7 +359,7 @@ Status Receiver::flush_credits() {
   Status st = send_pending(false, 1, true);
   if (!st) {
     if (shut_down_.load(std::memory_order_acquire)) return fail(name_ + ": receive shut down");
-    return fail(st.message());
+    return fail(st);
   }
   return {};
 }

@@ -80,20 +80,28 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
   size_t k = 0;
   for (size_t i = 0; i < got; ++i) {
     const Arrival& a = arr[i];
-    ++received_;
-    if (received_ > granted_.get())
-      return fail(Status::Protocol(fmt::format(
-          "{}: frame {} sent without credit: the receiver granted {}", name_, received_ - 1,
-          granted_.get())));
-    if (!owns(a.slot))
-      return fail(fmt::format("{}: carrier landed a frame in slot {}, not one of this link's",
-                              name_, a.slot));
-    frame_of_[a.slot - first_slot_] = received_ - 1;
-    if (received_ - returned_ > max_held_.get()) max_held_.set(received_ - returned_);
-    held_.set(received_ - returned_);
+    // A frame that fails its checks is the link's error, never handed out
+    // nor counted as received: an owner waits for every frame received to
+    // come back (NetSource::tend_broken), and nobody holds this one. The
+    // frames before it were good: they go on (and are counted); the next
+    // poll() returns the error.
+    const uint64_t frame = received_;
+    std::string err;
+    Status (*kind)(std::string) = &Status::Protocol;
+    if (frame + 1 > granted_.get()) {
+      err = fmt::format("frame {} sent without credit: the receiver granted {}", frame,
+                        granted_.get());
+    } else if (!owns(a.slot)) {
+      kind = &Status::Error;  // the carrier's fault, not the peer's
+      err = fmt::format("carrier landed a frame in slot {}, not one of this link's", a.slot);
+    }
+    if (!err.empty()) {
+      Status e = fail(kind(fmt::format("{}: {}", name_, err)));
+      if (k == 0) return e;
+      break;
+    }
     const std::byte* p = pool_.slot(a.slot);
     uint64_t tuples = 0;
-    std::string err;
     if (a.kind == FrameKind::kEvents) {
       if (a.bytes > opts_.slot_bytes)
         err = fmt::format("payload of {} bytes beyond the {}-byte slot", a.bytes, opts_.slot_bytes);
@@ -105,12 +113,14 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
       err = fmt::format("frame kind {} handed up by the carrier", static_cast<unsigned>(a.kind));
     }
     if (!err.empty()) {
-      // The frames before it were good: they go on (and are counted); the
-      // next poll() returns the error.
-      Status e = fail(Status::Protocol(fmt::format("{}: frame {}: {}", name_, received_ - 1, err)));
+      Status e = fail(Status::Protocol(fmt::format("{}: frame {}: {}", name_, frame, err)));
       if (k == 0) return e;
       break;
     }
+    ++received_;
+    frame_of_[a.slot - first_slot_] = frame;
+    if (received_ - returned_ > max_held_.get()) max_held_.set(received_ - returned_);
+    held_.set(received_ - returned_);
     const bool end = a.kind == FrameKind::kEnd;
     out[k++] = Descriptor{a.slot, 0, a.bytes, end ? 0u : a.events, static_cast<uint32_t>(tuples),
                           end ? kDescEnd : 0u};

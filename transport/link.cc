@@ -434,7 +434,7 @@ Status CreditGate::refill(bool block) {
   if (!st) return st;
   acked_.store(acked, std::memory_order_release);
   if (uint64_t{credits_} + got > initial_)
-    return Status::Error(fmt::format(
+    return Status::Protocol(fmt::format(
         "{}: receiver returned {} credits, {} more than the {} it granted", name_, got,
         uint64_t{credits_} + got - initial_, initial_));
   credits_ += got;

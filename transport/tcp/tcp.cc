@@ -549,7 +549,7 @@ class TcpTx : public TxCarrier {
       size_t off = 0;
       uint64_t sum = 0;
       std::string err = read_credits(cbuf_, chave_, &off, &sum, acked);
-      if (!err.empty()) return Status::Error(fmt::format("{}: {}", link_, err));
+      if (!err.empty()) return Status::Protocol(fmt::format("{}: {}", link_, err));
       // One recv holds at most sizeof cbuf_ / 16 messages of at most
       // kMaxCreditsPerMessage each: the sum fits, and the gate checks it.
       *got += static_cast<uint32_t>(std::min<uint64_t>(sum, UINT32_MAX - *got));

@@ -336,8 +336,8 @@ links:
   EXPECT_HAS(parse_err(std::string("streams: 100\nevent_bytes: 1024\n") + procs + chain3 +
                        "  - {from: node-b, to: sink, slot_bytes: 2048}\n"),
              "test.yaml:11: key 'links.2.slot_bytes': link 2 (node-b -> sink): the end of the stream "
-             "names 100 streams (2408 bytes), more than slot_bytes 2048; raise slot_bytes or lower "
-             "streams");
+             "it carries is 2408 bytes (8 + 24 x 100 streams), more than slot_bytes 2048; raise "
+             "slot_bytes to at least 2408 or lower streams");
 }
 
 TEST(Graph, ErrorsFromSetOnALinkNameTheSet) {
@@ -458,11 +458,89 @@ links:
 }
 
 TEST(Graph, TheEndMustFitEverySlot) {
-  // 256 streams: the END names 256 entries, 6152 bytes.
+  // 256 streams: the END names 256 entries, 6152 bytes, on every link of
+  // the chain; the first is named, and the top level's slot_bytes is the key
+  // to raise.
   EXPECT_HAS(parse_err(std::string("streams: 256\nevent_bytes: 1024\nslot_bytes: 4096\n") + kChain),
-             "the end of the stream names 256 streams (6152 bytes), more than slot_bytes 4096");
+             "test.yaml:3: key 'slot_bytes': link 0 (loadgen -> node-a): the end of the stream it "
+             "carries is 6152 bytes (8 + 24 x 256 streams), more than slot_bytes 4096; raise "
+             "slot_bytes to at least 6152 or lower streams");
   EXPECT_HAS(parse_err(kUnion, {"streams=200"}),
              "2 load generators x 200 streams = 400 streams, more than the 256");
+}
+
+// The END a link carries is what its sender writes (EndOfStream's layouts),
+// not only its streams' entries: a key split sends each link every stream
+// with the accounts and the partitioned count (8 + 56 x streams), and an
+// operator that consumes its input adds its accounts and its derived stream
+// (8 + 48 x streams). A split by stream sends each link only its streams.
+TEST(Graph, TheEndALinkCarriesIsSizedAsItsSenderWritesIt) {
+  const std::string split_key = R"(streams: 100
+event_bytes: 1024
+slot_bytes: 4096
+processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node, split: key, split_key: key}
+  - {name: sink-1, role: sink}
+  - {name: sink-2, role: sink}
+links:
+  - {from: loadgen, to: node-a}
+  - {from: node-a, to: sink-1}
+  - {from: node-a, to: sink-2}
+)";
+  // 8 + 24 x 100 fits 4096; what the key split sends does not.
+  EXPECT_HAS(parse_err(split_key),
+             "test.yaml:3: key 'slot_bytes': link 1 (node-a -> sink-1): the end of the stream it "
+             "carries is 5608 bytes (8 + 56 x 100 streams, each with the accounts of a key split "
+             "upstream), more than slot_bytes 4096; raise slot_bytes to at least 5608 or lower "
+             "streams");
+  parse_ok(split_key, {"slot_bytes=5608"});
+  EXPECT_HAS(parse_err(split_key, {"slot_bytes=5607"}), "raise slot_bytes to at least 5608");
+
+  // A split by stream: each sink's link carries half the streams.
+  const std::string by_stream = R"(streams: 200
+event_bytes: 1024
+processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node}
+  - {name: sink-1, role: sink}
+  - {name: sink-2, role: sink}
+links:
+  - {from: loadgen, to: node-a, slot_bytes: 8192}
+  - {from: node-a, to: sink-1, slot_bytes: 2408}
+  - {from: node-a, to: sink-2, slot_bytes: 2408}
+)";
+  parse_ok(by_stream);
+  EXPECT_HAS(parse_err(by_stream, {"links.2.slot_bytes=2400"}),
+             "--set links.2.slot_bytes=2400: link 2 (node-a -> sink-2): the end of the stream it "
+             "carries is 2408 bytes (8 + 24 x 100 streams)");
+
+  // An aggregate: its accounts and its derived stream.
+  const std::string aggregate = R"(streams: 100
+event_bytes: 1024
+processes:
+  - {name: loadgen, role: loadgen}
+  - name: node-a
+    role: node
+    operators:
+      - groupby: {group_by: key, aggregates: count}
+  - {name: sink, role: sink}
+links:
+  - {from: loadgen, to: node-a, slot_bytes: 8192}
+  - {from: node-a, to: sink, slot_bytes: 4096}
+)";
+  EXPECT_HAS(parse_err(aggregate),
+             "test.yaml:12: key 'links.1.slot_bytes': link 1 (node-a -> sink): the end of the "
+             "stream it carries is 4856 bytes (8 + 48 x 101 streams, each with the accounts of "
+             "operators upstream), more than slot_bytes 4096; raise slot_bytes to at least 4856");
+  parse_ok(aggregate, {"links.1.slot_bytes=4856"});
+  // The node writes its operators' accounts into END's slot, one of its
+  // inputs': that must hold them too.
+  EXPECT_HAS(parse_err(aggregate, {"links.0.slot_bytes=4096", "links.1.slot_bytes=8192"}),
+             "--set links.0.slot_bytes=4096: process 'node-a': the end of the stream after its "
+             "operators is 4856 bytes (8 + 48 x 101 streams, each with the accounts of operators "
+             "upstream), more than its slot of 4096 bytes (the largest slot_bytes of its input "
+             "links); raise slot_bytes of link 0 (loadgen -> node-a) to at least 4856");
 }
 
 TEST(Graph, UnionAndSplitRoundTrip) {

@@ -23,6 +23,7 @@
 #include <map>
 
 #include "graph/config_stages.h"
+#include "graph/operator.h"
 #include "transport/event.h"
 #include "transport/handshake.h"
 
@@ -176,6 +177,69 @@ Status validate_graph(const Deployment& d, const Places& at) {
   return {};
 }
 
+// An END as a sender writes it: how many streams it names and which
+// accounts each carries (EndOfStream's flags), sized by the code's own
+// EndOfStream::end_wire_bytes.
+struct EndSize {
+  uint32_t streams = 0;
+  uint32_t flags = 0;
+  size_t bytes() const { return EndOfStream::end_wire_bytes(streams, flags); }
+  // "8 + 56 x 100 streams, each with the accounts of a key split upstream"
+  std::string how() const {
+    const size_t base = EndOfStream::end_wire_bytes(0, flags);
+    const size_t each = EndOfStream::end_wire_bytes(1, flags) - base;
+    const char* whose = !(flags & kEndAccounts)      ? ""
+                        : (flags & kEndPartitioned) ? ", each with the accounts of a key split upstream"
+                                                    : ", each with the accounts of operators upstream";
+    return fmt::format("{} + {} x {} streams{}", base, each, streams, whose);
+  }
+};
+
+// The END each link carries, and each process writes after its operators
+// (`out[i]`), as the code builds them: a load generator names its streams;
+// a process with one upstream link passes its END on, one with several
+// merges theirs (NetSource::merge_end: their streams, and accounts if any
+// had them, the partitioned count dropped); an operator that consumes its
+// input adds the accounts and its derived stream (StreamAccounts::add_to,
+// EventWriter::end); a key split sends every link every stream with the
+// accounts and the partitioned count, a split by stream each link its
+// share, a copy everything (NetDestination::end). A share assumes the
+// streams' ids spread evenly over the links (they are consecutive).
+void end_sizes(const Deployment& d, std::vector<EndSize>* out, std::vector<EndSize>* on_link) {
+  out->assign(d.processes.size(), {});
+  on_link->assign(d.links.size(), {});
+  const std::vector<size_t> order = d.start_order();  // downstream first
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const size_t i = *it;
+    const ProcessConfig& p = d.processes[i];
+    EndSize& e = (*out)[i];
+    if (p.role == Role::kLoadgen) {
+      e.streams = d.streams;
+    } else {
+      const std::vector<size_t> in = d.inputs_of(i);
+      for (size_t l : in) {
+        e.streams += (*on_link)[l].streams;
+        e.flags |= in.size() == 1 ? (*on_link)[l].flags : (*on_link)[l].flags & kEndAccounts;
+      }
+      for (const OperatorConfig& op : p.operators) {
+        const OperatorSpec* spec = find_operator_spec(op.kind);
+        if (!spec || !spec->emits) continue;
+        e.flags |= kEndAccounts;
+        ++e.streams;
+      }
+    }
+    e.streams = std::min<uint32_t>(e.streams, kMaxStreams);
+    const std::vector<size_t> outs = d.outputs_of(i);
+    const uint32_t k = static_cast<uint32_t>(outs.size());
+    for (size_t l : outs) {
+      EndSize& c = (*on_link)[l];
+      c = e;
+      if (k > 1 && p.split == Split::kKey) c.flags |= kEndAccounts | kEndPartitioned;
+      if (k > 1 && p.split == Split::kStream) c.streams = (e.streams + k - 1) / k;
+    }
+  }
+}
+
 }  // namespace
 
 // `link_at[l]`: where link l and the keys it set itself were given;
@@ -217,6 +281,8 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
                                            kMaxStreams));
   const uint32_t tpe = tuples_per_event(d.tuple_bytes, d.event_bytes);
   const size_t wire = event_wire_bytes(d.tuple_bytes, tpe, d.data_bytes);
+  std::vector<EndSize> end_out, end_on;
+  end_sizes(d, &end_out, &end_on);
   for (size_t l = 0; l < d.links.size(); ++l) {
     const LinkOptions& o = d.links[l].options;
     const std::string name = link_name(d, l);
@@ -260,11 +326,34 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
       }
       return at.error(key, d.chain ? msg : name + ": " + msg);
     }
-    const size_t end_bytes = 8 + size_t{d.streams_into(d.links[l].to)} * sizeof(EndOfStreamEntry);
-    if (end_bytes > o.slot_bytes)
-      return err("slot_bytes", fmt::format("the end of the stream names {} streams ({} bytes), more "
-                                           "than slot_bytes {}; raise slot_bytes or lower streams",
-                                           d.streams_into(d.links[l].to), end_bytes, o.slot_bytes));
+    const EndSize& e = end_on[l];
+    if (e.bytes() > o.slot_bytes)
+      return err("slot_bytes", fmt::format("the end of the stream it carries is {} bytes ({}), "
+                                           "more than slot_bytes {}; raise slot_bytes to at least "
+                                           "{} or lower streams",
+                                           e.bytes(), e.how(), o.slot_bytes, e.bytes()));
+  }
+  // A process that rewrites END (merging its upstreams', adding its
+  // operators') writes it into the slot END came in: one of its receive
+  // pool's, as large as its largest input link's.
+  for (size_t i = 0; i < d.processes.size(); ++i) {
+    const std::vector<size_t> in = d.inputs_of(i);
+    if (in.empty()) continue;
+    size_t widest = in[0];
+    for (size_t l : in)
+      if (d.links[l].options.slot_bytes > d.links[widest].options.slot_bytes) widest = l;
+    const EndSize& e = end_out[i];
+    const uint32_t slot = d.links[widest].options.slot_bytes;
+    if (e.bytes() <= slot) continue;
+    const std::string msg = fmt::format(
+        "process '{}': the end of the stream after its {} is {} bytes ({}), more than its slot of "
+        "{} bytes (the largest slot_bytes of its input links); raise slot_bytes of {} to at least "
+        "{}",
+        d.processes[i].name, in.size() > 1 ? "merge and operators" : "operators", e.bytes(),
+        e.how(), slot, link_name(d, widest), e.bytes());
+    if (link_at[widest].of.count("slot_bytes") || (!d.chain && !at.of.count("slot_bytes")))
+      return link_at[widest].error(fmt::format("links.{}.slot_bytes", widest), "slot_bytes", msg);
+    return at.error("slot_bytes", msg);
   }
   // Every link's receiver listens on its own port for each instance. An
   // error names where the port came from: the link's own `port`, else its

@@ -889,7 +889,8 @@ void Instance::report(ProcessSummary& s) const {
   live(&li);
   for (int i = 0; i < kStages; ++i) {
     StageSummary st{fmt::format("{}/{}", stage_name(i), cfg_.index), cpu_[i].user_s, cpu_[i].sys_s,
-                    li.stages[i].events, stage_cpus_[i], last_cpu_[i]};
+                    li.stages[i].events, cpu_[i].voluntary, cpu_[i].involuntary, stage_cpus_[i],
+                    last_cpu_[i]};
     for (int r = 0; r < kBlockReasons; ++r) st.blocked_s[r] = li.stages[i].blocked_ns[r] / 1e9;
     s.stages.push_back(std::move(st));
   }

@@ -2,8 +2,8 @@
 """A node against a plain relay, and parallel queries, side by side in one run.
 
 Every figure is a ratio against a baseline run in the same script, the runs
-alternated round by round (the order rotating), each holding /tmp/cpu.lock
-alone. Parts (--parts, default all but fabric):
+alternated round by round (the order rotating); each round holds
+/tmp/cpu.lock, its runs back to back. Parts (--parts, default all but fabric):
 
   hop       per tuple size (--tuple-bytes, default 128 and 4096 B) in
             --event-bytes events (32 KiB): the plain socket relays
@@ -420,43 +420,43 @@ def part_hop(args, deploy, before, relay, perf, raw, out):
     counted = {t: {n: [] for n in names} for t in args.tuple_bytes}
     no_perf = Perf("off")
     for r in range(args.rounds):
-        for t in args.tuple_bytes:
-            order = [("plain", None, None)] + systems
-            k = r % len(order)
-            order = order[k:] + order[:k]
-            for counting in ([False, True] if perf.events else [False]):
-                got = {}
-                for name, dep, sets in order:
-                    tag = f"hop-t{t}-r{r}-{name.replace('@', '-')}" + ("-perf" if counting else "")
-                    pf = perf if counting else no_perf
-                    with CpuLock():
+        with CpuLock():  # a round at a time: its runs back to back, none beside them
+            for t in args.tuple_bytes:
+                order = [("plain", None, None)] + systems
+                k = r % len(order)
+                order = order[k:] + order[:k]
+                for counting in ([False, True] if perf.events else [False]):
+                    got = {}
+                    for name, dep, sets in order:
+                        tag = f"hop-t{t}-r{r}-{name.replace('@', '-')}" + ("-perf" if counting else "")
+                        pf = perf if counting else no_perf
                         if name == "plain":
                             got[name] = run_plain(relay, args.duration, raw, tag, pf)
                         else:
                             got[name] = run_sluice(dep, PIPELINE,
                                                    [f"tuple_bytes={t}", f"event_bytes={args.event_bytes}"]
                                                    + sets + args.set, args.duration, raw, tag, pf, HOPS_SLUICE)
-                    if not got[name].get("ok"):
-                        log(f"  {tag}: FAILED: {got[name].get('error')}")
-                ref = per_hop_sluice(got["tcp-opt"]) if got["tcp-opt"].get("ok") else None
-                if ref is None:
-                    continue
-                into = counted if counting else cells
-                into[t]["plain"].append(per_hop_plain(got["plain"], ref["bytes_per_tuple"], ref["bytes_per_event"],
-                                                      ref["clock_ghz"]))
-                for name, _, _ in systems:
-                    into[t][name].append(per_hop_sluice(got[name]) if got[name].get("ok") else None)
-                if counting:
-                    continue
-                line = [f"round {r + 1} {t} B:"]
-                p = cells[t]["plain"][-1]
-                for name in names:
-                    v = cells[t][name][-1]
-                    if v:
-                        line.append(f"{name} {v['cycles_per_tuple']:.1f} c/t {(v['tuples_per_s'] or 0) / 1e6:.2f} Mt/s"
-                                    + (f" ({v['cycles_per_tuple'] / p['cycles_per_tuple']:.3f}x)"
-                                       if p and name != "plain" else ""))
-                log("  " + "; ".join(line))
+                        if not got[name].get("ok"):
+                            log(f"  {tag}: FAILED: {got[name].get('error')}")
+                    ref = per_hop_sluice(got["tcp-opt"]) if got["tcp-opt"].get("ok") else None
+                    if ref is None:
+                        continue
+                    into = counted if counting else cells
+                    into[t]["plain"].append(per_hop_plain(got["plain"], ref["bytes_per_tuple"], ref["bytes_per_event"],
+                                                          ref["clock_ghz"]))
+                    for name, _, _ in systems:
+                        into[t][name].append(per_hop_sluice(got[name]) if got[name].get("ok") else None)
+                    if counting:
+                        continue
+                    line = [f"round {r + 1} {t} B:"]
+                    p = cells[t]["plain"][-1]
+                    for name in names:
+                        v = cells[t][name][-1]
+                        if v:
+                            line.append(f"{name} {v['cycles_per_tuple']:.1f} c/t {(v['tuples_per_s'] or 0) / 1e6:.2f} Mt/s"
+                                        + (f" ({v['cycles_per_tuple'] / p['cycles_per_tuple']:.3f}x)"
+                                           if p and name != "plain" else ""))
+                    log("  " + "; ".join(line))
     # The figures: per cell and system, medians over rounds of the value and
     # of its ratio to the same round's relays.
     res = {}
@@ -519,6 +519,162 @@ def part_hop(args, deploy, before, relay, perf, raw, out):
     return "\n".join(txt)
 
 
+def input_rate(rep):
+    """Tuples/s the load generators made: each one's tuples over its measured interval, summed."""
+    tot = 0.0
+    for p in rep.get("processes") or []:
+        if p.get("role") == "loadgen" and p.get("wall_s"):
+            tot += (p.get("tuples_out") or 0) / p["wall_s"]
+    return tot
+
+
+def rows_of(rep, name):
+    """The sink's result rows without their seq (the derived streams' own numbering), sorted."""
+    path = Path(rep["run_dir"]) / name
+    try:
+        lines = path.read_text().splitlines()[1:]
+    except OSError:
+        return None
+    return sorted(line.split(",", 1)[1] for line in lines)
+
+
+def part_parallel(args, deploy, raw, out):
+    """The demo pipeline as one process per role against each role as
+    --parallelism processes (the sink too: P paths side by side)."""
+    P = args.parallelism
+    systems = [("1", []), (str(P), [f"parallelism={P}", f"processes.3.parallelism={P}"])]
+    if args.pin:
+        systems.append((f"{P}+pin", [f"parallelism={P}", f"processes.3.parallelism={P}", "pin=spread"]))
+    got = {n: [] for n, _ in systems}
+    for r in range(args.rounds):
+        with CpuLock():  # a round at a time: its runs back to back, none beside them
+            k = r % len(systems)
+            for name, sets in systems[k:] + systems[:k]:
+                tag = f"par-{name.replace('+', '-')}-r{r}"
+                rep = run_sluice(deploy, PIPELINE, [f"event_bytes={args.event_bytes}"] + sets + args.set,
+                                 args.duration, raw, tag, Perf("off"))
+                if not rep.get("ok"):
+                    log(f"  {tag}: FAILED: {rep.get('error')}")
+                got[name].append(rep.get("tuples_per_s") if rep.get("ok") else None)
+            log(f"  round {r + 1} parallelism: " + "; ".join(
+                f"{n} {(got[n][-1] or 0) / 1e6:.2f} Mt/s" for n, _ in systems))
+    base = got["1"]
+    res = {}
+    for name, _ in systems:
+        ratios = [v / b for v, b in zip(got[name], base) if v and b]
+        res[name] = {"tuples_per_s": med(got[name]), "ratio": med(ratios), "ratio_range": spread(ratios),
+                     "rounds": len(ratios)}
+    out["parallel"] = res
+    txt = [f"## The demo pipeline, parallelism 1 against {P} (each role, the sink too: {P} paths; "
+           f"medians of {args.rounds} rounds)", "",
+           "| parallelism | tuples/s | x parallelism 1 (range) |", "|---|---|---|"]
+    for name, _ in systems:
+        v = res[name]
+        rr = v["ratio_range"]
+        txt.append(f"| {name} | {f3((v['tuples_per_s'] or 0) / 1e6)} M | {f3(v['ratio'])} ({f3(rr[0])}-{f3(rr[1])}) |")
+    return "\n".join(txt) + "\n"
+
+
+def part_esper(args, deploy, raw, out):
+    """esper_parallel.yaml: input tuples/s with every role at --parallelism
+    against every role at 1, alternated; then the rows of one counted input
+    (--esper-tuples per load generator) with the group-by as P processes
+    and as one, compared."""
+    P = args.parallelism
+    res = {"parallelism": P}
+    systems = [("1", ["parallelism=1"]), (str(P), [f"parallelism={P}"])]
+    if args.pin:
+        systems.append((f"{P}+pin", [f"parallelism={P}", "pin=spread"]))
+    got = {n: [] for n, _ in systems}
+    for r in range(args.rounds):
+        with CpuLock():  # a round at a time: its runs back to back, none beside them
+            k = r % len(systems)
+            for name, sets in systems[k:] + systems[:k]:
+                tag = f"esper-{name.replace('+', '-')}-r{r}"
+                rep = run_sluice(deploy, ESPER, sets + args.set, args.duration, raw, tag, Perf("off"))
+                if not rep.get("ok"):
+                    log(f"  {tag}: FAILED: {rep.get('error')}")
+                got[name].append(input_rate(rep) if rep.get("ok") else None)
+            log(f"  round {r + 1} esper input: " + "; ".join(
+                f"{n} {(got[n][-1] or 0) / 1e6:.2f} Mt/s" for n, _ in systems))
+    for name, _ in systems:
+        ratios = [v / b for v, b in zip(got[name], got["1"]) if v and b]
+        res[name] = {"input_tuples_per_s": med(got[name]), "ratio": med(ratios), "ratio_range": spread(ratios)}
+    # The rows: the same input (P load generators, --esper-tuples each), the
+    # group-by as P processes and as one.
+    rows = {}
+    with CpuLock():
+        for name, sets in ((str(P), []), ("1", ["processes.2.parallelism=1"])):
+            rep = run_sluice(deploy, ESPER, [f"parallelism={P}", f"tuples={args.esper_tuples}"] + sets + args.set,
+                             args.duration, raw, f"esper-rows-{name}", Perf("off"), keep_run=True)
+            rows[name] = rows_of(rep, "esper-parallel-results.csv") if rep.get("ok") else None
+            if not rep.get("ok"):
+                log(f"  esper rows, group-by x {name}: FAILED: {rep.get('error')}")
+            else:
+                shutil.rmtree(rep["run_dir"], ignore_errors=True)
+    a, b = rows[str(P)], rows["1"]
+    res["rows"] = {"group_by_x_p": len(a) if a is not None else None, "group_by_x_1": len(b) if b is not None else None,
+                   "equal": a is not None and a == b, "tuples_per_loadgen": args.esper_tuples}
+    out["esper"] = res
+    txt = [f"## The esper query (deploy/examples/esper_parallel.yaml): input tuples/s, parallelism 1 against "
+           f"{P} (medians of {args.rounds} rounds)", "",
+           "| parallelism | input tuples/s | x parallelism 1 (range) |", "|---|---|---|"]
+    for name, _ in systems:
+        v = res[name]
+        rr = v["ratio_range"]
+        txt.append(f"| {name} | {f3((v['input_tuples_per_s'] or 0) / 1e6)} M | {f3(v['ratio'])} "
+                   f"({f3(rr[0])}-{f3(rr[1])}) |")
+    rw = res["rows"]
+    txt += ["", f"Rows of {P} load generators x {args.esper_tuples:,} tuples: group-by as {P} processes "
+                f"{rw['group_by_x_p']} rows, as one {rw['group_by_x_1']} rows: "
+                + ("the same rows" if rw["equal"] else "DIFFERENT")]
+    return "\n".join(txt) + "\n"
+
+
+def part_fabric(args, deploy, raw, out):
+    """fabric-opt over shm against tcp-opt: tuples/s at each tuple size, one
+    tuple per event and in --event-bytes events."""
+    systems = [("tcp-opt", ["preset=tcp-opt"]), ("fabric-shm", ["preset=fabric-opt", "fabric_provider=shm"]),
+               ("fabric-shm/adaptive", ["preset=fabric-opt", "fabric_provider=shm", "threads=adaptive"]),
+               ("fabric-shm/rma", ["preset=fabric-opt", "fabric_provider=shm", "rma=on"])]
+    cells = [(t, e) for t in args.tuple_bytes for e in (0, args.event_bytes)]
+    got = {(c, n): [] for c in cells for n, _ in systems}
+    for r in range(args.rounds):
+        with CpuLock():  # a round at a time: its runs back to back, none beside them
+            for t, e in cells:
+                k = r % len(systems)
+                for name, sets in systems[k:] + systems[:k]:
+                    tag = f"fabric-{name.replace('/', '-')}-t{t}-e{e}-r{r}"
+                    rep = run_sluice(deploy, PIPELINE, sets + [f"tuple_bytes={t}", f"event_bytes={e}"] + args.set,
+                                     args.duration, raw, tag, Perf("off"))
+                    if not rep.get("ok"):
+                        log(f"  {tag}: FAILED: {rep.get('error')}")
+                    got[((t, e), name)].append(rep.get("tuples_per_s") if rep.get("ok") else None)
+                log(f"  round {r + 1} {t} B x {e or 'one tuple'}: " + "; ".join(
+                    f"{n} {(got[((t, e), n)][-1] or 0) / 1e6:.2f} Mt/s" for n, _ in systems))
+    res = {}
+    others = [n for n, _ in systems[1:]]
+    txt = [f"## fabric shm against tcp-opt, tuples/s (medians of {args.rounds} rounds; fabric shm runs "
+           "its processes' stages on one thread each (threads: auto), /adaptive on three; /rma writes "
+           "each frame into the receiver's slot)", "",
+           "| tuple | event | tcp-opt | " + " | ".join(f"{n} | x tcp-opt (range)" for n in others) + " |",
+           "|---|---|---|" + "---|---|" * len(others)]
+    for t, e in cells:
+        a = got[((t, e), "tcp-opt")]
+        key = f"{t}x{e}"
+        res[key] = {"tcp_opt": med(a)}
+        line = f"| {t} B | {e or 'one tuple'} | {f3((med(a) or 0) / 1e6)} M"
+        for name in others:
+            b = got[((t, e), name)]
+            ratios = [y / x for x, y in zip(a, b) if x and y]
+            rr = spread(ratios)
+            res[key][name] = {"tuples_per_s": med(b), "ratio": med(ratios), "ratio_range": rr}
+            line += f" | {f3((med(b) or 0) / 1e6)} M | {f3(med(ratios))} ({f3(rr[0])}-{f3(rr[1])})"
+        txt.append(line + " |")
+    out["fabric"] = res
+    return "\n".join(txt) + "\n"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
@@ -529,6 +685,9 @@ def main():
     ap.add_argument("--tuple-bytes", default="128,4096")
     ap.add_argument("--event-bytes", type=int, default=32768)
     ap.add_argument("--parallelism", type=int, default=4)
+    ap.add_argument("--pin", action="store_true", help="parallel and esper parts: also with pin=spread")
+    ap.add_argument("--esper-tuples", type=int, default=2000000,
+                    help="esper part: tuples per load generator of the runs whose rows are compared")
     ap.add_argument("--variant", action="append", default=[], help="NAME:k=v,k=v (a sluice system of its own)")
     ap.add_argument("--set", action="append", default=[], help="k=v for every sluice run")
     ap.add_argument("--counts", choices=["on", "off", "auto"], default="auto")
@@ -568,6 +727,12 @@ def main():
     text = []
     if "hop" in parts:
         text.append(part_hop(args, deploy, before, relay, perf, raw, out))
+    if "parallel" in parts:
+        text.append(part_parallel(args, deploy, raw, out))
+    if "esper" in parts:
+        text.append(part_esper(args, deploy, raw, out))
+    if "fabric" in parts:
+        text.append(part_fabric(args, deploy, raw, out))
     report = "\n".join(text)
     (out_dir / "scaling.md").write_text(report + "\n")
     (out_dir / "scaling.json").write_text(json.dumps(out, indent=1) + "\n")

@@ -34,7 +34,8 @@ alternated round by round (the order rotating); each round holds
 
 --variant NAME:k=v,... adds a sluice system with those keys (e.g.
 `--variant none:guarantee=none`); --before DIR adds the same pipeline run by
-another build (`tcp-opt@before`), so a change's effect is a ratio measured in
+another build (`tcp-opt@before`; the pipeline.yaml of DIR/.. where there is
+one, else this tree's), so a change's effect is a ratio measured in
 one run. --json prints the figures as one JSON document on stdout (the tables
 then go to stderr). Raw reports and perf counts go to --out (default
 runs/scaling-TIME). Python 3 standard library only; perf is optional.
@@ -412,28 +413,28 @@ def part_hop(args, deploy, before, relay, perf, raw, out):
     and, with perf, once more with its counters attached (system calls,
     wake-ups): tracepoints put every system call of a counted process on the
     kernel's slow path, which a relay, making more of them, pays more for."""
-    systems = [("tcp-opt", deploy, [])] + [(n, deploy, s) for n, s in args.variants]
+    systems = [("tcp-opt", deploy, PIPELINE, [])] + [(n, deploy, PIPELINE, s) for n, s in args.variants]
     if before:
-        systems.append(("tcp-opt@before", before, []))
-    names = ["plain"] + [n for n, _, _ in systems]
+        systems.append(("tcp-opt@before", before[0], before[1], []))
+    names = ["plain"] + [n for n, _, _, _ in systems]
     cells = {t: {n: [] for n in names} for t in args.tuple_bytes}
     counted = {t: {n: [] for n in names} for t in args.tuple_bytes}
     no_perf = Perf("off")
     for r in range(args.rounds):
         with CpuLock():  # a round at a time: its runs back to back, none beside them
             for t in args.tuple_bytes:
-                order = [("plain", None, None)] + systems
+                order = [("plain", None, None, None)] + systems
                 k = r % len(order)
                 order = order[k:] + order[:k]
                 for counting in ([False, True] if perf.events else [False]):
                     got = {}
-                    for name, dep, sets in order:
+                    for name, dep, yaml, sets in order:
                         tag = f"hop-t{t}-r{r}-{name.replace('@', '-')}" + ("-perf" if counting else "")
                         pf = perf if counting else no_perf
                         if name == "plain":
                             got[name] = run_plain(relay, args.duration, raw, tag, pf)
                         else:
-                            got[name] = run_sluice(dep, PIPELINE,
+                            got[name] = run_sluice(dep, yaml,
                                                    [f"tuple_bytes={t}", f"event_bytes={args.event_bytes}"]
                                                    + sets + args.set, args.duration, raw, tag, pf, HOPS_SLUICE)
                         if not got[name].get("ok"):
@@ -444,7 +445,7 @@ def part_hop(args, deploy, before, relay, perf, raw, out):
                     into = counted if counting else cells
                     into[t]["plain"].append(per_hop_plain(got["plain"], ref["bytes_per_tuple"], ref["bytes_per_event"],
                                                           ref["clock_ghz"]))
-                    for name, _, _ in systems:
+                    for name, _, _, _ in systems:
                         into[t][name].append(per_hop_sluice(got[name]) if got[name].get("ok") else None)
                     if counting:
                         continue
@@ -464,7 +465,7 @@ def part_hop(args, deploy, before, relay, perf, raw, out):
         rows = cells[t]
         plain = rows["plain"]
         res[t] = {}
-        for name in ["plain"] + [n for n, _, _ in systems]:
+        for name in names:
             vals = rows[name]
             ok = [(v, p) for v, p in zip(vals, plain) if v and p]
             res[t][name] = {
@@ -715,6 +716,10 @@ def main():
         before = Path(args.before) / "deploy/sluice-deploy"
         if not before.exists():
             sys.exit(f"--before: no {before}")
+        # The deployment file of the tree that build came from, where there
+        # is one: an older sluice-deploy refuses keys added since.
+        yaml = Path(args.before).resolve().parent / PIPELINE.relative_to(REPO)
+        before = (before, yaml if yaml.exists() else PIPELINE)
     relay = find_binary(build, "experiments", "sluice-plainrelay")
     out_dir = Path(args.out or REPO / "runs" / f"scaling-{datetime.datetime.now():%Y%m%d-%H%M%S}")
     raw = out_dir / "raw"

@@ -150,6 +150,9 @@ struct ProcessConfig {
   std::string record_format = "csv";
   std::string restart;             // `restart`: never | on-failure; "": the top-level `restart`
   std::string threads;             // `threads`: auto | dedicated | shared | adaptive; "": the top-level
+  // `parallelism`: the processes it runs as; 0: the top-level's (a sink: 1).
+  // Expanded while parsing into replicas NAME.0, NAME.1, ..., each with 1.
+  uint32_t parallelism = 0;
   // Resolved: the schema of the stream into it (a loadgen: none) and out of
   // it (after its operators).
   Schema in_schema, out_schema;
@@ -197,6 +200,13 @@ struct Deployment {
   uint32_t burst_head_events = 0;  // the sink's head of a burst: its first k events (0: a tenth, >= 1)
   uint32_t streams = 1;            // streams per load generator and instance, round-robin
   uint32_t instances = 1;          // independent copies of the whole graph
+  // Processes each load generator and node runs as (a sink: 1), unless it
+  // sets its own: expanded while parsing into NAME.0, NAME.1, ... and their
+  // links (config_parallel.cc); after that every process's is 1.
+  uint32_t parallelism = 1;
+  // off | spread: every process's stage threads pinned to its host's CPUs
+  // in turn, in the order the processes are listed (config_parallel.cc).
+  std::string pin = "off";
 
   // The node.
   Wait wait = Wait::kBlock;        // descriptor rings: block | spin | hybrid

@@ -181,6 +181,14 @@ links:
                 "  - {from: node-a, to: c}\n  - {from: b, to: s}\n  - {from: c, to: s}\n");
   EXPECT_HAS(e, "key 'processes.1.split': process 'node-a': split: key sends each key down one of its links, "
                 "and the links to 'b' and 'c' meet again at 's'");
+  // Unless what is on each path consumes the parts (a group-by): past it go
+  // its own derived stream and the accounts of the parts, which add up.
+  const std::string by_key = "      - groupby: {group_by: key, aggregates: count}\n";
+  parse_ok(head + "  - {name: node-a, role: node, split: key, split_key: key}\n"
+           "  - name: b\n    role: node\n    operators:\n" + by_key +
+           "  - name: c\n    role: node\n    operators:\n" + by_key + "  - {name: s, role: sink}\n"
+           "links:\n  - {from: loadgen, to: node-a}\n  - {from: node-a, to: b}\n"
+           "  - {from: node-a, to: c}\n  - {from: b, to: s}\n  - {from: c, to: s}\n");
   // Restarted, a key split needs snapshots: its accounts are state.
   e = parse_err("restart: on-failure\nacks: on\n" + head +
                 "  - {name: node-a, role: node, split: key, split_key: key}\n" + tail);
@@ -565,6 +573,90 @@ TEST(Graph, ExampleFilesParse) {
     Status st = load_deployment(std::string(SLUICE_SOURCE_DIR "/deploy/examples/") + f, {}, &d);
     EXPECT_TRUE(st.ok()) << f << ": " << st.message();
   }
+}
+
+// `parallelism`: a process runs as replicas NAME.0..N-1 in its place; a
+// link between sides of as many replicas without a key split is one link
+// per replica, any other is a link for every pair; a sink keeps 1 unless it
+// says otherwise; the result parses back to itself, not expanded again.
+TEST(Graph, ParallelismMakesReplicasAndTheirLinks) {
+  const std::string kFile = R"(parallelism: 3
+processes:
+  - {name: gen, role: loadgen}
+  - {name: a, role: node}
+  - {name: b, role: node, split: key, split_key: key, parallelism: 2}
+  - {name: c, role: node, operators: [{groupby: {group_by: key, aggregates: count}}]}
+  - {name: s, role: sink}
+)";
+  Deployment d = parse_ok(kFile);
+  std::vector<std::string> names;
+  for (const auto& p : d.processes) names.push_back(p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"gen.0", "gen.1", "gen.2", "a.0", "a.1", "a.2", "b.0", "b.1",
+                                             "c.0", "c.1", "c.2", "s"}));
+  std::vector<std::string> links;
+  for (const auto& l : d.links) links.push_back(d.processes[l.from].name + ">" + d.processes[l.to].name);
+  EXPECT_EQ(links, (std::vector<std::string>{
+                       "gen.0>a.0", "gen.1>a.1", "gen.2>a.2",                           // as many: pointwise
+                       "a.0>b.0", "a.0>b.1", "a.1>b.0", "a.1>b.1", "a.2>b.0", "a.2>b.1",  // 3 to 2
+                       "b.0>c.0", "b.0>c.1", "b.0>c.2", "b.1>c.0", "b.1>c.1", "b.1>c.2",  // by key
+                       "c.0>s", "c.1>s", "c.2>s"}));
+  EXPECT_FALSE(d.chain);
+  // Each load generator replica has streams of its own.
+  EXPECT_EQ(d.first_stream(1), d.streams);
+  EXPECT_EQ(d.streams_into(11), 3 * d.streams);
+  // Every program reads the dumped file: the same processes, none expanded again.
+  Deployment back = parse_ok(dump_deployment(d));
+  ASSERT_EQ(back.processes.size(), d.processes.size());
+  EXPECT_EQ(back.links.size(), d.links.size());
+  EXPECT_EQ(back.processes[7].name, "b.1");
+  // One process each: nothing changes.
+  EXPECT_EQ(parse_ok(kFile, {"parallelism=1", "processes.2.parallelism=1"}).processes.size(), 5u);
+}
+
+TEST(Graph, ParallelismRefusesWhatReplicasCannotDo) {
+  const std::string head = "parallelism: 2\nprocesses:\n  - {name: gen, role: loadgen}\n";
+  // A port of its own: each replica needs its own ports.
+  EXPECT_HAS(parse_err(head + "  - {name: a, role: node, port: 30000}\n  - {name: s, role: sink}\n"),
+             "key 'processes.1.port': process 'a': its 2 replicas each listen on ports of their own");
+  // One results file for two sinks.
+  EXPECT_HAS(parse_err(head + "  - {name: s, role: sink, results: r.csv, parallelism: 2}\n"),
+             "2 replicas would write one file; put {replica} in its name");
+  Deployment d = parse_ok(head + "  - {name: s, role: sink, results: \"r{replica}.csv\", parallelism: 2}\n");
+  EXPECT_EQ(d.processes[3].results, "r1.csv");
+  // A group-by's replicas need every tuple of their keys: a key split on its group_by.
+  const std::string gb = "  - name: b\n    role: node\n    operators:\n"
+                         "      - groupby: {group_by: key, aggregates: count}\n  - {name: s, role: sink}\n";
+  EXPECT_HAS(parse_err(head + "  - {name: a, role: node}\n" + gb),
+             "process 'b' runs its groupby as 2 replicas, so each must get all of a key's tuples: its "
+             "upstream 'a' must split: key with split_key: key");
+  parse_ok(head + "  - {name: a, role: node, split: key, split_key: key}\n" + gb);
+  // A moving average over every tuple in order runs once.
+  EXPECT_HAS(parse_err(head + "  - name: m\n    role: node\n    operators:\n"
+                              "      - moving_avg: {field: key}\n  - {name: s, role: sink}\n"),
+             "its moving_avg averages every tuple in order and runs as one process");
+  parse_ok(head + "  - name: m\n    role: node\n    parallelism: 1\n    operators:\n"
+                  "      - moving_avg: {field: key}\n  - {name: s, role: sink}\n");
+}
+
+// pin: spread: each process's stage threads get the next CPUs of its host,
+// three per instance, in the order the processes are listed.
+TEST(Graph, PinSpreadGivesEachStageItsCore) {
+  Deployment d = parse_ok(R"(pin: spread
+parallelism: 2
+hosts:
+  - {name: h, address: 127.0.0.1, cores: 0-11}
+host: h
+processes:
+  - {name: gen, role: loadgen}
+  - {name: a, role: node, pin_stages: [10]}
+  - {name: s, role: sink}
+)");
+  ASSERT_EQ(d.processes.size(), 5u);
+  EXPECT_EQ(d.processes[0].stage_cpus, (std::vector<unsigned>{0, 1, 2}));
+  EXPECT_EQ(d.processes[1].stage_cpus, (std::vector<unsigned>{3, 4, 5}));
+  EXPECT_EQ(d.processes[2].stage_cpus, (std::vector<unsigned>{10}));  // its own choice
+  EXPECT_EQ(d.processes[4].stage_cpus, (std::vector<unsigned>{6, 7, 8}));
+  EXPECT_EQ(parse_ok(dump_deployment(d)).processes[4].stage_cpus, d.processes[4].stage_cpus);
 }
 
 }  // namespace

@@ -47,6 +47,7 @@ const std::vector<std::string> kOnOff = {"on", "off"};
 const std::vector<std::string> kCreditModes = {"fixed", "adaptive"};
 const std::vector<std::string> kRestarts = {"never", "on-failure"};
 const std::vector<std::string> kThreads = {"auto", "dedicated", "shared", "adaptive"};
+const std::vector<std::string> kPins = {"off", "spread"};
 const std::vector<std::string> kCongestionIn = {"", "default", "reno", "cubic", "bbr"};
 const std::vector<std::string> kSplits = {"stream", "copy", "key"};
 const std::vector<std::string> kSources = {"generator", "kafka"};
@@ -355,6 +356,12 @@ const std::vector<Key>& keys() {
                "streams per load generator and instance, their events sent round-robin"),
       uint_key("instances", &Deployment::instances,
                "independent copies of the whole graph, each over its own links and stage threads"),
+      uint_key("parallelism", &Deployment::parallelism,
+               "processes each load generator and node runs as (a process's own `parallelism` "
+               "beats it; a sink's is 1 unless it sets one): NAME.0, NAME.1, ..., each with its "
+               "own streams (a load generator) and links to every replica downstream, split as "
+               "the process's `split` says, or replica i to replica i where both sides have as "
+               "many and the split is not by key"),
       // The node.
       enum_key("wait", &kWaits,
                [](Deployment* d, const std::string& v) { parse_wait(v, &d->wait); },
@@ -369,6 +376,12 @@ const std::vector<Key>& keys() {
                "they are idle), or auto: shared for a process whose every link is over shared "
                "memory (ucx sm, posix, sysv; fabric shm), adaptive otherwise; a process may set "
                "its own"),
+      enum_key("pin", &kPins, [](Deployment* d, const std::string& v) { d->pin = v; },
+               [](const Deployment& d) { return d.pin; },
+               "off, or spread: every process's stage threads (each replica's, each instance's) "
+               "pinned to CPUs of its host in turn, in the order the processes are listed, so "
+               "that each stage has its core while there are cores enough (a process's own "
+               "pin_stages beats it)"),
       uint_key("ring_slots", &Deployment::ring_slots,
                "descriptors per ring between a node's stages (a power of two)"),
       uint_key("loadgen_slots", &Deployment::loadgen_slots,
@@ -556,7 +569,7 @@ const std::vector<SectionKey>& process_keys() {
       {"operators", "none", "the operators of its process stage, in order (docs/OPERATORS.md)"},
       {"schema", "the top-level schema", "a loadgen's or publisher's stream schema, a name in schemas:"},
       {"results", "none", "a sink writes every tuple it receives to this CSV file ({instance}: "
-                          "the instance's number)"},
+                          "the instance's number; {replica}: the replica's, with parallelism)"},
       {"source", "generator", "a loadgen's tuples: generator (made from the schema's gens) or kafka "
                               "(read from kafka_topic, one stream per partition: streams must equal "
                               "the partitions)"},
@@ -568,6 +581,8 @@ const std::vector<SectionKey>& process_keys() {
                                            "again when it dies"},
       {"threads", "the top-level threads",
        "auto | dedicated | shared | adaptive: how its stages share threads"},
+      {"parallelism", "the top-level parallelism (a sink: 1)",
+       "the processes it runs as (NAME.0, NAME.1, ...); its links reach every replica"},
   };
   return k;
 }

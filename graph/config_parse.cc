@@ -316,6 +316,9 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
       st = r.get_enum(v, kpath, kRestarts, &p->restart);
     } else if (key == "threads") {
       st = r.get_enum(v, kpath, kThreads, &p->threads);
+    } else if (key == "parallelism") {
+      st = r.get(v, kpath, &p->parallelism);
+      if (st && p->parallelism == 0) st = r.error(v, kpath, "must be at least 1");
     } else if (key == "operators") {
       if (v.IsNull()) continue;
       if (!v.IsSequence()) {
@@ -611,6 +614,7 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
       d->links.push_back(std::move(l));
     }
   }
+  if (Status st = expand_parallelism(d, places, &process_places, &link_places); !st) return st;
   // slots: a link with acks that no one sized gets kAckedLinkSlots if its
   // receiver holds the slots until the sinks acknowledge.
   for (size_t i = 0; i < d->links.size(); ++i) {

@@ -2,6 +2,9 @@
 //
 // The stages after reading, called by parse_root (config_parse.cc) in this
 // order once every section is read into the Deployment:
+//   0. expand_parallelism (config_parallel.cc) processes with parallelism > 1
+//                        become that many, their links links between replicas;
+//                        pin: spread places every stage thread
 //   1. resolve_hosts     (config_resolve.cc) with `hosts:`: each process's host
 //   2. validate          (config_validate.cc) across keys: the graph's shape,
 //                        an event fits a slot, every receiver its own port
@@ -22,6 +25,8 @@ namespace sluice::cfg {
 
 // `at`: the top level's keys; `process_at[i]`, `link_at[l]`: process i's,
 // link l's own keys.
+Status expand_parallelism(Deployment* d, const Places& at, std::vector<Places>* process_at,
+                          std::vector<Places>* link_at);
 Status resolve_hosts(Deployment* d, const Places& at, const std::vector<Places>& process_at);
 Status validate(const Deployment& d, const Places& at, const std::vector<Places>& link_at,
                 const std::vector<Places>& process_at);

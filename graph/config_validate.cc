@@ -61,8 +61,15 @@ Status validate_split_keys(const Deployment& d, const std::vector<Places>& proce
                                                         : "splits by stream or copy"));
     // A sink reconciles each stream on one path: parts of one event that
     // come back together by two links interleave (counted duplicated, and
-    // with acks dropped), and what operators made of them on each path
-    // does not add up there either (a group-by on each: every tuple lost).
+    // with acks dropped). A process whose operators consume their input (a
+    // group-by, say: the key's replicas) ends the parts' paths: past it goes
+    // its own derived stream, and its END's accounts of the parts, which a
+    // union adds up again (NetSource::merge_end).
+    auto consumes = [&](size_t j) {
+      for (const OperatorConfig& op : d.processes[j].operators)
+        if (const OperatorSpec* spec = find_operator_spec(op.kind); spec && spec->emits) return true;
+      return false;
+    };
     {
       const std::vector<size_t> outs = d.outputs_of(i);
       std::vector<int> reached(d.processes.size(), -1);  // by which of the split's links
@@ -71,13 +78,15 @@ Status validate_split_keys(const Deployment& d, const std::vector<Places>& proce
         while (!todo.empty()) {
           const size_t j = todo.back();
           todo.pop_back();
+          if (consumes(j)) continue;
           if (reached[j] == static_cast<int>(k)) continue;
           if (reached[j] >= 0)
             return at.error(path + ".split", "split",
                             fmt::format("process '{}': split: key sends each key down one of its links, and "
                                         "the links to '{}' and '{}' meet again at '{}': a sink reconciles "
-                                        "each stream on one path, and the parts (or what operators made "
-                                        "of them) would not add up there; give each path its own sink",
+                                        "each stream on one path, and the parts would interleave there; "
+                                        "give each path its own sink, or consume the parts on the way "
+                                        "(a group-by)",
                                         p.name, d.processes[d.links[outs[reached[j]]].to].name,
                                         d.processes[d.links[outs[k]].to].name, d.processes[j].name));
           reached[j] = static_cast<int>(k);

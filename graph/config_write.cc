@@ -96,6 +96,8 @@ std::string dump_deployment(const Deployment& d) {
     if (p.record_format != "csv") e << YAML::Key << "record_format" << YAML::Value << p.record_format;
     if (!p.restart.empty()) e << YAML::Key << "restart" << YAML::Value << p.restart;
     if (!p.threads.empty()) e << YAML::Key << "threads" << YAML::Value << p.threads;
+    // Expanded: written as one process each, never expanded again.
+    if (p.parallelism) e << YAML::Key << "parallelism" << YAML::Value << p.parallelism;
     e << YAML::Key << "operators" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const auto& op : p.operators) {
       e << YAML::BeginMap << YAML::Key << op.kind << YAML::Value << YAML::BeginMap;

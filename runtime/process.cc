@@ -745,6 +745,8 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
     CpuTimes c = cpu1 - cpu0;
     s.user_s = c.user_s;
     s.sys_s = c.sys_s;
+    s.ctx_voluntary = c.voluntary;
+    s.ctx_involuntary = c.involuntary;
   }
   s.latency_p50_us = lat.percentile(50) / 1e3;
   s.latency_p99_us = lat.percentile(99) / 1e3;

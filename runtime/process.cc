@@ -905,7 +905,10 @@ int process_main(Role role, int argc, char** argv) {
       fmt::print(stderr, "{}: give --deployment FILE --process NAME, or --connect HOST:PORT\n", prog);
       return 2;
     }
-    std::string yaml = "processes:\n";
+    // No supervisor restarts a program started by hand: it promises nothing
+    // unless --set guarantee=... (or acks=on) says otherwise, and writes no
+    // snapshots into the directory it was started in.
+    std::string yaml = "guarantee: none\nprocesses:\n";
     if (role != Role::kLoadgen) yaml += "  - {name: upstream, role: loadgen}\n";
     yaml += fmt::format("  - {{name: {}, role: {}{}}}\n", role_name(role), role_name(role),
                         role != Role::kLoadgen ? fmt::format(", host: '{}', port: {}", lh, lp) : "");

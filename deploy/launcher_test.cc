@@ -24,7 +24,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// guarantee: none: what a death does is each test's own restart.
 const char* kYaml = R"(preset: tcp-opt
+guarantee: none
 duration_s: 1
 base_port: 27100
 processes:

@@ -548,7 +548,7 @@ const std::vector<Key>& keys() {
                "read_committed reader sees every row once even across a killed process (needs "
                "checkpoint_interval_ms); off: the idempotent producer, flushed before each snapshot "
                "(a row may come twice after a restart, none is lost); auto: on where the sink "
-               "snapshots"),
+               "snapshots, off under guarantee: at-least-once; guarantee: exactly-once refuses off"),
       enum_key("bad_records", &kBadRecords, [](Deployment* d, const std::string& v) { d->bad_records = v; },
                [](const Deployment& d) { return d.bad_records; },
                "a record that does not decode into a tuple of the schema: fail (the source stops with "

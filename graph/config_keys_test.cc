@@ -210,6 +210,15 @@ TEST(Config, TheGuaranteeSetsItsKeysAndRefusesOneThatBreaksIt) {
   EXPECT_HAS(e, "--set restart_limit=0: restart_limit: 0 breaks guarantee: exactly-once");
   e = parse_err(kChain, {"send_queue=async"});
   EXPECT_HAS(e, "--set send_queue=async: send_queue: async cannot carry the acks");
+  // A sink's Kafka rows without transactions may come twice: not exactly once.
+  const std::vector<std::string> kafka = {"kafka_bootstrap=127.0.0.1:9092", "processes.2.kafka_topic=out",
+                                          "kafka_transactions=off"};
+  e = parse_err(kChain, kafka);
+  EXPECT_HAS(e, "--set kafka_transactions=off: kafka_transactions: off breaks guarantee: exactly-once "
+                "(the default): sink 'sink', restarted");
+  std::vector<std::string> alo_kafka = kafka;
+  alo_kafka.push_back("guarantee=at-least-once");
+  parse_ok(kChain, alo_kafka);
   // The resolved file says the guarantee, and reads back the same.
   for (const char* g : {"none", "at-least-once", "exactly-once"}) {
     const Deployment d = parse_ok(std::string("guarantee: ") + g + "\n" + kChain);

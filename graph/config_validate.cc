@@ -159,6 +159,14 @@ Status validate_guarantee(const Deployment& d, const Places& at, const std::vect
                                            "on-failure){}",
                                            g, or_none));
   }
+  for (const ProcessConfig& p : d.processes)
+    if (!p.kafka_topic.empty() && d.guarantee == Guarantee::kExactlyOnce && d.kafka_transactions == "off")
+      return at.error("kafka_transactions",
+                      fmt::format("kafka_transactions: off breaks {}: sink '{}', restarted, writes to "
+                                  "Kafka again the rows it wrote after its last snapshot; leave it out "
+                                  "(auto commits them with each snapshot), or set guarantee: "
+                                  "at-least-once",
+                                  g, p.name));
   if (d.restart_limit == 0)
     return at.error("restart_limit",
                     fmt::format("restart_limit: 0 breaks {}: no process would be started again; give "

@@ -172,6 +172,31 @@ struct LinkConfig {
   std::string source_line;    // "file:line" of the link (or of `processes` for the chain)
 };
 
+// What a run promises when one of its processes dies (`guarantee`). Each
+// level sets acks, restart and checkpoint_interval_ms (apply_guarantee); a
+// key given beside it wins unless it breaks the promise, which the parser
+// refuses (config_validate.cc, validate_guarantee).
+//   kNone         nothing: acks off, restart never, no snapshots; a death
+//                 fails the run (the study's set-up).
+//   kAtLeastOnce  a killed process (any role) is started again and loses
+//                 nothing: acks on every link, restart on-failure,
+//                 snapshots of every sink and of every operator that keeps
+//                 state. Each sink counts every tuple once; an output that
+//                 cannot be taken back (a Kafka topic) may get again what a
+//                 restarted sink wrote after its last snapshot.
+//   kExactlyOnce  the same, and each sink's external outputs are committed
+//                 with its snapshots: the results file is cut back to its
+//                 snapshot on restore, an output that cannot be cut back
+//                 commits with the snapshot (commits_outputs_with_snapshots).
+enum class Guarantee { kNone, kAtLeastOnce, kExactlyOnce };
+const char* guarantee_name(Guarantee g);  // "none", "at-least-once", "exactly-once"
+
+// The snapshot interval a guarantee sets where the file does not set
+// checkpoint_interval_ms. At full rate a sink snapshots every so many input
+// frames whatever the interval (runtime/process.cc, checkpoint_hold); the
+// interval is the bound at lower rates and when idle.
+inline constexpr uint32_t kGuaranteeCheckpointMs = 200;
+
 // Receiver slots of a link with acks whose file does not set `slots`, where
 // its receiver holds a slot until the sinks acknowledge what its frame
 // became, not only while the frame is in flight (a node that keeps copies:
@@ -186,6 +211,9 @@ inline constexpr uint32_t kAckedLinkSlots = 128;
 
 struct Deployment {
   std::string preset = "tcp-opt";  // original | tcp-opt | fabric-opt | ucx-opt
+  // What the run promises (above); a file that leaves it out gets this, or
+  // kNone with preset: original (the study had no acks and no restarts).
+  Guarantee guarantee = Guarantee::kExactlyOnce;
   LinkOptions link;                // top-level link keys: the defaults of every link
 
   // The stream.
@@ -375,6 +403,16 @@ inline bool restarts_on_failure(const Deployment& d, const ProcessConfig& p) {
 
 // Applies a preset's choices to `link`. Unknown preset: error.
 Status apply_preset(const std::string& preset, LinkOptions* link);
+// Applies what guarantee `g` sets: acks of the top-level link keys, restart,
+// checkpoint_interval_ms. The parser calls it after the preset and before
+// the keys the file gives, which then beat it.
+void apply_guarantee(Guarantee g, Deployment* d);
+// Whether each sink must commit what it writes outside sluice (a results
+// file, a Kafka topic) with its snapshots, so that a restart never shows a
+// reader an output twice: guarantee: exactly-once.
+inline bool commits_outputs_with_snapshots(const Deployment& d) {
+  return d.guarantee == Guarantee::kExactlyOnce;
+}
 
 // The deployment as YAML, with every key resolved (what a run really used):
 // processes and an explicit links list. Dumped text parses to the same Deployment.

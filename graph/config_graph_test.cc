@@ -67,32 +67,49 @@ TEST(Graph, TheGraphSaysWhichOperatorsEachProcessRuns) {
   EXPECT_EQ(g.find("loadgen runs"), std::string::npos) << g;
 }
 
-// restart: on-failure on a process that could not go on started again
-// (a sink, or a node whose operators keep state, without snapshots) is
-// said when the file is read, naming the process, its line and the key to
-// set, not found out at its first death; the runtime refuses that restart
-// with the same reason. A load generator and a filter restart as they are.
-TEST(Graph, ARestartThatWouldLoseStateIsAWarning) {
+// restart: on-failure on a process that could not go on once started
+// again is refused when the file is read, naming the key given and the key
+// to set, not found out at its first death: without acks on its links (its
+// death would break its neighbours' links too), or, for a sink or a node
+// whose operators keep state, without snapshots (the runtime refuses such
+// a restart with the same reason). A load generator and a filter restart
+// with acks alone; the default guarantee sets all it takes.
+TEST(Graph, ARestartThatCouldNotGoOnIsRefused) {
   const std::string esper = std::string(SLUICE_SOURCE_DIR) + "/deploy/examples/esper.yaml";
+  auto error_of = [&](const std::vector<std::string>& sets) {
+    Deployment d;
+    Status st = load_deployment(esper, sets, &d);
+    EXPECT_FALSE(st.ok()) << fmt::format("{}", fmt::join(sets, " "));
+    return st.message();
+  };
+  std::string e = error_of({"guarantee=none", "restart=on-failure"});
+  EXPECT_HAS(e, "--set restart=on-failure: process 'loadgen' has restart: on-failure, but link 0 "
+                "(loadgen -> node-a) has acks: off");
+  EXPECT_HAS(e, "set acks: on, or restart: never");
+  e = error_of({"guarantee=none", "restart=on-failure", "acks=on"});
+  EXPECT_HAS(e, "--set restart=on-failure: process 'node-b' has restart: on-failure, but without "
+                "checkpoint_interval_ms operator 0 (groupby) loses its state");
+  EXPECT_HAS(e, "set checkpoint_interval_ms");
+  e = error_of({"guarantee=none", "acks=on", "processes.3.restart=on-failure"});
+  EXPECT_HAS(e, "--set processes.3.restart=on-failure: process 'sink' has restart: on-failure, but "
+                "without checkpoint_interval_ms a sink's counts and positions die with its process");
   Deployment d;
-  Status st = load_deployment(esper, {"restart=on-failure"}, &d);
-  ASSERT_TRUE(st.ok()) << st.message();
-  ASSERT_EQ(d.warnings.size(), 2u) << fmt::format("{}", fmt::join(d.warnings, "\n"));
-  EXPECT_HAS(d.warnings[0], "esper.yaml:29: process 'node-b' has restart: on-failure");
-  EXPECT_HAS(d.warnings[0], "operator 0 (groupby) loses its state");
-  EXPECT_HAS(d.warnings[1], "esper.yaml:34: process 'sink' has restart: on-failure");
-  EXPECT_HAS(d.warnings[1], "set checkpoint_interval_ms");
+  ASSERT_TRUE(load_deployment(esper, {"guarantee=none"}, &d).ok());
   EXPECT_TRUE(restart_loses_state(d, 0).ok());  // loadgen
   EXPECT_TRUE(restart_loses_state(d, 1).ok());  // node-a: a filter keeps nothing
   EXPECT_FALSE(restart_loses_state(d, 2).ok());
   EXPECT_FALSE(restart_loses_state(d, 3).ok());
-  // Without restart the same processes say nothing; with snapshots every
-  // one of them restarts.
-  ASSERT_TRUE(load_deployment(esper, {}, &d).ok());
-  EXPECT_TRUE(d.warnings.empty());
-  ASSERT_TRUE(load_deployment(esper, {"restart=on-failure", "acks=on", "checkpoint_interval_ms=50"}, &d).ok());
+  Status st = load_deployment(
+      esper, {"guarantee=none", "acks=on", "processes.0.restart=on-failure", "processes.1.restart=on-failure"}, &d);
+  EXPECT_TRUE(st.ok()) << st.message();
+  // The default: every process restarts, and every one can.
+  st = load_deployment(esper, {}, &d);
+  ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_TRUE(d.warnings.empty()) << d.warnings[0];
-  for (size_t i = 0; i < d.processes.size(); ++i) EXPECT_TRUE(restart_loses_state(d, i).ok()) << i;
+  for (size_t i = 0; i < d.processes.size(); ++i) {
+    EXPECT_TRUE(restarts_on_failure(d, d.processes[i])) << i;
+    EXPECT_TRUE(restart_loses_state(d, i).ok()) << i;
+  }
 }
 
 // A sink's snapshots release acknowledgements. Whether anything upstream
@@ -190,18 +207,20 @@ links:
            "links:\n  - {from: loadgen, to: node-a}\n  - {from: node-a, to: b}\n"
            "  - {from: node-a, to: c}\n  - {from: b, to: s}\n  - {from: c, to: s}\n");
   // Restarted, a key split needs snapshots: its accounts are state.
-  e = parse_err("restart: on-failure\nacks: on\n" + head +
+  e = parse_err("guarantee: none\nrestart: on-failure\nacks: on\n" + head +
                 "  - {name: node-a, role: node, split: key, split_key: key}\n" + tail);
   EXPECT_HAS(e, "key 'processes.1.split': process 'node-a': split: key with restart: on-failure needs "
                 "checkpoint_interval_ms");
-  e = parse_err(head + "  - {name: node-a, role: node, split: key, split_key: key, restart: on-failure}\n" + tail);
+  e = parse_err("guarantee: none\nacks: on\n" + head +
+                "  - {name: node-a, role: node, split: key, split_key: key, restart: on-failure}\n" + tail);
   EXPECT_HAS(e, "needs checkpoint_interval_ms");
-  parse_ok("restart: on-failure\nacks: on\ncheckpoint_interval_ms: 100\n" + head +
+  parse_ok("guarantee: none\nrestart: on-failure\nacks: on\ncheckpoint_interval_ms: 100\n" + head +
            "  - {name: node-a, role: node, split: key, split_key: key}\n" + tail);
 }
 
 TEST(Graph, PrecedenceTopPresetTopKeysLinkPresetLinkKeys) {
   Deployment d = parse_ok(R"(preset: tcp-opt
+guarantee: none
 encoding: copy
 slots: 32
 processes:
@@ -385,7 +404,7 @@ TEST(Graph, SetOnAChainFileWhateverTheOrder) {
     EXPECT_EQ(d.link_options(1, 0).tcp.encoding, Encoding::kSg);
   }
   // A link's own preset on a chain file, and a key beating it.
-  Deployment p = parse_ok(kChain, {"links.1.preset=original", "links.1.encoding=sg"});
+  Deployment p = parse_ok(kChain, {"guarantee=none", "links.1.preset=original", "links.1.encoding=sg"});
   ASSERT_EQ(p.links.size(), 2u);
   EXPECT_EQ(p.links[1].preset, "original");
   EXPECT_TRUE(p.link_options(1, 0).tcp.async_send);
@@ -552,7 +571,7 @@ links:
 }
 
 TEST(Graph, UnionAndSplitRoundTrip) {
-  Deployment a = parse_ok(kUnion, {"links.2.slots=16", "links.1.preset=original",
+  Deployment a = parse_ok(kUnion, {"guarantee=none", "links.2.slots=16", "links.1.preset=original",
                                    "links.0.port=19000", "processes.2.split=copy",
                                    "metrics=off", "metrics_port=9400"});
   EXPECT_EQ(a.links[1].preset, "original");

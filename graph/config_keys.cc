@@ -12,9 +12,10 @@
 // the carrier that reads it; a link of another carrier refuses it.
 //
 // Order matters twice: dump_deployment writes keys in table order, and
-// parse_root reads `preset` before every key (so explicit keys beat it).
-// Defaults live in graph/config.h (the fields' initial values) and in
-// the presets (graph/registry.cc), nowhere else.
+// parse_root reads `preset`, then `guarantee`, before every other key (so
+// explicit keys beat them). Defaults live in graph/config.h (the fields'
+// initial values), in the presets (graph/registry.cc) and in apply_guarantee
+// below, nowhere else.
 #include "graph/config_keys.h"
 
 #include <fmt/format.h>
@@ -25,8 +26,26 @@
 
 namespace sluice {
 
+const char* guarantee_name(Guarantee g) {
+  switch (g) {
+    case Guarantee::kNone: return "none";
+    case Guarantee::kAtLeastOnce: return "at-least-once";
+    case Guarantee::kExactlyOnce: return "exactly-once";
+  }
+  return "?";
+}
+
+void apply_guarantee(Guarantee g, Deployment* d) {
+  const bool keeps = g != Guarantee::kNone;
+  d->guarantee = g;
+  d->link.acks = keeps;
+  d->restart = keeps ? "on-failure" : "never";
+  d->checkpoint_interval_ms = keeps ? kGuaranteeCheckpointMs : 0;
+}
+
 namespace cfg {
 
+const std::vector<std::string> kGuarantees = {"none", "at-least-once", "exactly-once"};
 const std::vector<std::string> kEncodings = {"capnp", "copy", "sg"};
 const std::vector<std::string> kTransports = {"tcp", "fabric", "ucx"};
 const std::vector<std::string> kWaits = {"block", "spin", "hybrid"};
@@ -105,7 +124,7 @@ LinkKey link_enum(const char* name, const char* only, const std::vector<std::str
 }
 
 template <class T>
-Key uint_key(const char* name, T Deployment::*m, const char* doc) {
+Key uint_key(const char* name, T Deployment::*m, const std::string& doc) {
   return {name, "unsigned integer", doc,
           [=](const Reader& r, const YAML::Node& n, Deployment* d) { return r.get(n, name, &(d->*m)); },
           [=](YAML::Emitter& e, const Deployment& d) { e << YAML::Key << name << YAML::Value << uint64_t(d.*m); }};
@@ -247,7 +266,8 @@ const std::vector<LinkKey>& link_keys() {
                 [](const LinkOptions& l) { return std::string(l.acks ? "on" : "off"); },
                 "on: upstream backup: a sender keeps what it sent until the receiver "
                 "acknowledges it, connects again after a break and replays the rest (nothing "
-                "lost when a node dies and restarts; transport/PROTOCOL.md section 5)"),
+                "lost when a node dies and restarts; transport/PROTOCOL.md section 5); set by "
+                "guarantee (on unless it is none)"),
       link_uint("ack_delay_ms", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.ack_delay_ms; },
                 "with acks: how long the receiver may hold an acknowledgement short of a credit "
                 "batch while it waits for more frames, in milliseconds; 0: it sends what it owes "
@@ -475,10 +495,30 @@ const std::vector<Key>& keys() {
       uint_key("metrics_port", &Deployment::metrics_port,
                "process i serves metrics on metrics_port + i; 0: any free port"),
       // The supervisor of run and up.
+      enum_key("guarantee", &kGuarantees,
+               [](Deployment* d, const std::string& v) {
+                 d->guarantee = v == "none"            ? Guarantee::kNone
+                                : v == "at-least-once" ? Guarantee::kAtLeastOnce
+                                                       : Guarantee::kExactlyOnce;
+               },
+               [](const Deployment& d) { return std::string(guarantee_name(d.guarantee)); },
+               "what a run promises when a process dies (kill -9 of any of them, the load "
+               "generator and the sinks too): none: acks off, restart never, no snapshots, a "
+               "death fails the run; at-least-once: acks on, restart on-failure, snapshots "
+               "(checkpoint_interval_ms) of the sinks and of operators that keep state, so the "
+               "run goes on with nothing lost and each sink counts every tuple once, and an "
+               "output that cannot be taken back (a Kafka topic) may get again what a sink wrote "
+               "after its last snapshot; exactly-once: the same, and each sink commits its "
+               "outputs with its snapshots (the results file is cut back to its snapshot on "
+               "restore). Unless set, none under preset: original. Those keys given beside it "
+               "win where they keep its promise; one that breaks it is an error (docs/RUNNING.md, "
+               "Guarantees)"),
       enum_key("restart", &kRestarts, [](Deployment* d, const std::string& v) { d->restart = v; },
                [](const Deployment& d) { return d.restart; },
                "what run and up do when a process dies: never (the run fails, naming it) or "
-               "on-failure (start it again on its host); a process may set its own"),
+               "on-failure (start it again on its host; needs acks: on on its links, and "
+               "snapshots for a sink or operators that keep state); a process may set its own; "
+               "set by guarantee (on-failure unless it is none)"),
       uint_key("restart_limit", &Deployment::restart_limit,
                "restart: on-failure: how many times each process is restarted at most"),
       uint_key("restart_backoff_ms", &Deployment::restart_backoff_ms,
@@ -491,10 +531,11 @@ const std::vector<Key>& keys() {
                  "trying to connect to it, in seconds"),
       // Operator snapshots.
       uint_key("checkpoint_interval_ms", &Deployment::checkpoint_interval_ms,
-               "0: off; else a node whose operators keep state (groupby, correlate, join, moving_avg) "
-               "and a sink (its verifier) snapshot it this often to state_dir and restore it when "
-               "restarted; needs acks: on "
-               "(docs/DESIGN.md, Operator snapshots)"),
+               fmt::format("0: off; else a node whose operators keep state (groupby, correlate, join, "
+                           "moving_avg) and a sink (its verifier) snapshot it this often to state_dir "
+                           "and restore it when restarted; needs acks: on (docs/DESIGN.md, Operator "
+                           "snapshots); set by guarantee (0 under none, else {})",
+                           kGuaranteeCheckpointMs)),
       string_key("state_dir", &Deployment::state_dir,
                  "where snapshots go, on each node's host (NAME.INSTANCE.snapshot.0 and .1), made if "
                  "missing; one that cannot hold files fails the process at its start; unset: the "
@@ -520,7 +561,7 @@ const std::vector<Key>& keys() {
                "read_committed reader sees every row once even across a killed process (needs "
                "checkpoint_interval_ms); off: the idempotent producer, flushed before each snapshot "
                "(a row may come twice after a restart, none is lost); auto: on where the sink "
-               "snapshots"),
+               "snapshots, off under guarantee: at-least-once; guarantee: exactly-once refuses off"),
       enum_key("bad_records", &kBadRecords, [](Deployment* d, const std::string& v) { d->bad_records = v; },
                [](const Deployment& d) { return d.bad_records; },
                "a record that does not decode into a tuple of the schema: fail (the source stops with "

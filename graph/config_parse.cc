@@ -506,6 +506,18 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
   // The one node-level choice of a preset: original Borealis hands each event
   // from stage to stage as a fresh copy (the study's section 3.2).
   d->handover_copy = d->preset == "original";
+  // The guarantee next: it sets acks, restart and checkpoint_interval_ms,
+  // which the keys given then beat (validate_guarantee refuses one that
+  // breaks its promise). Unless given, `original` keeps what the study had:
+  // no acks, no restarts.
+  Guarantee g = d->preset == "original" ? Guarantee::kNone : d->guarantee;
+  for (const auto& key : keys()) {
+    auto it = given.find(key.name);
+    if (key.name != "guarantee" || it == given.end()) continue;
+    if (Status st = key.read(r, it->second, d); !st) return st;
+    g = d->guarantee;
+  }
+  apply_guarantee(g, d);
 
   std::string default_host = ProcessConfig().host;
   if (auto it = given.find("host"); it != given.end())
@@ -518,7 +530,7 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
   }
   for (const auto& key : keys()) {
     auto it = given.find(key.name);
-    if (it == given.end()) continue;
+    if (it == given.end() || key.name == "guarantee") continue;
     if (Status st = key.read(r, it->second, d); !st) return st;
   }
   if (auto it = given.find("schemas"); it != given.end())
@@ -648,18 +660,11 @@ Status parse_root(const Reader& r, const YAML::Node& root, Deployment* d) {
         w, w.rfind("--set ", 0) == 0 ? "" : fmt::format("key '{}': ", key.name), key.name,
         key.only, only, fmt::join(carriers, ", ")));
   }
+  if (Status st = validate_guarantee(*d, places, link_places, process_places); !st) return st;
   if (Status st = validate(*d, places, link_places, process_places); !st) return st;
   if (Status st = resolve_schemas(d, places); !st) return st;
   if (Status st = validate_split_keys(*d, process_places); !st) return st;
-  // Said before a run, not found out at the first death.
-  for (size_t i = 0; i < d->processes.size(); ++i) {
-    const ProcessConfig& p = d->processes[i];
-    if (!restarts_on_failure(*d, p)) continue;
-    if (Status st = restart_loses_state(*d, i); !st)
-      d->warnings.push_back(fmt::format("{}: process '{}' has restart: on-failure, but {}; until then its "
-                                        "death ends the run",
-                                        p.source_line, p.name, st.message()));
-  }
+  if (Status st = validate_restarts(*d, places, link_places, process_places); !st) return st;
   for (size_t l = 0; l < d->links.size(); ++l) {
     const LinkOptions o = d->link_options(l, 0);
     d->links[l].options.tuple_bytes = o.tuple_bytes;

@@ -12,6 +12,11 @@
 //                        address clashes with every address of its host).
 //   validate_split_keys  split: key hashes a numeric field of what the
 //                        process sends, and only a node splits by key.
+//   validate_guarantee   under at-least-once or exactly-once, no key given
+//                        beside the guarantee breaks its promise.
+//   validate_restarts    a process with restart: on-failure can go on once
+//                        started again: acks on its links, snapshots where
+//                        it keeps state (a sink, a stateful operator).
 //
 // An error names the key to fix where it was given: a link's own key at the
 // link's line, a top-level default at the top level's line (Places), or the
@@ -100,6 +105,124 @@ Status validate_split_keys(const Deployment& d, const std::vector<Places>& proce
                                   "checkpoint_interval_ms: its accounts of what went to the other "
                                   "links are state a restart would lose, and each sink would count "
                                   "those tuples filtered", p.name));
+  }
+  return {};
+}
+
+// ------------------------------------------------ guarantees and restarts
+
+// Under at-least-once or exactly-once, a key given beside the guarantee
+// wins only where it keeps the promise: every link with acks (an async
+// send queue cannot carry them), every process restarted, snapshots on.
+// The error names the key given, the guarantee and what to set. Checked
+// before validate, whose own checks of acks say less.
+Status validate_guarantee(const Deployment& d, const Places& at, const std::vector<Places>& link_at,
+                          const std::vector<Places>& process_at) {
+  if (d.guarantee == Guarantee::kNone) return {};
+  const std::string given = at.at("guarantee");
+  const std::string g = fmt::format("guarantee: {} ({})", guarantee_name(d.guarantee),
+                                    !at.of.count("guarantee")     ? std::string("the default")
+                                    : given.rfind("--set ", 0) == 0 ? given
+                                                                  : "at " + given);
+  const std::string or_none = "; or set guarantee: none, which promises nothing";
+  // A link's key: where the link set it, else where the top level did.
+  auto link_error = [&](size_t l, const std::string& key, const std::string& msg) {
+    const std::string text = link_name(d, l) + ": " + msg;
+    if (link_at[l].of.count(key))
+      return link_at[l].error(fmt::format("links.{}.{}", l, key), key, text);
+    return at.error(key, d.chain ? msg : text);
+  };
+  for (size_t l = 0; l < d.links.size(); ++l) {
+    const LinkOptions& o = d.links[l].options;
+    if (!o.acks)
+      return link_error(l, "acks",
+                        fmt::format("acks: off breaks {}: a sender without acks keeps nothing to send "
+                                    "again, so a death loses what was in flight; leave acks out (the "
+                                    "guarantee sets it on){}",
+                                    g, or_none));
+    if (o.transport == "tcp" && o.tcp.async_send) {
+      const bool own = link_at[l].of.count("send_queue") || link_at[l].of.count("preset");
+      const std::string key = (own ? link_at[l] : at).of.count("send_queue") ? "send_queue" : "preset";
+      const std::string what = key == "send_queue" ? std::string("send_queue: async")
+                                                   : fmt::format("preset: {} (send_queue: async)",
+                                                                 own ? d.links[l].preset : d.preset);
+      const std::string msg = fmt::format(
+          "{} cannot carry the acks that {} needs (an async send queue's thread reads the credits, "
+          "and the acknowledgements with them); set send_queue: sync beside it{}",
+          what, g, or_none);
+      if (own) return link_at[l].error(fmt::format("links.{}.{}", l, key), key, link_name(d, l) + ": " + msg);
+      return at.error(key, d.chain ? msg : link_name(d, l) + ": " + msg);
+    }
+  }
+  for (size_t i = 0; i < d.processes.size(); ++i) {
+    const ProcessConfig& p = d.processes[i];
+    if (restarts_on_failure(d, p)) continue;
+    if (process_at[i].of.count("restart"))
+      return process_at[i].error(
+          fmt::format("processes.{}.restart", i), "restart",
+          fmt::format("process '{}': restart: never breaks {}: its death would end the run; leave "
+                      "its restart out (the guarantee sets on-failure){}",
+                      p.name, g, or_none));
+    return at.error("restart", fmt::format("restart: never breaks {}: a process's death would end "
+                                           "the run; leave restart out (the guarantee sets "
+                                           "on-failure){}",
+                                           g, or_none));
+  }
+  for (const ProcessConfig& p : d.processes)
+    if (!p.kafka_topic.empty() && d.guarantee == Guarantee::kExactlyOnce && d.kafka_transactions == "off")
+      return at.error("kafka_transactions",
+                      fmt::format("kafka_transactions: off breaks {}: sink '{}', restarted, writes to "
+                                  "Kafka again the rows it wrote after its last snapshot; leave it out "
+                                  "(auto commits them with each snapshot), or set guarantee: "
+                                  "at-least-once",
+                                  g, p.name));
+  if (d.restart_limit == 0)
+    return at.error("restart_limit",
+                    fmt::format("restart_limit: 0 breaks {}: no process would be started again; give "
+                                "it at least 1 (3 unless set){}",
+                                g, or_none));
+  if (d.checkpoint_interval_ms == 0)
+    return at.error("checkpoint_interval_ms",
+                    fmt::format("checkpoint_interval_ms: 0 breaks {}: a sink, or an operator that keeps "
+                                "state, started again without a snapshot would start its counts or "
+                                "its state over; leave it out (the guarantee sets {}) or give it a "
+                                "positive value{}",
+                                g, kGuaranteeCheckpointMs, or_none));
+  return {};
+}
+
+// Whatever the guarantee, a process with restart: on-failure must be able
+// to go on once started again: its links have acks (its neighbours replay
+// what it lost; without, its death breaks them too, and the run fails at
+// the first death anyway), and a sink or an operator that keeps state has
+// snapshots to restore (restart_loses_state). Said when the file is read,
+// not found out at the first death. The error is given where restart was.
+Status validate_restarts(const Deployment& d, const Places& at, const std::vector<Places>& link_at,
+                         const std::vector<Places>& process_at) {
+  (void)link_at;
+  const std::string or_default = "; or leave acks, restart and checkpoint_interval_ms to the "
+                                 "guarantee (at-least-once or exactly-once sets all three)";
+  for (size_t i = 0; i < d.processes.size(); ++i) {
+    const ProcessConfig& p = d.processes[i];
+    if (!restarts_on_failure(d, p)) continue;
+    auto err = [&](const std::string& msg) {
+      if (process_at[i].of.count("restart"))
+        return process_at[i].error(fmt::format("processes.{}.restart", i), "restart", msg);
+      if (at.of.count("restart")) return at.error("restart", msg);
+      return Status::Error(fmt::format("{}: process '{}': {}", p.source_line, p.name, msg));
+    };
+    std::vector<size_t> touching = d.inputs_of(i);
+    for (size_t l : d.outputs_of(i)) touching.push_back(l);
+    for (size_t l : touching)
+      if (!d.links[l].options.acks)
+        return err(fmt::format(
+            "process '{}' has restart: on-failure, but {} has acks: off: without acks its neighbours "
+            "keep nothing to send again, so its death loses what was in flight and breaks their "
+            "links (they fail in turn); set acks: on, or restart: never{}",
+            p.name, link_name(d, l), or_default));
+    if (Status st = restart_loses_state(d, i); !st)
+      return err(fmt::format("process '{}' has restart: on-failure, but {}; or set restart: never{}",
+                             p.name, st.message(), or_default));
   }
   return {};
 }

@@ -238,7 +238,11 @@ Status build_instance(const Deployment& d, size_t index, uint32_t k, TransportCo
                         d.burst_head_events ? d.burst_head_events
                                             : std::max<uint32_t>(1, d.burst_events / 10));
       if (!pc.kafka_topic.empty()) {
-        const bool txn = d.kafka_transactions == "on" || (d.kafka_transactions == "auto" && d.checkpoint_interval_ms);
+        // auto: transactions where the sink snapshots, unless the run promises
+        // at-least-once only (the idempotent producer, flushed before each snapshot).
+        const bool txn = d.kafka_transactions == "on" ||
+                         (d.kafka_transactions == "auto" && d.checkpoint_interval_ms &&
+                          d.guarantee != Guarantee::kAtLeastOnce);
         if (txn && !d.checkpoint_interval_ms)
           return Status::Error(fmt::format("{}: kafka_transactions: on commits a transaction with each snapshot; "
                                            "set checkpoint_interval_ms",
@@ -907,7 +911,10 @@ int process_main(Role role, int argc, char** argv) {
       fmt::print(stderr, "{}: give --deployment FILE --process NAME, or --connect HOST:PORT\n", prog);
       return 2;
     }
-    std::string yaml = "processes:\n";
+    // No supervisor restarts a program started by hand: it promises nothing
+    // unless --set guarantee=... (or acks=on) says otherwise, and writes no
+    // snapshots into the directory it was started in.
+    std::string yaml = "guarantee: none\nprocesses:\n";
     if (role != Role::kLoadgen) yaml += "  - {name: upstream, role: loadgen}\n";
     yaml += fmt::format("  - {{name: {}, role: {}{}}}\n", role_name(role), role_name(role),
                         role != Role::kLoadgen ? fmt::format(", host: '{}', port: {}", lh, lp) : "");

@@ -578,8 +578,8 @@ std::string RecordDecoder::explain(const RecordError& e, std::string_view record
       what = fmt::format("{}: {} is longer than the field's {} bytes", field, shown, columns_[e.column].ref.width);
       break;
     case Kind::kTooFewColumns:
-      what = fmt::format("{} values, {} columns expected: nothing for column {} ({})", e.column,
-                         columns_.size(), e.column + 1, columns_[e.column].name);
+      what = fmt::format("{} of {} values: nothing for column {} ({})", e.column, columns_.size(), e.column + 1,
+                         columns_[e.column].name);
       break;
     case Kind::kTooManyColumns:
       what = fmt::format("more than the {} values expected: {} after the last", columns_.size(), shown);

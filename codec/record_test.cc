@@ -116,7 +116,7 @@ TEST(RecordCsv, BadValuesAreErrorsNamingLineColumnFieldAndText) {
   EXPECT_EQ(failure(d, "3,517", s), "");
   EXPECT_EQ(failure(d, "3,x17", s), "in.csv:7:3: field p1 (i64): 'x17' is not an integer");
   EXPECT_EQ(failure(d, "3.5,17", s), "in.csv:7:1: field p0 (i64): '3.5' is not an integer");
-  EXPECT_EQ(failure(d, "3", s), "in.csv:7:2: 1 values, 2 columns expected: nothing for column 2 (p1)");
+  EXPECT_EQ(failure(d, "3", s), "in.csv:7:2: 1 of 2 values: nothing for column 2 (p1)");
   EXPECT_EQ(failure(d, "3,4,5", s), "in.csv:7:4: more than the 2 values expected: ',5' after the last");
   EXPECT_EQ(failure(d, ",4", s), "in.csv:7:1: field p0 (i64): empty value");
   EXPECT_EQ(failure(d, "3,", s), "in.csv:7:3: field p1 (i64): empty value");

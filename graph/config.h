@@ -139,15 +139,17 @@ struct ProcessConfig {
   std::vector<unsigned> stage_cpus;
   std::vector<OperatorConfig> operators;
   std::string schema;              // a loadgen's or publisher's stream schema; "": the top-level `schema`
-  std::string results;             // a sink: write every tuple it receives to this CSV file
+  std::string results;             // a sink: write every tuple it receives to this file (results_format)
                                    // ({instance} is replaced by the instance's number)
   // Kafka (kafka/, docs/DESIGN.md "Kafka"): a loadgen with source: kafka
   // reads kafka_topic instead of making tuples; a sink with kafka_topic
   // produces every row it receives to it. record_format: how a record's
   // value maps to a tuple of the stream's schema.
-  std::string source = "generator";  // generator | kafka
+  std::string source = "generator";  // generator | kafka | file
   std::string kafka_topic;
-  std::string record_format = "csv";
+  std::string record_format = "csv";  // csv | jsonl | binary (codec/record.h)
+  std::string results_format = "csv";      // csv | jsonl | binary (codec/record.h)
+  std::vector<std::string> results_fields;  // the columns, by name; empty: seq and every field
   std::string restart;             // `restart`: never | on-failure; "": the top-level `restart`
   std::string threads;             // `threads`: auto | dedicated | shared | adaptive; "": the top-level
   // `parallelism`: the processes it runs as; 0: the top-level's (a sink: 1).
@@ -227,6 +229,12 @@ struct Deployment {
   double burst_ms = 0;
   uint32_t burst_head_events = 0;  // the sink's head of a burst: its first k events (0: a tenth, >= 1)
   uint32_t streams = 1;            // streams per load generator and instance, round-robin
+  // A loadgen with source: file (loadgen/file_source.h): the file, and
+  // the pace of a time field.
+  std::string source_file;            // the file's path
+  std::string source_time_field;      // "": no pacing by a time field
+  std::string source_time_unit = "ns";  // ns | us | ms | s: the time field's unit
+  double source_speedup = 1;          // the time field's pace, sped up this much
   uint32_t instances = 1;          // independent copies of the whole graph
   // Processes each load generator and node runs as (a sink: 1), unless it
   // sets its own: expanded while parsing into NAME.0, NAME.1, ... and their

@@ -69,10 +69,11 @@ const std::vector<std::string> kThreads = {"auto", "dedicated", "shared", "adapt
 const std::vector<std::string> kPins = {"off", "spread"};
 const std::vector<std::string> kCongestionIn = {"", "default", "reno", "cubic", "bbr"};
 const std::vector<std::string> kSplits = {"stream", "copy", "key"};
-const std::vector<std::string> kSources = {"generator", "kafka"};
-const std::vector<std::string> kRecordFormats = {"csv"};
+const std::vector<std::string> kSources = {"generator", "kafka", "file"};
+const std::vector<std::string> kRecordFormats = {"csv", "jsonl", "binary"};
 const std::vector<std::string> kAutoOnOff = {"auto", "on", "off"};
 const std::vector<std::string> kBadRecords = {"fail", "reject"};
+const std::vector<std::string> kTimeUnits = {"ns", "us", "ms", "s"};
 // Providers and UCX transports sluice knows how to drive; whether one is
 // present on this machine is the carrier's to say at start.
 const std::vector<std::string> kFabricProviders = {"tcp", "net", "shm", "verbs", "efa", "psm2", "psm3"};
@@ -374,6 +375,21 @@ const std::vector<Key>& keys() {
                "tenth of a burst"),
       uint_key("streams", &Deployment::streams,
                "streams per load generator and instance, their events sent round-robin"),
+      // The load generators' source.
+      string_key("source_file", &Deployment::source_file,
+                 "the file a loadgen with source: file reads (records of record_format), through a fixed "
+                 "buffer whatever its size; one stream per instance, ending at the file's end or after "
+                 "`tuples`"),
+      string_key("source_time_field", &Deployment::source_time_field,
+                 "source: file: a numeric field whose values pace the stream: a record goes "
+                 "(value - first value) / source_speedup after the first; unset: as fast as the "
+                 "pipeline takes them, or at `rate`"),
+      enum_key("source_time_unit", &kTimeUnits,
+               [](Deployment* d, const std::string& v) { d->source_time_unit = v; },
+               [](const Deployment& d) { return d.source_time_unit; },
+               "the unit of source_time_field's values"),
+      double_key("source_speedup", &Deployment::source_speedup,
+                 "source_time_field's pace, sped up this many times"),
       uint_key("instances", &Deployment::instances,
                "independent copies of the whole graph, each over its own links and stage threads"),
       uint_key("parallelism", &Deployment::parallelism,
@@ -565,8 +581,8 @@ const std::vector<Key>& keys() {
       enum_key("bad_records", &kBadRecords, [](Deployment* d, const std::string& v) { d->bad_records = v; },
                [](const Deployment& d) { return d.bad_records; },
                "a record that does not decode into a tuple of the schema: fail (the source stops with "
-               "an error naming topic, partition and offset) or reject (counted as rejected, the first "
-               "few logged with their place, and passed over)"),
+               "an error naming its place: topic, partition and offset, or file:line:column) or reject "
+               "(counted as rejected, the first few logged with their place, and passed over)"),
       string_key("run_id", &Deployment::run_id,
                  "names the run its snapshots belong to: a process restores only one written under the same "
                  "run_id and summary path, so a run directory used again starts afresh; sluice-deploy run "
@@ -609,15 +625,25 @@ const std::vector<SectionKey>& process_keys() {
                             "pin them to in turn"},
       {"operators", "none", "the operators of its process stage, in order (docs/OPERATORS.md)"},
       {"schema", "the top-level schema", "a loadgen's or publisher's stream schema, a name in schemas:"},
-      {"results", "none", "a sink writes every tuple it receives to this CSV file ({instance}: "
-                          "the instance's number; {replica}: the replica's, with parallelism)"},
-      {"source", "generator", "a loadgen's tuples: generator (made from the schema's gens) or kafka "
+      {"source", "generator", "a loadgen's tuples: generator (made from the schema's gens), kafka "
                               "(read from kafka_topic, one stream per partition: streams must equal "
-                              "the partitions)"},
+                              "the partitions) or file (read from source_file)"},
       {"kafka_topic", "none", "a loadgen with source: kafka reads this topic; a sink produces every "
                               "row it receives to it (no header), beside or instead of results"},
-      {"record_format", "csv", "how a Kafka record's value maps to a tuple: csv (the schema's fields "
-                               "after seq, in order, comma-separated, no header)"},
+      {"record_format", "csv", "how a record of a Kafka topic or a file maps to a tuple (codec/record.h): "
+                               "csv (comma-separated; a file's header line names the columns, a Kafka "
+                               "record holds the schema's fields after seq in order), jsonl (a JSON "
+                               "object, fields by name) or binary (the fields after seq back to back, "
+                               "little-endian)"},
+      {"results", "none", "a sink writes every tuple it receives to this file ({instance}: "
+                          "the instance's number; {replica}: the replica's, with parallelism), complete when renamed "
+                          "from NAME.part at "
+                          "the stream's END"},
+      {"results_format", "csv", "csv (a header line, then a line per tuple) | jsonl (a JSON "
+                                "object per line) | binary (the fields back to back)"},
+      {"results_fields", "seq and every field", "the fields the results hold, in order: a list "
+                                                "or \"a,b\" (csv and jsonl leave bytes fields "
+                                                "out unless named)"},
       {"restart", "the top-level restart", "never | on-failure: whether run and up start it "
                                            "again when it dies"},
       {"threads", "the top-level threads",

@@ -312,6 +312,39 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
       st = r.get_string(v, kpath, false, &p->kafka_topic);
     } else if (key == "record_format") {
       st = r.get_enum(v, kpath, kRecordFormats, &p->record_format);
+    } else if (key == "results_format") {
+      st = r.get_enum(v, kpath, kRecordFormats, &p->results_format);
+    } else if (key == "results_fields") {
+      // A list, or its items in one string ("a,b", as --set gives it).
+      p->results_fields.clear();
+      if (v.IsSequence()) {
+        for (auto e : v) {
+          if (!e.IsScalar()) {
+            st = r.error(e, kpath, fmt::format("expected a field's name, got {}", node_kind(e)));
+            break;
+          }
+          p->results_fields.push_back(e.Scalar());
+        }
+      } else if (v.IsScalar()) {
+        std::string text = v.Scalar();
+        if (text.size() >= 2 && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
+        size_t b = 0;
+        while (b <= text.size() && !text.empty()) {
+          size_t e = text.find(',', b);
+          if (e == std::string::npos) e = text.size();
+          std::string name = text.substr(b, e - b);
+          while (!name.empty() && name.front() == ' ') name.erase(0, 1);
+          while (!name.empty() && name.back() == ' ') name.pop_back();
+          if (name.empty()) {
+            st = r.error(v, kpath, fmt::format("an empty field name in '{}'", v.Scalar()));
+            break;
+          }
+          p->results_fields.push_back(name);
+          b = e + 1;
+        }
+      } else {
+        st = r.error(v, kpath, fmt::format("expected a list of field names, got {}", node_kind(v)));
+      }
     } else if (key == "restart") {
       st = r.get_enum(v, kpath, kRestarts, &p->restart);
     } else if (key == "threads") {

@@ -89,7 +89,15 @@ std::string dump_deployment(const Deployment& d) {
     else
       e << YAML::Key << "pin_stages" << YAML::Value << (p.pin_stages ? "on" : "off");
     if (!p.schema.empty()) e << YAML::Key << "schema" << YAML::Value << YAML::DoubleQuoted << p.schema;
-    if (!p.results.empty()) e << YAML::Key << "results" << YAML::Value << YAML::DoubleQuoted << p.results;
+    if (!p.results.empty()) {
+      e << YAML::Key << "results" << YAML::Value << YAML::DoubleQuoted << p.results;
+      e << YAML::Key << "results_format" << YAML::Value << p.results_format;
+      if (!p.results_fields.empty()) {
+        e << YAML::Key << "results_fields" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+        for (const auto& f : p.results_fields) e << f;
+        e << YAML::EndSeq;
+      }
+    }
     if (p.source != "generator") e << YAML::Key << "source" << YAML::Value << p.source;
     if (!p.kafka_topic.empty())
       e << YAML::Key << "kafka_topic" << YAML::Value << YAML::DoubleQuoted << p.kafka_topic;

@@ -234,6 +234,7 @@ const Field kFields[] = {
     SLUICE_F(lost), SLUICE_F(duplicated), SLUICE_F(corrupt),
     SLUICE_F(filtered), SLUICE_F(aggregated), SLUICE_F(joined), SLUICE_F(partitioned),
     SLUICE_F(credit_waits), SLUICE_F(held_back_s, 3), SLUICE_F(behind_events),
+    SLUICE_F(read_bytes),
     SLUICE_F(replayed), SLUICE_F(deduplicated), SLUICE_F(reconnects),
     SLUICE_F(rejected), SLUICE_F(kafka_commits), SLUICE_F(kafka_rows),
     SLUICE_F(checkpoints), SLUICE_F(snapshot_bytes), SLUICE_F(restored_checkpoint), SLUICE_F(restored_tuples),

@@ -256,8 +256,8 @@ struct ProcessSummary {
   // Upstream backup (acks): events sent again after a link broke, and what a
   // sink dropped as already had; links connected again after a break.
   uint64_t replayed = 0, deduplicated = 0, reconnects = 0;
-  // Kafka endpoints: records that did not decode and were passed over
-  // (bad_records: reject); offset commits (a source) or transactions
+  // Sources of records (Kafka, a file): records that did not decode and
+  // were passed over (bad_records: reject). Kafka endpoints: offset commits (a source) or transactions
   // committed (a sink); rows produced (a sink).
   uint64_t rejected = 0, kafka_commits = 0, kafka_rows = 0;
   // Operator snapshots (a node that checkpoints): snapshots written, the
@@ -295,6 +295,8 @@ struct ProcessSummary {
   // called for by the end of the run that it did not make.
   double held_back_s = 0;
   uint64_t behind_events = 0;
+  // A load generator reading a file (source: file): the bytes it read.
+  uint64_t read_bytes = 0;
   BurstSummary burst;  // sink with bursts only (burst.bursts > 0)
   std::vector<StageSummary> stages;
   std::vector<LinkSummary> links;

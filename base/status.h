@@ -15,31 +15,46 @@ namespace sluice {
 // one per call, and an empty std::string (32 bytes, its own checks on every
 // move and destruction) was 4-5% of a node's user time at 20,000 events/s.
 // The message is allocated only for an error.
+//
+// An error may be a protocol error: a peer sent what the protocol forbids
+// (a malformed or unexpected frame or credit message). Unlike a connection
+// that went away, it is the peer's bytes that are wrong, so connecting again
+// and sending them again cannot heal it (transport/PROTOCOL.md, rule E3).
 class Status {
  public:
   Status() = default;
-  Status(const Status& o) : msg_(o.msg_ ? std::make_unique<std::string>(*o.msg_) : nullptr) {}
+  Status(const Status& o) : err_(o.err_ ? std::make_unique<Err>(*o.err_) : nullptr) {}
   Status& operator=(const Status& o) {
-    if (this != &o) msg_ = o.msg_ ? std::make_unique<std::string>(*o.msg_) : nullptr;
+    if (this != &o) err_ = o.err_ ? std::make_unique<Err>(*o.err_) : nullptr;
     return *this;
   }
   Status(Status&&) noexcept = default;
   Status& operator=(Status&&) noexcept = default;
 
-  static Status Error(std::string msg) { return Status(std::move(msg)); }
-  bool ok() const { return !msg_; }
+  static Status Error(std::string msg) { return Status(std::move(msg), false); }
+  static Status Protocol(std::string msg) { return Status(std::move(msg), true); }
+  // The same kind of error as `like` (ok: a plain error), with other words.
+  static Status Like(const Status& like, std::string msg) {
+    return Status(std::move(msg), like.protocol_error());
+  }
+  bool ok() const { return !err_; }
   explicit operator bool() const { return ok(); }
+  bool protocol_error() const { return err_ && err_->protocol; }
   // "" when ok.
-  const std::string& message() const { return msg_ ? *msg_ : empty(); }
+  const std::string& message() const { return err_ ? err_->msg : empty(); }
 
  private:
-  explicit Status(std::string m)
-      : msg_(std::make_unique<std::string>(m.empty() ? "unknown error" : std::move(m))) {}
+  struct Err {
+    std::string msg;
+    bool protocol;
+  };
+  Status(std::string m, bool protocol)
+      : err_(std::make_unique<Err>(Err{m.empty() ? "unknown error" : std::move(m), protocol})) {}
   static const std::string& empty() {
     static const std::string e;
     return e;
   }
-  std::unique_ptr<std::string> msg_;
+  std::unique_ptr<Err> err_;
 };
 
 }  // namespace sluice

@@ -46,5 +46,26 @@ TEST(Status, ACopyIsItsOwnAndAMoveCarriesTheError) {
   EXPECT_EQ(d.message(), "second");
 }
 
+// A protocol error says so through copies and moves, and Like() keeps the
+// kind under new words; a plain error and ok are not one.
+TEST(Status, AProtocolErrorKeepsItsKind) {
+  Status p = Status::Protocol("link a -> b: frame 3: bad magic");
+  EXPECT_FALSE(p.ok());
+  EXPECT_TRUE(p.protocol_error());
+  Status copy = p;
+  EXPECT_TRUE(copy.protocol_error());
+  Status moved = std::move(copy);
+  EXPECT_TRUE(moved.protocol_error());
+  EXPECT_EQ(moved.message(), "link a -> b: frame 3: bad magic");
+  Status rewrapped = Status::Like(moved, "node-a: " + moved.message());
+  EXPECT_TRUE(rewrapped.protocol_error());
+  EXPECT_EQ(rewrapped.message(), "node-a: link a -> b: frame 3: bad magic");
+  EXPECT_FALSE(Status::Error("peer closed").protocol_error());
+  EXPECT_FALSE(Status::Like(Status::Error("x"), "y").protocol_error());
+  EXPECT_FALSE(Status().protocol_error());
+  moved = Status::Error("reset");
+  EXPECT_FALSE(moved.protocol_error());
+}
+
 }  // namespace
 }  // namespace sluice

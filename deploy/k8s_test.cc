@@ -82,7 +82,8 @@ TEST(K8s, APodAndAHeadlessServicePerProcessAndOneConfigMap) {
     EXPECT_EQ(cmd, (std::vector<std::string>{program.at(p.name), "--deployment",
                                              "/etc/sluice/deployment.yaml", "--process", p.name,
                                              "--starts", "/var/run/sluice/starts"}));
-    EXPECT_EQ(pod["spec"]["restartPolicy"].as<std::string>(), "Never");
+    // The default guarantee restarts every process.
+    EXPECT_EQ(pod["spec"]["restartPolicy"].as<std::string>(), "OnFailure");
     EXPECT_EQ(c["readinessProbe"]["httpGet"]["port"].as<std::string>(), "metrics");
     EXPECT_EQ(pod["metadata"]["annotations"]["prometheus.io/scrape"].as<std::string>(), "true");
     EXPECT_FALSE(pod["spec"]["hostNetwork"]);
@@ -162,8 +163,8 @@ TEST(K8s, WholeCoresFromTheHostsCores) {
 }
 
 TEST(K8s, PinStagesListsBecomeOnAndRestartBecomesOnFailure) {
-  const Deployment d = load({"hosts.1.cores=0-3", "processes.1.pin_stages=\"1,2\"",
-                             "processes.2.restart=on-failure"});
+  const Deployment d = load({"hosts.1.cores=0-3", "processes.1.pin_stages=\"1,2\"", "guarantee=none",
+                             "acks=on", "processes.2.restart=on-failure"});
   Deployment k;
   ASSERT_TRUE(k8s_deployment(d, options(), &k).ok());
   EXPECT_TRUE(k.processes[1].pin_stages);
@@ -189,16 +190,24 @@ TEST(K8s, PinStagesListsBecomeOnAndRestartBecomesOnFailure) {
   EXPECT_TRUE(empty_dir) << volume;
 }
 
-// A sink without snapshots would refuse to run started again (exit 2), so
-// its pod does not ask the kubelet for a restart, which would only loop
-// into CrashLoopBackOff: restartPolicy Never, and the deployment's warning
-// says why. With checkpoint_interval_ms it restarts like the nodes.
-TEST(K8s, APodThatWouldRefuseARestartIsNotRestarted) {
-  auto objs = objects(render(load({"restart=on-failure"}), options()));
-  EXPECT_EQ(objs["Pod/cluster-sink"]["spec"]["restartPolicy"].as<std::string>(), "Never");
-  EXPECT_EQ(objs["Pod/cluster-node-b"]["spec"]["restartPolicy"].as<std::string>(), "OnFailure");
-  objs = objects(render(load({"restart=on-failure", "acks=on", "checkpoint_interval_ms=100"}), options()));
-  EXPECT_EQ(objs["Pod/cluster-sink"]["spec"]["restartPolicy"].as<std::string>(), "OnFailure");
+// A pod asks the kubelet for a restart where its process restarts: under
+// the default guarantee every one, under guarantee: none none. One that
+// would refuse to run started again (a sink without snapshots, exit 2 into
+// CrashLoopBackOff) is not rendered at all: the file is refused first.
+TEST(K8s, APodIsRestartedWhereItsProcessIs) {
+  for (const auto& [sets, policy] : {std::make_pair(std::vector<std::string>{}, "OnFailure"),
+                                     std::make_pair(std::vector<std::string>{"guarantee=none"}, "Never")}) {
+    auto objs = objects(render(load(sets), options()));
+    for (const char* name : {"loadgen", "node-a", "node-b", "sink"})
+      EXPECT_EQ(objs[std::string("Pod/cluster-") + name]["spec"]["restartPolicy"].as<std::string>(), policy)
+          << name;
+  }
+  Deployment d;
+  const Status st = load_deployment(kCluster, {"guarantee=none", "acks=on", "restart=on-failure"}, &d);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("process 'sink' has restart: on-failure, but without checkpoint_interval_ms"),
+            std::string::npos)
+      << st.message();
 }
 
 TEST(K8s, RdmaResourceOnlyOnPodsWithFabricOrUcxLinksAndHostNetworkOnAll) {

@@ -1,7 +1,6 @@
 #include "deploy/launcher.h"
 #include "deploy/apps.h"
 #include "deploy/progress.h"
-#include "graph/operator.h"
 #include "runtime/process.h"
 
 #include <fcntl.h>
@@ -578,15 +577,9 @@ std::string run_processes(const Deployment& d, const LaunchOptions& o, Executor&
         if (!restarts_on_failure(d, d.processes[c.index]) || p.restarts >= d.restart_limit ||
             !p.error.empty() || !restartable_death(c.status))
           continue;
-        // One that would refuse to run again (exit 2: a sink, or operators
-        // that keep state, without snapshots) is not started only to say
-        // so a back-off later: its death ends the run now, with the reason.
-        if (Status st = restart_loses_state(d, c.index); !st) {
-          const std::string why = last_error_line(p.log_path);
-          p.error = fmt::format("{}{}{}; not restarted: {}", describe_exit(c.status),
-                                why.empty() ? "" : ": ", why, st.message());
-          continue;
-        }
+        // (One that would refuse to run again, a sink or operators that
+        // keep state without snapshots, never gets here: the parser
+        // refuses its restart: validate_restarts.)
         c.restart_at = c.exited_at + restart_backoff_s(d, p.restarts + 1);
         p.restart_due_wall_s = wall_s() + (c.restart_at - mono_s());
         if (o.on_change) o.on_change(r, "running");  // status: restarting, not only dead

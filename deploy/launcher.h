@@ -153,6 +153,7 @@ struct RunReport {
   // tuple is counted by n - 1 of them; `tuples` adds up every sink's.
   uint64_t partitioned = 0;
   uint64_t replayed = 0, deduplicated = 0, reconnects = 0;  // acks: see ProcessSummary
+  uint64_t rejected = 0;  // records the sources of records left out (bad_records: reject)
   double latency_p50_us = 0, latency_p99_us = 0, latency_max_us = 0;
   // Cycles per event of the node processes together (the links and the
   // operators: what the pipeline's data path costs) and of the endpoints

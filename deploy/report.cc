@@ -83,6 +83,7 @@ void fill_pipeline(RunReport* r) {
   for (const auto& p : r->processes) {
     r->replayed += p.summary.replayed;
     r->reconnects += p.summary.reconnects;
+    r->rejected += p.summary.rejected;
   }
   // Each sink behind a key split counts the tuples it did not get (n - 1
   // times a tuple over n sinks); the pipeline counts each tuple a split sent
@@ -155,7 +156,7 @@ std::string report_json(const RunReport& r) {
             {"lost", r.lost}, {"duplicated", r.duplicated}, {"corrupt", r.corrupt},
             {"filtered", r.filtered}, {"aggregated", r.aggregated}, {"joined", r.joined},
             {"partitioned", r.partitioned}, {"replayed", r.replayed},
-            {"deduplicated", r.deduplicated}, {"reconnects", r.reconnects},
+            {"deduplicated", r.deduplicated}, {"reconnects", r.reconnects}, {"rejected", r.rejected},
             {"restarts", restarts},
             {"latency_us", {{"p50", finite(r.latency_p50_us)}, {"p99", finite(r.latency_p99_us)},
                             {"max", finite(r.latency_max_us)}}},
@@ -240,6 +241,11 @@ std::string report_table(const RunReport& r) {
                                                      s.behind_events)
                                        : "");
   }
+  for (const auto& p : r.processes)
+    if (p.have_summary && p.summary.rejected)
+      out += fmt::format("{}: rejected {} records that did not decode (bad_records: reject; the first "
+                         "are in its log)\n",
+                         p.name, p.summary.rejected);
   for (const auto& p : r.processes)
     if (!p.settled.empty()) out += fmt::format("{}: {}\n", p.name, p.settled);
   if (r.cpe_p_nodes > 0 || r.cpe_p_endpoints > 0)

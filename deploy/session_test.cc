@@ -183,7 +183,8 @@ class Session : public ::testing::Test {
 TEST_F(Session, NetnsUpStatusAProcessDiesDown) {
   if (std::string why = cannot_netns(); !why.empty()) GTEST_SKIP() << why;
   YAML::Node j;
-  ASSERT_EQ(deploy("up " + kCluster + " --launcher netns --json --set duration_s=60 --set progress_s=0 --run-dir " + run_, &j), 0)
+  // guarantee: none: node-a's death is final (the default would restart it).
+  ASSERT_EQ(deploy("up " + kCluster + " --launcher netns --json --set guarantee=none --set duration_s=60 --set progress_s=0 --run-dir " + run_, &j), 0)
       << err_ << out_;
   ASSERT_TRUE(j.IsMap()) << out_;
   EXPECT_EQ(j["phase"].as<std::string>(), "running");

@@ -18,6 +18,21 @@ first rotates from round to round):
 
   python3 experiments/acks_cost.py --repeats 8 --variant acks \
       --variant snapshots:checkpoint_interval_ms=50
+
+Every run starts from guarantee: none (acks off, no restarts, no
+snapshots: what the study had), the baseline `none`. A variant that sets
+`guarantee` is that guarantee with its keys, not acks on: the levels against
+none, and a guarantee's snapshot interval against another's, in one run
+(`--variant guarantee=LEVEL` is named by its key):
+
+  python3 experiments/acks_cost.py --repeats 24 --duration 3 \
+      --variant guarantee=at-least-once --variant guarantee=exactly-once \
+      --variant eo-50:guarantee=exactly-once,checkpoint_interval_ms=50 \
+      --variant eo-1000:guarantee=exactly-once,checkpoint_interval_ms=1000
+
+The last lines are a table: each variant's median tuples/s and spread
+(the middle half of its runs, and all of them), its ratio to none, and the
+rounds.
 """
 import argparse, json, statistics, subprocess, sys
 
@@ -30,20 +45,27 @@ ap.add_argument("--example", default="deploy/examples/pipeline.yaml")
 ap.add_argument("--on-set", action="append", default=[],
                 help="deployment keys for the acks-on runs only, k=v (e.g. slots=192)")
 ap.add_argument("--variant", action="append", default=[],
-                help="an acks-on setting of its own, NAME[:k=v,k=v...] (repeatable; keys on "
-                     "top of --on-set); default: one, 'on'")
+                help="an acks-on setting of its own, NAME[:k=v,k=v...], or, when its keys set "
+                     "guarantee, that guarantee (guarantee=LEVEL alone names itself); repeatable, "
+                     "keys on top of --on-set; default: one, 'on'")
 a = ap.parse_args()
 
 
 def parse_variant(v):
     name, _, keys = v.partition(":")
-    if not name or name == "off":
-        sys.exit(f"--variant {v!r}: needs a name other than 'off' (NAME[:k=v,k=v...])")
+    if not name or name in ("off", "none"):
+        sys.exit(f"--variant {v!r}: needs a name other than 'off' or 'none' (NAME[:k=v,k=v...])")
     sets = [k for k in keys.split(",") if k]
+    if "=" in name and not keys:  # --variant guarantee=exactly-once: named by its key
+        sets = [name]
     for k in sets:
         if "=" not in k:
             sys.exit(f"--variant {v!r}: {k!r} is not k=v")
     return name, sets
+
+
+def sets_guarantee(sets):
+    return any(k.split("=", 1)[0] == "guarantee" for k in sets)
 
 
 variants = [parse_variant(v) for v in a.variant] or [("on", [])]
@@ -53,10 +75,13 @@ extra = dict(variants)
 
 
 def run(name):
+    # The baseline is guarantee: none; a variant that names no guarantee
+    # turns acks on over it, one that does is that guarantee.
     acks = "off" if name == "off" else "on"
-    cmd = [f"{a.build}/deploy/sluice-deploy", "run", a.example, "--json",
-           "--set", f"acks={acks}", "--set", f"duration_s={a.duration}", "--set", "base_port=31200",
-           "--set", "progress_s=0"]
+    cmd = [f"{a.build}/deploy/sluice-deploy", "run", a.example, "--json", "--set", "guarantee=none",
+           "--set", f"duration_s={a.duration}", "--set", "base_port=31200", "--set", "progress_s=0"]
+    if name != "off" and not sets_guarantee(extra[name]):
+        cmd += ["--set", "acks=on"]
     if a.example.endswith("pipeline.yaml"):
         cmd += ["--set", "tuple_bytes=128", "--set", "event_bytes=32768"]
     for s in a.set + (a.on_set + extra[name] if acks == "on" else []):
@@ -67,7 +92,7 @@ def run(name):
     except ValueError:
         sys.exit(f"run {name} gave no report: {p.stderr.strip()[-400:]}")
     if not j["ok"]:
-        sys.exit(f"run {name} (acks={acks}) failed: {j['error']}")
+        sys.exit(f"run {name} failed: {j['error']}")
     nodes = [q for q in j["processes"] if q["role"] == "node"]
     cpe = statistics.mean(q["cpe_p"] for q in nodes)
     # The load generator's too: at full rate it may be the slowest process.
@@ -95,8 +120,10 @@ for i in range(a.repeats):
     for name in names[k:] + names[:k]:
         tps, cpe, gcpe, lost, ck_note = run(name)
         res[name].append((tps, cpe, gcpe))
-        print(f"run {i + 1}/{a.repeats} acks={'off' if name == 'off' else 'on'}"
-              f"{'' if name in ('off', 'on') else ' [' + name + ']'}: {tps:,.0f} tuples/s, "
+        label = ("guarantee=none" if name == "off" else
+                 "" if sets_guarantee(extra[name]) else "acks=on")
+        print(f"run {i + 1}/{a.repeats} {label}"
+              f"{'' if name in ('off', 'on') or name == label else ' [' + name + ']'}: {tps:,.0f} tuples/s, "
               f"node CPE_p {cpe:,.0f}, loadgen CPE_p {gcpe:,.0f}, lost {lost}{ck_note}", flush=True)
 
 med = {k: tuple(statistics.median(x[i] for x in v) for i in range(3)) for k, v in res.items()}
@@ -127,3 +154,20 @@ if len(names) > 2:
     for name in names[2:]:
         r = sorted(x[0] / b[0] for b, x in zip(res[base], res[name]))
         print(f"[{name}]/[{base}] per round: median {statistics.median(r):.3f}, range {r[0]:.3f}-{r[-1]:.3f}")
+
+# The table: each variant against none, every round counted.
+def spread(xs):
+    xs = sorted(xs)
+    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
+    return f"{q[0] / 1e6:.2f}-{q[2] / 1e6:.2f} ({xs[0] / 1e6:.2f}-{xs[-1] / 1e6:.2f})"
+
+
+print("\n| variant | tuples/s median (M) | middle half (all) | median / none | pairs' median (range) | rounds |")
+print("|---|---|---|---|---|---|")
+for name in names:
+    tps = [x[0] for x in res[name]]
+    pairs = sorted(x[0] / o[0] for o, x in zip(res["off"], res[name]))
+    label = "none" if name == "off" else name
+    print(f"| {label} | {statistics.median(tps) / 1e6:.2f} | {spread(tps)} | "
+          f"{statistics.median(tps) / med['off'][0]:.3f} | "
+          f"{statistics.median(pairs):.3f} ({pairs[0]:.3f}-{pairs[-1]:.3f}) | {len(tps)} |")

@@ -16,16 +16,30 @@ is moved to another topic by
                        restarted
 
 on the same broker (scripts/kafka.sh up, on ports of its own, stopped at
-the end), each writing a topic of its own. records_per_s is records over
+the end), each writing a topic of its own.
+
+File rows: esper.yaml's query (filter node, group-by node) over N tuples
+
+  generator-esper      made by esper.yaml's load generator
+  file-csv-esper       the same tuples read from a CSV file (p0,p1, written
+                       first by deploy/examples/esper-tuples.yaml) by
+                       deploy/examples/file.yaml's file source; its results
+                       must equal generator-esper's (ok)
+
+alternated, each once per round. Their records_per_s is the load generator
+process's own: tuples sent over its wall time, first event to END (the
+file source's includes reading and parsing the file); pipeline_tuples_per_s
+is the run report's. records_per_s is records over
 the wall time of the whole command (start-up included, as a user waits for
 it); records_out is what a read_committed reader finds in the output topic;
 lost is records_in - records_out. Ratios are against kcat-pipe, and each
 against kafka-consumer-perf, measured in the same run.
 
-  python3 experiments/connectors.py [--records N] [--rounds R] [--json]
+  python3 experiments/connectors.py [--only kafka|file] [--records N] [--tuples N] [--rounds R] [--json]
 
 Run it under `flock -x /tmp/cpu.lock` on a shared machine. Needs the build
-(build/) and scripts/setup.sh's packages (kcat, the broker's jars).
+(build/) and, for the Kafka rows, scripts/setup.sh's packages (kcat, the
+broker's jars).
 """
 import argparse
 import json
@@ -180,13 +194,93 @@ def sluice(broker, n, out_topic, yaml_path, kill_node=False, name="sluice"):
                pipeline_tuples_per_s=round(rep.get("tuples_per_s", 0)))
 
 
+def deploy_json(example, run_dir, sets, port):
+    """sluice-deploy run EXAMPLE --json: its report (a dict)."""
+    cmd = [DEPLOY, "run", os.path.join(ROOT, "deploy", "examples", example), "--json", "--run-dir", run_dir,
+           "--set", "base_port=%d" % port, "--set", "progress_s=0"]
+    for s in sets:
+        cmd += ["--set", s]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        rep = json.loads(p.stdout)
+    except ValueError:
+        raise RuntimeError("%s wrote no report (exit %d): %s" % (example, p.returncode, p.stderr[-600:]))
+    if not rep.get("ok"):
+        raise RuntimeError("%s failed: %s" % (example, rep.get("error")))
+    return rep
+
+
+def csv_rows(path, skip_columns=0):
+    """A CSV results file's rows after its header, each a tuple of strings."""
+    with open(path) as f:
+        next(f)
+        return [tuple(l.rstrip("\n").split(",")[skip_columns:]) for l in f]
+
+
+def file_rows(n, rounds, event_bytes):
+    """generator-esper and file-csv-esper, alternated, each once per round."""
+    scratch = tempfile.mkdtemp(prefix="sluice-connectors-file-")
+    rows = []
+    port = 24100
+    try:
+        sets = ["tuples=%d" % n, "event_bytes=%d" % event_bytes]
+        gen_dir = os.path.join(scratch, "tuples")
+        deploy_json("esper-tuples.yaml", gen_dir, sets, port)
+        csv = os.path.join(gen_dir, "esper-tuples.csv")
+        size = os.path.getsize(csv)
+        want = None
+        for r in range(rounds):
+            for what in ("generator-esper", "file-csv-esper"):
+                port += 1000
+                run_dir = os.path.join(scratch, "%s-%d" % (what, r))
+                print("round %d: %s" % (r + 1, what), file=sys.stderr)
+                t0 = time.monotonic()
+                if what == "generator-esper":
+                    rep = deploy_json("esper.yaml", run_dir, sets, port)
+                    got = csv_rows(os.path.join(run_dir, "esper-results.csv"), skip_columns=1)  # less seq
+                    want = want if want is not None else got
+                else:
+                    rep = deploy_json("file.yaml", run_dir, ["source_file=" + csv, "event_bytes=%d" % event_bytes],
+                                      port)
+                    got = csv_rows(os.path.join(run_dir, "file-results.csv"))
+                wall = time.monotonic() - t0
+                src = next(p for p in rep["processes"] if p["name"] == "loadgen")
+                sink = next(p for p in rep["processes"] if p["name"] == "sink")
+                sent, src_wall = src["tuples_out"], src["wall_s"]
+                rec_in = sent + src.get("rejected", 0)
+                row_ = {"name": what, "records_per_s": round(sent / src_wall) if src_wall > 0 else 0,
+                        "records_in": rec_in, "records_out": len(got), "lost": sink["lost"] + (n - sent),
+                        "seconds": round(wall, 3), "ok": got == want and rec_in == n,
+                        "pipeline_tuples_per_s": round(rep["tuples_per_s"]), "round": r + 1}
+                if what == "file-csv-esper":
+                    row_["mb_per_s"] = round(src.get("read_bytes", size) / src_wall / 1e6, 1) if src_wall > 0 else 0
+                    row_["source_cpu_s"] = round(src["user_s"] + src["sys_s"], 3)
+                rows.append(row_)
+                shutil.rmtree(run_dir, ignore_errors=True)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--records", type=int, default=1000000, help="records in the input topic (default 1,000,000)")
     ap.add_argument("--rounds", type=int, default=2, help="rounds, each system once per round in turn")
     ap.add_argument("--json", action="store_true", help="print the rows as a JSON list")
     ap.add_argument("--keep-broker", action="store_true", help="leave the broker running (its folder is printed)")
+    ap.add_argument("--only", choices=("kafka", "file"), help="only the Kafka rows, or only the file rows")
+    ap.add_argument("--tuples", type=int, default=20000000, help="tuples of the file rows (default 20,000,000)")
+    ap.add_argument("--event-bytes", type=int, default=32768, help="event_bytes of the file rows' pipelines")
     a = ap.parse_args()
+    rows = []
+    if a.only != "kafka":
+        rows += file_rows(a.tuples, a.rounds, a.event_bytes)
+    if a.only != "file":
+        rows += kafka_rows(a)
+    report(rows, a.json)
+
+
+def kafka_rows(a):
     n = a.records
     rows = []
     yaml_dir = None
@@ -227,7 +321,11 @@ def main():
         broker.down()
         if yaml_dir:
             shutil.rmtree(yaml_dir, ignore_errors=True)
-    if a.json:
+    return rows
+
+
+def report(rows, as_json):
+    if as_json:
         print(json.dumps(rows, indent=1))
         return
     print("%-20s %6s %14s %11s %11s %6s %8s" % ("name", "round", "records/s", "records in", "records out", "lost",
@@ -240,6 +338,13 @@ def main():
         v = [r["records_per_s"] for r in rows if r["name"] == name]
         return max(v) if v else 0
 
+    gen, file = best("generator-esper"), best("file-csv-esper")
+    if gen and file:
+        print("%-14s best %9d records/s: %.2f of generator-esper's %d; results equal: %s"
+              % ("file-csv-esper", file, file / gen, gen,
+                 all(r["ok"] for r in rows if r["name"] in ("generator-esper", "file-csv-esper"))))
+    if not any(r["name"] == "kcat-pipe" for r in rows):
+        return
     kcat, ceiling = best("kcat-pipe"), best("kafka-consumer-perf")
     own = max([r.get("own_records_per_s", 0) for r in rows if r["name"] == "kafka-consumer-perf"] or [0])
     for name in ("sluice", "sluice-killed", "kcat-pipe"):

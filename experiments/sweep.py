@@ -193,7 +193,8 @@ def deploy_command(deploy, pipeline, preset, tuple_bytes, event_bytes, duration,
     # receiver's slots, msg.h item 6).
     name, _, variant = preset.partition("/")
     variant, _, mode = variant.partition("+")
-    sets = [f"preset={name}", f"tuple_bytes={tuple_bytes}", f"event_bytes={event_bytes}",
+    # guarantee: none: the study had no acks and no restarts.
+    sets = [f"preset={name}", "guarantee=none", f"tuple_bytes={tuple_bytes}", f"event_bytes={event_bytes}",
             f"duration_s={duration:g}"]
     if variant:
         sets.append(f"{'fabric_provider' if name == 'fabric-opt' else 'ucx_tls'}={variant}")

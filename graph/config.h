@@ -139,17 +139,22 @@ struct ProcessConfig {
   std::vector<unsigned> stage_cpus;
   std::vector<OperatorConfig> operators;
   std::string schema;              // a loadgen's or publisher's stream schema; "": the top-level `schema`
-  std::string results;             // a sink: write every tuple it receives to this CSV file
+  std::string results;             // a sink: write every tuple it receives to this file (results_format)
                                    // ({instance} is replaced by the instance's number)
   // Kafka (kafka/, docs/DESIGN.md "Kafka"): a loadgen with source: kafka
   // reads kafka_topic instead of making tuples; a sink with kafka_topic
   // produces every row it receives to it. record_format: how a record's
   // value maps to a tuple of the stream's schema.
-  std::string source = "generator";  // generator | kafka
+  std::string source = "generator";  // generator | kafka | file
   std::string kafka_topic;
-  std::string record_format = "csv";
+  std::string record_format = "csv";  // csv | jsonl | binary (codec/record.h)
+  std::string results_format = "csv";      // csv | jsonl | binary (codec/record.h)
+  std::vector<std::string> results_fields;  // the columns, by name; empty: seq and every field
   std::string restart;             // `restart`: never | on-failure; "": the top-level `restart`
   std::string threads;             // `threads`: auto | dedicated | shared | adaptive; "": the top-level
+  // `parallelism`: the processes it runs as; 0: the top-level's (a sink: 1).
+  // Expanded while parsing into replicas NAME.0, NAME.1, ..., each with 1.
+  uint32_t parallelism = 0;
   // Resolved: the schema of the stream into it (a loadgen: none) and out of
   // it (after its operators).
   Schema in_schema, out_schema;
@@ -169,6 +174,31 @@ struct LinkConfig {
   std::string source_line;    // "file:line" of the link (or of `processes` for the chain)
 };
 
+// What a run promises when one of its processes dies (`guarantee`). Each
+// level sets acks, restart and checkpoint_interval_ms (apply_guarantee); a
+// key given beside it wins unless it breaks the promise, which the parser
+// refuses (config_validate.cc, validate_guarantee).
+//   kNone         nothing: acks off, restart never, no snapshots; a death
+//                 fails the run (the study's set-up).
+//   kAtLeastOnce  a killed process (any role) is started again and loses
+//                 nothing: acks on every link, restart on-failure,
+//                 snapshots of every sink and of every operator that keeps
+//                 state. Each sink counts every tuple once; an output that
+//                 cannot be taken back (a Kafka topic) may get again what a
+//                 restarted sink wrote after its last snapshot.
+//   kExactlyOnce  the same, and each sink's external outputs are committed
+//                 with its snapshots: the results file is cut back to its
+//                 snapshot on restore, an output that cannot be cut back
+//                 commits with the snapshot (commits_outputs_with_snapshots).
+enum class Guarantee { kNone, kAtLeastOnce, kExactlyOnce };
+const char* guarantee_name(Guarantee g);  // "none", "at-least-once", "exactly-once"
+
+// The snapshot interval a guarantee sets where the file does not set
+// checkpoint_interval_ms. At full rate a sink snapshots every so many input
+// frames whatever the interval (runtime/process.cc, checkpoint_hold); the
+// interval is the bound at lower rates and when idle.
+inline constexpr uint32_t kGuaranteeCheckpointMs = 200;
+
 // Receiver slots of a link with acks whose file does not set `slots`, where
 // its receiver holds a slot until the sinks acknowledge what its frame
 // became, not only while the frame is in flight (a node that keeps copies:
@@ -183,6 +213,9 @@ inline constexpr uint32_t kAckedLinkSlots = 128;
 
 struct Deployment {
   std::string preset = "tcp-opt";  // original | tcp-opt | fabric-opt | ucx-opt
+  // What the run promises (above); a file that leaves it out gets this, or
+  // kNone with preset: original (the study had no acks and no restarts).
+  Guarantee guarantee = Guarantee::kExactlyOnce;
   LinkOptions link;                // top-level link keys: the defaults of every link
 
   // The stream.
@@ -196,7 +229,20 @@ struct Deployment {
   double burst_ms = 0;
   uint32_t burst_head_events = 0;  // the sink's head of a burst: its first k events (0: a tenth, >= 1)
   uint32_t streams = 1;            // streams per load generator and instance, round-robin
+  // A loadgen with source: file (loadgen/file_source.h): the file, and
+  // the pace of a time field.
+  std::string source_file;            // the file's path
+  std::string source_time_field;      // "": no pacing by a time field
+  std::string source_time_unit = "ns";  // ns | us | ms | s: the time field's unit
+  double source_speedup = 1;          // the time field's pace, sped up this much
   uint32_t instances = 1;          // independent copies of the whole graph
+  // Processes each load generator and node runs as (a sink: 1), unless it
+  // sets its own: expanded while parsing into NAME.0, NAME.1, ... and their
+  // links (config_parallel.cc); after that every process's is 1.
+  uint32_t parallelism = 1;
+  // off | spread: every process's stage threads pinned to its host's CPUs
+  // in turn, in the order the processes are listed (config_parallel.cc).
+  std::string pin = "off";
 
   // The node.
   Wait wait = Wait::kBlock;        // descriptor rings: block | spin | hybrid
@@ -365,6 +411,16 @@ inline bool restarts_on_failure(const Deployment& d, const ProcessConfig& p) {
 
 // Applies a preset's choices to `link`. Unknown preset: error.
 Status apply_preset(const std::string& preset, LinkOptions* link);
+// Applies what guarantee `g` sets: acks of the top-level link keys, restart,
+// checkpoint_interval_ms. The parser calls it after the preset and before
+// the keys the file gives, which then beat it.
+void apply_guarantee(Guarantee g, Deployment* d);
+// Whether each sink must commit what it writes outside sluice (a results
+// file, a Kafka topic) with its snapshots, so that a restart never shows a
+// reader an output twice: guarantee: exactly-once.
+inline bool commits_outputs_with_snapshots(const Deployment& d) {
+  return d.guarantee == Guarantee::kExactlyOnce;
+}
 
 // The deployment as YAML, with every key resolved (what a run really used):
 // processes and an explicit links list. Dumped text parses to the same Deployment.

@@ -34,7 +34,7 @@ const std::pair<const char*, const char*> kSectionStarts[] = {
     {"handover", "node"},          {"schema", "stream"},
     {"wait", "node"},              {"clock_ghz", "accounting"},
     {"base_port", "processes"},    {"launcher", "launcher and hosts"},
-    {"metrics", "metrics"},        {"restart", "supervisor"},
+    {"metrics", "metrics"},        {"guarantee", "supervisor"},
 };
 
 // A minimal valid file: one loadgen into one sink.
@@ -98,8 +98,11 @@ std::vector<Row> rows() {
   std::vector<Deployment> by_preset;
   for (const Preset& p : presets()) by_preset.push_back(resolve(p.name));
   // A preset "changes" a key when its value differs from the fields' initial
-  // values (a default-constructed Deployment with no preset applied).
-  const Deployment bare;
+  // values (a default-constructed Deployment with no preset applied) with
+  // the default guarantee's keys: what the guarantee sets is no preset's
+  // choice, the guarantee `original` implies (none) is.
+  Deployment bare;
+  apply_guarantee(bare.guarantee, &bare);
 
   std::vector<Row> out;
   for (const auto& k : link_keys()) {
@@ -175,8 +178,10 @@ std::string keys_markdown() {
       "       build/deploy/sluice-deploy keys > docs/CONFIG.md -->\n\n"
       "Every key of a deployment file (`deploy/examples/pipeline.yaml` sets the common ones,\n"
       "each with a comment). Keys are resolved in this order, each beating the ones before it:\n\n"
-      "    field defaults < top-level preset < top-level keys < a link's preset < a link's keys\n"
-      "    < --set KEY=VALUE\n\n"
+      "    field defaults < top-level preset < guarantee < top-level keys < a link's preset\n"
+      "    < a link's keys < --set KEY=VALUE\n\n"
+      "`guarantee` sets `acks`, `restart` and `checkpoint_interval_ms`; one of them given beside\n"
+      "it wins where it keeps the guarantee's promise, and is an error where it breaks it.\n\n"
       "`sluice-deploy validate FILE` prints every key resolved. The presets (`preset`, the\n"
       "default `tcp-opt`):\n\n" +
       presets_list() +

@@ -67,32 +67,49 @@ TEST(Graph, TheGraphSaysWhichOperatorsEachProcessRuns) {
   EXPECT_EQ(g.find("loadgen runs"), std::string::npos) << g;
 }
 
-// restart: on-failure on a process that could not go on started again
-// (a sink, or a node whose operators keep state, without snapshots) is
-// said when the file is read, naming the process, its line and the key to
-// set, not found out at its first death; the runtime refuses that restart
-// with the same reason. A load generator and a filter restart as they are.
-TEST(Graph, ARestartThatWouldLoseStateIsAWarning) {
+// restart: on-failure on a process that could not go on once started
+// again is refused when the file is read, naming the key given and the key
+// to set, not found out at its first death: without acks on its links (its
+// death would break its neighbours' links too), or, for a sink or a node
+// whose operators keep state, without snapshots (the runtime refuses such
+// a restart with the same reason). A load generator and a filter restart
+// with acks alone; the default guarantee sets all it takes.
+TEST(Graph, ARestartThatCouldNotGoOnIsRefused) {
   const std::string esper = std::string(SLUICE_SOURCE_DIR) + "/deploy/examples/esper.yaml";
+  auto error_of = [&](const std::vector<std::string>& sets) {
+    Deployment d;
+    Status st = load_deployment(esper, sets, &d);
+    EXPECT_FALSE(st.ok()) << fmt::format("{}", fmt::join(sets, " "));
+    return st.message();
+  };
+  std::string e = error_of({"guarantee=none", "restart=on-failure"});
+  EXPECT_HAS(e, "--set restart=on-failure: process 'loadgen' has restart: on-failure, but link 0 "
+                "(loadgen -> node-a) has acks: off");
+  EXPECT_HAS(e, "set acks: on, or restart: never");
+  e = error_of({"guarantee=none", "restart=on-failure", "acks=on"});
+  EXPECT_HAS(e, "--set restart=on-failure: process 'node-b' has restart: on-failure, but without "
+                "checkpoint_interval_ms operator 0 (groupby) loses its state");
+  EXPECT_HAS(e, "set checkpoint_interval_ms");
+  e = error_of({"guarantee=none", "acks=on", "processes.3.restart=on-failure"});
+  EXPECT_HAS(e, "--set processes.3.restart=on-failure: process 'sink' has restart: on-failure, but "
+                "without checkpoint_interval_ms a sink's counts and positions die with its process");
   Deployment d;
-  Status st = load_deployment(esper, {"restart=on-failure"}, &d);
-  ASSERT_TRUE(st.ok()) << st.message();
-  ASSERT_EQ(d.warnings.size(), 2u) << fmt::format("{}", fmt::join(d.warnings, "\n"));
-  EXPECT_HAS(d.warnings[0], "esper.yaml:29: process 'node-b' has restart: on-failure");
-  EXPECT_HAS(d.warnings[0], "operator 0 (groupby) loses its state");
-  EXPECT_HAS(d.warnings[1], "esper.yaml:34: process 'sink' has restart: on-failure");
-  EXPECT_HAS(d.warnings[1], "set checkpoint_interval_ms");
+  ASSERT_TRUE(load_deployment(esper, {"guarantee=none"}, &d).ok());
   EXPECT_TRUE(restart_loses_state(d, 0).ok());  // loadgen
   EXPECT_TRUE(restart_loses_state(d, 1).ok());  // node-a: a filter keeps nothing
   EXPECT_FALSE(restart_loses_state(d, 2).ok());
   EXPECT_FALSE(restart_loses_state(d, 3).ok());
-  // Without restart the same processes say nothing; with snapshots every
-  // one of them restarts.
-  ASSERT_TRUE(load_deployment(esper, {}, &d).ok());
-  EXPECT_TRUE(d.warnings.empty());
-  ASSERT_TRUE(load_deployment(esper, {"restart=on-failure", "acks=on", "checkpoint_interval_ms=50"}, &d).ok());
+  Status st = load_deployment(
+      esper, {"guarantee=none", "acks=on", "processes.0.restart=on-failure", "processes.1.restart=on-failure"}, &d);
+  EXPECT_TRUE(st.ok()) << st.message();
+  // The default: every process restarts, and every one can.
+  st = load_deployment(esper, {}, &d);
+  ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_TRUE(d.warnings.empty()) << d.warnings[0];
-  for (size_t i = 0; i < d.processes.size(); ++i) EXPECT_TRUE(restart_loses_state(d, i).ok()) << i;
+  for (size_t i = 0; i < d.processes.size(); ++i) {
+    EXPECT_TRUE(restarts_on_failure(d, d.processes[i])) << i;
+    EXPECT_TRUE(restart_loses_state(d, i).ok()) << i;
+  }
 }
 
 // A sink's snapshots release acknowledgements. Whether anything upstream
@@ -181,19 +198,29 @@ links:
                 "  - {from: node-a, to: c}\n  - {from: b, to: s}\n  - {from: c, to: s}\n");
   EXPECT_HAS(e, "key 'processes.1.split': process 'node-a': split: key sends each key down one of its links, "
                 "and the links to 'b' and 'c' meet again at 's'");
+  // Unless what is on each path consumes the parts (a group-by): past it go
+  // its own derived stream and the accounts of the parts, which add up.
+  const std::string by_key = "      - groupby: {group_by: key, aggregates: count}\n";
+  parse_ok(head + "  - {name: node-a, role: node, split: key, split_key: key}\n"
+           "  - name: b\n    role: node\n    operators:\n" + by_key +
+           "  - name: c\n    role: node\n    operators:\n" + by_key + "  - {name: s, role: sink}\n"
+           "links:\n  - {from: loadgen, to: node-a}\n  - {from: node-a, to: b}\n"
+           "  - {from: node-a, to: c}\n  - {from: b, to: s}\n  - {from: c, to: s}\n");
   // Restarted, a key split needs snapshots: its accounts are state.
-  e = parse_err("restart: on-failure\nacks: on\n" + head +
+  e = parse_err("guarantee: none\nrestart: on-failure\nacks: on\n" + head +
                 "  - {name: node-a, role: node, split: key, split_key: key}\n" + tail);
   EXPECT_HAS(e, "key 'processes.1.split': process 'node-a': split: key with restart: on-failure needs "
                 "checkpoint_interval_ms");
-  e = parse_err(head + "  - {name: node-a, role: node, split: key, split_key: key, restart: on-failure}\n" + tail);
+  e = parse_err("guarantee: none\nacks: on\n" + head +
+                "  - {name: node-a, role: node, split: key, split_key: key, restart: on-failure}\n" + tail);
   EXPECT_HAS(e, "needs checkpoint_interval_ms");
-  parse_ok("restart: on-failure\nacks: on\ncheckpoint_interval_ms: 100\n" + head +
+  parse_ok("guarantee: none\nrestart: on-failure\nacks: on\ncheckpoint_interval_ms: 100\n" + head +
            "  - {name: node-a, role: node, split: key, split_key: key}\n" + tail);
 }
 
 TEST(Graph, PrecedenceTopPresetTopKeysLinkPresetLinkKeys) {
   Deployment d = parse_ok(R"(preset: tcp-opt
+guarantee: none
 encoding: copy
 slots: 32
 processes:
@@ -336,8 +363,8 @@ links:
   EXPECT_HAS(parse_err(std::string("streams: 100\nevent_bytes: 1024\n") + procs + chain3 +
                        "  - {from: node-b, to: sink, slot_bytes: 2048}\n"),
              "test.yaml:11: key 'links.2.slot_bytes': link 2 (node-b -> sink): the end of the stream "
-             "names 100 streams (2408 bytes), more than slot_bytes 2048; raise slot_bytes or lower "
-             "streams");
+             "it carries is 2408 bytes (8 + 24 x 100 streams), more than slot_bytes 2048; raise "
+             "slot_bytes to at least 2408 or lower streams");
 }
 
 TEST(Graph, ErrorsFromSetOnALinkNameTheSet) {
@@ -377,7 +404,7 @@ TEST(Graph, SetOnAChainFileWhateverTheOrder) {
     EXPECT_EQ(d.link_options(1, 0).tcp.encoding, Encoding::kSg);
   }
   // A link's own preset on a chain file, and a key beating it.
-  Deployment p = parse_ok(kChain, {"links.1.preset=original", "links.1.encoding=sg"});
+  Deployment p = parse_ok(kChain, {"guarantee=none", "links.1.preset=original", "links.1.encoding=sg"});
   ASSERT_EQ(p.links.size(), 2u);
   EXPECT_EQ(p.links[1].preset, "original");
   EXPECT_TRUE(p.link_options(1, 0).tcp.async_send);
@@ -458,15 +485,93 @@ links:
 }
 
 TEST(Graph, TheEndMustFitEverySlot) {
-  // 256 streams: the END names 256 entries, 6152 bytes.
+  // 256 streams: the END names 256 entries, 6152 bytes, on every link of
+  // the chain; the first is named, and the top level's slot_bytes is the key
+  // to raise.
   EXPECT_HAS(parse_err(std::string("streams: 256\nevent_bytes: 1024\nslot_bytes: 4096\n") + kChain),
-             "the end of the stream names 256 streams (6152 bytes), more than slot_bytes 4096");
+             "test.yaml:3: key 'slot_bytes': link 0 (loadgen -> node-a): the end of the stream it "
+             "carries is 6152 bytes (8 + 24 x 256 streams), more than slot_bytes 4096; raise "
+             "slot_bytes to at least 6152 or lower streams");
   EXPECT_HAS(parse_err(kUnion, {"streams=200"}),
              "2 load generators x 200 streams = 400 streams, more than the 256");
 }
 
+// The END a link carries is what its sender writes (EndOfStream's layouts),
+// not only its streams' entries: a key split sends each link every stream
+// with the accounts and the partitioned count (8 + 56 x streams), and an
+// operator that consumes its input adds its accounts and its derived stream
+// (8 + 48 x streams). A split by stream sends each link only its streams.
+TEST(Graph, TheEndALinkCarriesIsSizedAsItsSenderWritesIt) {
+  const std::string split_key = R"(streams: 100
+event_bytes: 1024
+slot_bytes: 4096
+processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node, split: key, split_key: key}
+  - {name: sink-1, role: sink}
+  - {name: sink-2, role: sink}
+links:
+  - {from: loadgen, to: node-a}
+  - {from: node-a, to: sink-1}
+  - {from: node-a, to: sink-2}
+)";
+  // 8 + 24 x 100 fits 4096; what the key split sends does not.
+  EXPECT_HAS(parse_err(split_key),
+             "test.yaml:3: key 'slot_bytes': link 1 (node-a -> sink-1): the end of the stream it "
+             "carries is 5608 bytes (8 + 56 x 100 streams, each with the accounts of a key split "
+             "upstream), more than slot_bytes 4096; raise slot_bytes to at least 5608 or lower "
+             "streams");
+  parse_ok(split_key, {"slot_bytes=5608"});
+  EXPECT_HAS(parse_err(split_key, {"slot_bytes=5607"}), "raise slot_bytes to at least 5608");
+
+  // A split by stream: each sink's link carries half the streams.
+  const std::string by_stream = R"(streams: 200
+event_bytes: 1024
+processes:
+  - {name: loadgen, role: loadgen}
+  - {name: node-a, role: node}
+  - {name: sink-1, role: sink}
+  - {name: sink-2, role: sink}
+links:
+  - {from: loadgen, to: node-a, slot_bytes: 8192}
+  - {from: node-a, to: sink-1, slot_bytes: 2408}
+  - {from: node-a, to: sink-2, slot_bytes: 2408}
+)";
+  parse_ok(by_stream);
+  EXPECT_HAS(parse_err(by_stream, {"links.2.slot_bytes=2400"}),
+             "--set links.2.slot_bytes=2400: link 2 (node-a -> sink-2): the end of the stream it "
+             "carries is 2408 bytes (8 + 24 x 100 streams)");
+
+  // An aggregate: its accounts and its derived stream.
+  const std::string aggregate = R"(streams: 100
+event_bytes: 1024
+processes:
+  - {name: loadgen, role: loadgen}
+  - name: node-a
+    role: node
+    operators:
+      - groupby: {group_by: key, aggregates: count}
+  - {name: sink, role: sink}
+links:
+  - {from: loadgen, to: node-a, slot_bytes: 8192}
+  - {from: node-a, to: sink, slot_bytes: 4096}
+)";
+  EXPECT_HAS(parse_err(aggregate),
+             "test.yaml:12: key 'links.1.slot_bytes': link 1 (node-a -> sink): the end of the "
+             "stream it carries is 4856 bytes (8 + 48 x 101 streams, each with the accounts of "
+             "operators upstream), more than slot_bytes 4096; raise slot_bytes to at least 4856");
+  parse_ok(aggregate, {"links.1.slot_bytes=4856"});
+  // The node writes its operators' accounts into END's slot, one of its
+  // inputs': that must hold them too.
+  EXPECT_HAS(parse_err(aggregate, {"links.0.slot_bytes=4096", "links.1.slot_bytes=8192"}),
+             "--set links.0.slot_bytes=4096: process 'node-a': the end of the stream after its "
+             "operators is 4856 bytes (8 + 48 x 101 streams, each with the accounts of operators "
+             "upstream), more than its slot of 4096 bytes (the largest slot_bytes of its input "
+             "links); raise slot_bytes of link 0 (loadgen -> node-a) to at least 4856");
+}
+
 TEST(Graph, UnionAndSplitRoundTrip) {
-  Deployment a = parse_ok(kUnion, {"links.2.slots=16", "links.1.preset=original",
+  Deployment a = parse_ok(kUnion, {"guarantee=none", "links.2.slots=16", "links.1.preset=original",
                                    "links.0.port=19000", "processes.2.split=copy",
                                    "metrics=off", "metrics_port=9400"});
   EXPECT_EQ(a.links[1].preset, "original");
@@ -487,6 +592,90 @@ TEST(Graph, ExampleFilesParse) {
     Status st = load_deployment(std::string(SLUICE_SOURCE_DIR "/deploy/examples/") + f, {}, &d);
     EXPECT_TRUE(st.ok()) << f << ": " << st.message();
   }
+}
+
+// `parallelism`: a process runs as replicas NAME.0..N-1 in its place; a
+// link between sides of as many replicas without a key split is one link
+// per replica, any other is a link for every pair; a sink keeps 1 unless it
+// says otherwise; the result parses back to itself, not expanded again.
+TEST(Graph, ParallelismMakesReplicasAndTheirLinks) {
+  const std::string kFile = R"(parallelism: 3
+processes:
+  - {name: gen, role: loadgen}
+  - {name: a, role: node}
+  - {name: b, role: node, split: key, split_key: key, parallelism: 2}
+  - {name: c, role: node, operators: [{groupby: {group_by: key, aggregates: count}}]}
+  - {name: s, role: sink}
+)";
+  Deployment d = parse_ok(kFile);
+  std::vector<std::string> names;
+  for (const auto& p : d.processes) names.push_back(p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"gen.0", "gen.1", "gen.2", "a.0", "a.1", "a.2", "b.0", "b.1",
+                                             "c.0", "c.1", "c.2", "s"}));
+  std::vector<std::string> links;
+  for (const auto& l : d.links) links.push_back(d.processes[l.from].name + ">" + d.processes[l.to].name);
+  EXPECT_EQ(links, (std::vector<std::string>{
+                       "gen.0>a.0", "gen.1>a.1", "gen.2>a.2",                           // as many: pointwise
+                       "a.0>b.0", "a.0>b.1", "a.1>b.0", "a.1>b.1", "a.2>b.0", "a.2>b.1",  // 3 to 2
+                       "b.0>c.0", "b.0>c.1", "b.0>c.2", "b.1>c.0", "b.1>c.1", "b.1>c.2",  // by key
+                       "c.0>s", "c.1>s", "c.2>s"}));
+  EXPECT_FALSE(d.chain);
+  // Each load generator replica has streams of its own.
+  EXPECT_EQ(d.first_stream(1), d.streams);
+  EXPECT_EQ(d.streams_into(11), 3 * d.streams);
+  // Every program reads the dumped file: the same processes, none expanded again.
+  Deployment back = parse_ok(dump_deployment(d));
+  ASSERT_EQ(back.processes.size(), d.processes.size());
+  EXPECT_EQ(back.links.size(), d.links.size());
+  EXPECT_EQ(back.processes[7].name, "b.1");
+  // One process each: nothing changes.
+  EXPECT_EQ(parse_ok(kFile, {"parallelism=1", "processes.2.parallelism=1"}).processes.size(), 5u);
+}
+
+TEST(Graph, ParallelismRefusesWhatReplicasCannotDo) {
+  const std::string head = "parallelism: 2\nprocesses:\n  - {name: gen, role: loadgen}\n";
+  // A port of its own: each replica needs its own ports.
+  EXPECT_HAS(parse_err(head + "  - {name: a, role: node, port: 30000}\n  - {name: s, role: sink}\n"),
+             "key 'processes.1.port': process 'a': its 2 replicas each listen on ports of their own");
+  // One results file for two sinks.
+  EXPECT_HAS(parse_err(head + "  - {name: s, role: sink, results: r.csv, parallelism: 2}\n"),
+             "2 replicas would write one file; put {replica} in its name");
+  Deployment d = parse_ok(head + "  - {name: s, role: sink, results: \"r{replica}.csv\", parallelism: 2}\n");
+  EXPECT_EQ(d.processes[3].results, "r1.csv");
+  // A group-by's replicas need every tuple of their keys: a key split on its group_by.
+  const std::string gb = "  - name: b\n    role: node\n    operators:\n"
+                         "      - groupby: {group_by: key, aggregates: count}\n  - {name: s, role: sink}\n";
+  EXPECT_HAS(parse_err(head + "  - {name: a, role: node}\n" + gb),
+             "process 'b' runs its groupby as 2 replicas, so each must get all of a key's tuples: its "
+             "upstream 'a' must split: key with split_key: key");
+  parse_ok(head + "  - {name: a, role: node, split: key, split_key: key}\n" + gb);
+  // A moving average over every tuple in order runs once.
+  EXPECT_HAS(parse_err(head + "  - name: m\n    role: node\n    operators:\n"
+                              "      - moving_avg: {field: key}\n  - {name: s, role: sink}\n"),
+             "its moving_avg averages every tuple in order and runs as one process");
+  parse_ok(head + "  - name: m\n    role: node\n    parallelism: 1\n    operators:\n"
+                  "      - moving_avg: {field: key}\n  - {name: s, role: sink}\n");
+}
+
+// pin: spread: each process's stage threads get the next CPUs of its host,
+// three per instance, in the order the processes are listed.
+TEST(Graph, PinSpreadGivesEachStageItsCore) {
+  Deployment d = parse_ok(R"(pin: spread
+parallelism: 2
+hosts:
+  - {name: h, address: 127.0.0.1, cores: 0-11}
+host: h
+processes:
+  - {name: gen, role: loadgen}
+  - {name: a, role: node, pin_stages: [10]}
+  - {name: s, role: sink}
+)");
+  ASSERT_EQ(d.processes.size(), 5u);
+  EXPECT_EQ(d.processes[0].stage_cpus, (std::vector<unsigned>{0, 1, 2}));
+  EXPECT_EQ(d.processes[1].stage_cpus, (std::vector<unsigned>{3, 4, 5}));
+  EXPECT_EQ(d.processes[2].stage_cpus, (std::vector<unsigned>{10}));  // its own choice
+  EXPECT_EQ(d.processes[4].stage_cpus, (std::vector<unsigned>{6, 7, 8}));
+  EXPECT_EQ(parse_ok(dump_deployment(d)).processes[4].stage_cpus, d.processes[4].stage_cpus);
 }
 
 }  // namespace

@@ -12,9 +12,10 @@
 // the carrier that reads it; a link of another carrier refuses it.
 //
 // Order matters twice: dump_deployment writes keys in table order, and
-// parse_root reads `preset` before every key (so explicit keys beat it).
-// Defaults live in graph/config.h (the fields' initial values) and in
-// the presets (graph/registry.cc), nowhere else.
+// parse_root reads `preset`, then `guarantee`, before every other key (so
+// explicit keys beat them). Defaults live in graph/config.h (the fields'
+// initial values), in the presets (graph/registry.cc) and in apply_guarantee
+// below, nowhere else.
 #include "graph/config_keys.h"
 
 #include <fmt/format.h>
@@ -25,8 +26,26 @@
 
 namespace sluice {
 
+const char* guarantee_name(Guarantee g) {
+  switch (g) {
+    case Guarantee::kNone: return "none";
+    case Guarantee::kAtLeastOnce: return "at-least-once";
+    case Guarantee::kExactlyOnce: return "exactly-once";
+  }
+  return "?";
+}
+
+void apply_guarantee(Guarantee g, Deployment* d) {
+  const bool keeps = g != Guarantee::kNone;
+  d->guarantee = g;
+  d->link.acks = keeps;
+  d->restart = keeps ? "on-failure" : "never";
+  d->checkpoint_interval_ms = keeps ? kGuaranteeCheckpointMs : 0;
+}
+
 namespace cfg {
 
+const std::vector<std::string> kGuarantees = {"none", "at-least-once", "exactly-once"};
 const std::vector<std::string> kEncodings = {"capnp", "copy", "sg"};
 const std::vector<std::string> kTransports = {"tcp", "fabric", "ucx"};
 const std::vector<std::string> kWaits = {"block", "spin", "hybrid"};
@@ -47,12 +66,14 @@ const std::vector<std::string> kOnOff = {"on", "off"};
 const std::vector<std::string> kCreditModes = {"fixed", "adaptive"};
 const std::vector<std::string> kRestarts = {"never", "on-failure"};
 const std::vector<std::string> kThreads = {"auto", "dedicated", "shared", "adaptive"};
+const std::vector<std::string> kPins = {"off", "spread"};
 const std::vector<std::string> kCongestionIn = {"", "default", "reno", "cubic", "bbr"};
 const std::vector<std::string> kSplits = {"stream", "copy", "key"};
-const std::vector<std::string> kSources = {"generator", "kafka"};
-const std::vector<std::string> kRecordFormats = {"csv"};
+const std::vector<std::string> kSources = {"generator", "kafka", "file"};
+const std::vector<std::string> kRecordFormats = {"csv", "jsonl", "binary"};
 const std::vector<std::string> kAutoOnOff = {"auto", "on", "off"};
 const std::vector<std::string> kBadRecords = {"fail", "reject"};
+const std::vector<std::string> kTimeUnits = {"ns", "us", "ms", "s"};
 // Providers and UCX transports sluice knows how to drive; whether one is
 // present on this machine is the carrier's to say at start.
 const std::vector<std::string> kFabricProviders = {"tcp", "net", "shm", "verbs", "efa", "psm2", "psm3"};
@@ -104,7 +125,7 @@ LinkKey link_enum(const char* name, const char* only, const std::vector<std::str
 }
 
 template <class T>
-Key uint_key(const char* name, T Deployment::*m, const char* doc) {
+Key uint_key(const char* name, T Deployment::*m, const std::string& doc) {
   return {name, "unsigned integer", doc,
           [=](const Reader& r, const YAML::Node& n, Deployment* d) { return r.get(n, name, &(d->*m)); },
           [=](YAML::Emitter& e, const Deployment& d) { e << YAML::Key << name << YAML::Value << uint64_t(d.*m); }};
@@ -246,7 +267,8 @@ const std::vector<LinkKey>& link_keys() {
                 [](const LinkOptions& l) { return std::string(l.acks ? "on" : "off"); },
                 "on: upstream backup: a sender keeps what it sent until the receiver "
                 "acknowledges it, connects again after a break and replays the rest (nothing "
-                "lost when a node dies and restarts; transport/PROTOCOL.md section 5)"),
+                "lost when a node dies and restarts; transport/PROTOCOL.md section 5); set by "
+                "guarantee (on unless it is none)"),
       link_uint("ack_delay_ms", nullptr, +[](LinkOptions& l) -> uint32_t& { return l.ack_delay_ms; },
                 "with acks: how long the receiver may hold an acknowledgement short of a credit "
                 "batch while it waits for more frames, in milliseconds; 0: it sends what it owes "
@@ -353,8 +375,29 @@ const std::vector<Key>& keys() {
                "tenth of a burst"),
       uint_key("streams", &Deployment::streams,
                "streams per load generator and instance, their events sent round-robin"),
+      // The load generators' source.
+      string_key("source_file", &Deployment::source_file,
+                 "the file a loadgen with source: file reads (records of record_format), through a fixed "
+                 "buffer whatever its size; one stream per instance, ending at the file's end or after "
+                 "`tuples`"),
+      string_key("source_time_field", &Deployment::source_time_field,
+                 "source: file: a numeric field whose values pace the stream: a record goes "
+                 "(value - first value) / source_speedup after the first; unset: as fast as the "
+                 "pipeline takes them, or at `rate`"),
+      enum_key("source_time_unit", &kTimeUnits,
+               [](Deployment* d, const std::string& v) { d->source_time_unit = v; },
+               [](const Deployment& d) { return d.source_time_unit; },
+               "the unit of source_time_field's values"),
+      double_key("source_speedup", &Deployment::source_speedup,
+                 "source_time_field's pace, sped up this many times"),
       uint_key("instances", &Deployment::instances,
                "independent copies of the whole graph, each over its own links and stage threads"),
+      uint_key("parallelism", &Deployment::parallelism,
+               "processes each load generator and node runs as (a process's own `parallelism` "
+               "beats it; a sink's is 1 unless it sets one): NAME.0, NAME.1, ..., each with its "
+               "own streams (a load generator) and links to every replica downstream, split as "
+               "the process's `split` says, or replica i to replica i where both sides have as "
+               "many and the split is not by key"),
       // The node.
       enum_key("wait", &kWaits,
                [](Deployment* d, const std::string& v) { parse_wait(v, &d->wait); },
@@ -369,6 +412,12 @@ const std::vector<Key>& keys() {
                "they are idle), or auto: shared for a process whose every link is over shared "
                "memory (ucx sm, posix, sysv; fabric shm), adaptive otherwise; a process may set "
                "its own"),
+      enum_key("pin", &kPins, [](Deployment* d, const std::string& v) { d->pin = v; },
+               [](const Deployment& d) { return d.pin; },
+               "off, or spread: every process's stage threads (each replica's, each instance's) "
+               "pinned to CPUs of its host in turn, in the order the processes are listed, so "
+               "that each stage has its core while there are cores enough (a process's own "
+               "pin_stages beats it)"),
       uint_key("ring_slots", &Deployment::ring_slots,
                "descriptors per ring between a node's stages (a power of two)"),
       uint_key("loadgen_slots", &Deployment::loadgen_slots,
@@ -462,10 +511,30 @@ const std::vector<Key>& keys() {
       uint_key("metrics_port", &Deployment::metrics_port,
                "process i serves metrics on metrics_port + i; 0: any free port"),
       // The supervisor of run and up.
+      enum_key("guarantee", &kGuarantees,
+               [](Deployment* d, const std::string& v) {
+                 d->guarantee = v == "none"            ? Guarantee::kNone
+                                : v == "at-least-once" ? Guarantee::kAtLeastOnce
+                                                       : Guarantee::kExactlyOnce;
+               },
+               [](const Deployment& d) { return std::string(guarantee_name(d.guarantee)); },
+               "what a run promises when a process dies (kill -9 of any of them, the load "
+               "generator and the sinks too): none: acks off, restart never, no snapshots, a "
+               "death fails the run; at-least-once: acks on, restart on-failure, snapshots "
+               "(checkpoint_interval_ms) of the sinks and of operators that keep state, so the "
+               "run goes on with nothing lost and each sink counts every tuple once, and an "
+               "output that cannot be taken back (a Kafka topic) may get again what a sink wrote "
+               "after its last snapshot; exactly-once: the same, and each sink commits its "
+               "outputs with its snapshots (the results file is cut back to its snapshot on "
+               "restore). Unless set, none under preset: original. Those keys given beside it "
+               "win where they keep its promise; one that breaks it is an error (docs/RUNNING.md, "
+               "Guarantees)"),
       enum_key("restart", &kRestarts, [](Deployment* d, const std::string& v) { d->restart = v; },
                [](const Deployment& d) { return d.restart; },
                "what run and up do when a process dies: never (the run fails, naming it) or "
-               "on-failure (start it again on its host); a process may set its own"),
+               "on-failure (start it again on its host; needs acks: on on its links, and "
+               "snapshots for a sink or operators that keep state); a process may set its own; "
+               "set by guarantee (on-failure unless it is none)"),
       uint_key("restart_limit", &Deployment::restart_limit,
                "restart: on-failure: how many times each process is restarted at most"),
       uint_key("restart_backoff_ms", &Deployment::restart_backoff_ms,
@@ -478,10 +547,11 @@ const std::vector<Key>& keys() {
                  "trying to connect to it, in seconds"),
       // Operator snapshots.
       uint_key("checkpoint_interval_ms", &Deployment::checkpoint_interval_ms,
-               "0: off; else a node whose operators keep state (groupby, correlate, join, moving_avg) "
-               "and a sink (its verifier) snapshot it this often to state_dir and restore it when "
-               "restarted; needs acks: on "
-               "(docs/DESIGN.md, Operator snapshots)"),
+               fmt::format("0: off; else a node whose operators keep state (groupby, correlate, join, "
+                           "moving_avg) and a sink (its verifier) snapshot it this often to state_dir "
+                           "and restore it when restarted; needs acks: on (docs/DESIGN.md, Operator "
+                           "snapshots); set by guarantee (0 under none, else {})",
+                           kGuaranteeCheckpointMs)),
       string_key("state_dir", &Deployment::state_dir,
                  "where snapshots go, on each node's host (NAME.INSTANCE.snapshot.0 and .1), made if "
                  "missing; one that cannot hold files fails the process at its start; unset: the "
@@ -507,12 +577,12 @@ const std::vector<Key>& keys() {
                "read_committed reader sees every row once even across a killed process (needs "
                "checkpoint_interval_ms); off: the idempotent producer, flushed before each snapshot "
                "(a row may come twice after a restart, none is lost); auto: on where the sink "
-               "snapshots"),
+               "snapshots, off under guarantee: at-least-once; guarantee: exactly-once refuses off"),
       enum_key("bad_records", &kBadRecords, [](Deployment* d, const std::string& v) { d->bad_records = v; },
                [](const Deployment& d) { return d.bad_records; },
                "a record that does not decode into a tuple of the schema: fail (the source stops with "
-               "an error naming topic, partition and offset) or reject (counted as rejected, the first "
-               "few logged with their place, and passed over)"),
+               "an error naming its place: topic, partition and offset, or file:line:column) or reject "
+               "(counted as rejected, the first few logged with their place, and passed over)"),
       string_key("run_id", &Deployment::run_id,
                  "names the run its snapshots belong to: a process restores only one written under the same "
                  "run_id and summary path, so a run directory used again starts afresh; sluice-deploy run "
@@ -555,19 +625,31 @@ const std::vector<SectionKey>& process_keys() {
                             "pin them to in turn"},
       {"operators", "none", "the operators of its process stage, in order (docs/OPERATORS.md)"},
       {"schema", "the top-level schema", "a loadgen's or publisher's stream schema, a name in schemas:"},
-      {"results", "none", "a sink writes every tuple it receives to this CSV file ({instance}: "
-                          "the instance's number)"},
-      {"source", "generator", "a loadgen's tuples: generator (made from the schema's gens) or kafka "
+      {"source", "generator", "a loadgen's tuples: generator (made from the schema's gens), kafka "
                               "(read from kafka_topic, one stream per partition: streams must equal "
-                              "the partitions)"},
+                              "the partitions) or file (read from source_file)"},
       {"kafka_topic", "none", "a loadgen with source: kafka reads this topic; a sink produces every "
                               "row it receives to it (no header), beside or instead of results"},
-      {"record_format", "csv", "how a Kafka record's value maps to a tuple: csv (the schema's fields "
-                               "after seq, in order, comma-separated, no header)"},
+      {"record_format", "csv", "how a record of a Kafka topic or a file maps to a tuple (codec/record.h): "
+                               "csv (comma-separated; a file's header line names the columns, a Kafka "
+                               "record holds the schema's fields after seq in order), jsonl (a JSON "
+                               "object, fields by name) or binary (the fields after seq back to back, "
+                               "little-endian)"},
+      {"results", "none", "a sink writes every tuple it receives to this file ({instance}: "
+                          "the instance's number; {replica}: the replica's, with parallelism), complete when renamed "
+                          "from NAME.part at "
+                          "the stream's END"},
+      {"results_format", "csv", "csv (a header line, then a line per tuple) | jsonl (a JSON "
+                                "object per line) | binary (the fields back to back)"},
+      {"results_fields", "seq and every field", "the fields the results hold, in order: a list "
+                                                "or \"a,b\" (csv and jsonl leave bytes fields "
+                                                "out unless named)"},
       {"restart", "the top-level restart", "never | on-failure: whether run and up start it "
                                            "again when it dies"},
       {"threads", "the top-level threads",
        "auto | dedicated | shared | adaptive: how its stages share threads"},
+      {"parallelism", "the top-level parallelism (a sink: 1)",
+       "the processes it runs as (NAME.0, NAME.1, ...); its links reach every replica"},
   };
   return k;
 }

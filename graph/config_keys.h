@@ -103,6 +103,7 @@ extern const std::vector<std::string> kAutoOnOff;
 extern const std::vector<std::string> kBadRecords;
 extern const std::vector<std::string> kRestarts;
 extern const std::vector<std::string> kThreads;
+extern const std::vector<std::string> kPins;
 extern const std::vector<std::string> kProcessKeys;
 extern const std::vector<std::string> kSchemaKeys;
 extern const std::vector<std::string> kFieldKeys;

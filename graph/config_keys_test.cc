@@ -1,11 +1,13 @@
 // Single keys and helpers: a missing file, the helpers, the top-level host,
-// the metrics keys and the restart keys.
+// the metrics keys, the restart keys and the guarantee.
 
 #include "graph/config_test_util.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <thread>
+#include <tuple>
 
 namespace sluice {
 namespace {
@@ -93,13 +95,20 @@ TEST(Config, MetricsAddress) {
 }
 
 TEST(Config, RestartKeys) {
+  // The default guarantee restarts every process; guarantee: none, none.
   Deployment d = parse_ok(kChain);
-  EXPECT_EQ(d.restart, "never");
+  EXPECT_EQ(d.restart, "on-failure");
   EXPECT_EQ(d.restart_limit, 3u);
   EXPECT_EQ(d.restart_backoff_ms, 500u);
-  for (const auto& p : d.processes) EXPECT_FALSE(restarts_on_failure(d, p)) << p.name;
+  for (const auto& p : d.processes) EXPECT_TRUE(restarts_on_failure(d, p)) << p.name;
+  Deployment never = parse_ok(std::string("guarantee: none\n") + kChain);
+  EXPECT_EQ(never.restart, "never");
+  for (const auto& p : never.processes) EXPECT_FALSE(restarts_on_failure(never, p)) << p.name;
 
-  Deployment on = parse_ok(R"(restart: on-failure
+  Deployment on = parse_ok(R"(guarantee: none
+acks: on
+checkpoint_interval_ms: 100
+restart: on-failure
 restart_limit: 5
 restart_backoff_ms: 100
 processes:
@@ -113,7 +122,9 @@ processes:
   EXPECT_TRUE(restarts_on_failure(on, on.processes[1]));
   EXPECT_TRUE(restarts_on_failure(on, on.processes[2]));
 
-  Deployment one = parse_ok(R"(processes:
+  Deployment one = parse_ok(R"(guarantee: none
+acks: on
+processes:
   - {name: loadgen, role: loadgen}
   - {name: node-a, role: node, restart: on-failure}
   - {name: sink, role: sink}
@@ -143,6 +154,77 @@ processes:
   EXPECT_EQ(again.restart_limit, 5u);
   EXPECT_EQ(again.restart_backoff_ms, 100u);
   EXPECT_EQ(again.processes[0].restart, "never");
+}
+
+// guarantee sets acks, restart and checkpoint_interval_ms; `original`
+// implies none. A key given beside it wins where it keeps the promise; one
+// that breaks it is an error naming the key given, the guarantee and where
+// that came from, and what to set.
+TEST(Config, TheGuaranteeSetsItsKeysAndRefusesOneThatBreaksIt) {
+  auto keys_of = [](const Deployment& d) {
+    std::vector<bool> acks;
+    for (const auto& l : d.links) acks.push_back(l.options.acks);
+    return std::make_tuple(acks, d.restart, d.checkpoint_interval_ms);
+  };
+  using K = std::tuple<std::vector<bool>, std::string, uint32_t>;
+  const K keeps{{true, true}, "on-failure", kGuaranteeCheckpointMs};
+  const Deployment def = parse_ok(kChain);
+  EXPECT_EQ(def.guarantee, Guarantee::kExactlyOnce);
+  EXPECT_EQ(keys_of(def), keeps);
+  EXPECT_TRUE(commits_outputs_with_snapshots(def));
+  const Deployment alo = parse_ok(std::string("guarantee: at-least-once\n") + kChain);
+  EXPECT_EQ(keys_of(alo), keeps);
+  EXPECT_FALSE(commits_outputs_with_snapshots(alo));
+  const K none{{false, false}, "never", 0};
+  EXPECT_EQ(keys_of(parse_ok(std::string("guarantee: none\n") + kChain)), none);
+  // The study's preset keeps the study's set-up unless told otherwise.
+  const Deployment orig = parse_ok(std::string("preset: original\n") + kChain);
+  EXPECT_EQ(orig.guarantee, Guarantee::kNone);
+  EXPECT_EQ(keys_of(orig), none);
+  EXPECT_EQ(keys_of(parse_ok(kChain, {"preset=original", "guarantee=at-least-once", "send_queue=sync"})), keeps);
+  std::string e = parse_err(kChain, {"preset=original", "guarantee=at-least-once"});
+  EXPECT_HAS(e, "--set preset=original: preset: original (send_queue: async) cannot carry the acks that "
+                "guarantee: at-least-once (--set guarantee=at-least-once) needs");
+  EXPECT_HAS(e, "set send_queue: sync beside it");
+  // Keys that keep the promise win; under none every key is the file's.
+  const Deployment mine = parse_ok(kChain, {"checkpoint_interval_ms=1000", "restart_limit=5", "node_backup=copies"});
+  EXPECT_EQ(mine.checkpoint_interval_ms, 1000u);
+  EXPECT_EQ(mine.restart_limit, 5u);
+  EXPECT_EQ(keys_of(parse_ok(kChain, {"guarantee=none", "acks=on"})), (K{{true, true}, "never", 0}));
+  // Keys that break it: at the top level, a link's own, a process's own.
+  e = parse_err(std::string("acks: off\n") + kChain);
+  EXPECT_HAS(e, "test.yaml:1: key 'acks': acks: off breaks guarantee: exactly-once (the default)");
+  EXPECT_HAS(e, "leave acks out (the guarantee sets it on); or set guarantee: none");
+  e = parse_err(std::string("guarantee: at-least-once\nrestart: never\n") + kChain);
+  EXPECT_HAS(e, "test.yaml:2: key 'restart': restart: never breaks guarantee: at-least-once (at test.yaml:1)");
+  e = parse_err(kChain, {"processes.2.restart=never"});
+  EXPECT_HAS(e, "--set processes.2.restart=never: process 'sink': restart: never breaks guarantee: exactly-once");
+  e = parse_err(std::string(kChain) + "links:\n  - {from: loadgen, to: node-a}\n"
+                                      "  - {from: node-a, to: sink, acks: off}\n");
+  EXPECT_HAS(e, "test.yaml:7: key 'links.1.acks': link 1 (node-a -> sink): acks: off breaks guarantee");
+  e = parse_err(kChain, {"checkpoint_interval_ms=0"});
+  EXPECT_HAS(e, "--set checkpoint_interval_ms=0: checkpoint_interval_ms: 0 breaks guarantee: exactly-once");
+  EXPECT_HAS(e, fmt::format("leave it out (the guarantee sets {}) or give it a positive value",
+                            kGuaranteeCheckpointMs));
+  e = parse_err(kChain, {"restart_limit=0"});
+  EXPECT_HAS(e, "--set restart_limit=0: restart_limit: 0 breaks guarantee: exactly-once");
+  e = parse_err(kChain, {"send_queue=async"});
+  EXPECT_HAS(e, "--set send_queue=async: send_queue: async cannot carry the acks");
+  // A sink's Kafka rows without transactions may come twice: not exactly once.
+  const std::vector<std::string> kafka = {"kafka_bootstrap=127.0.0.1:9092", "processes.2.kafka_topic=out",
+                                          "kafka_transactions=off"};
+  e = parse_err(kChain, kafka);
+  EXPECT_HAS(e, "--set kafka_transactions=off: kafka_transactions: off breaks guarantee: exactly-once "
+                "(the default): sink 'sink', restarted");
+  std::vector<std::string> alo_kafka = kafka;
+  alo_kafka.push_back("guarantee=at-least-once");
+  parse_ok(kChain, alo_kafka);
+  // The resolved file says the guarantee, and reads back the same.
+  for (const char* g : {"none", "at-least-once", "exactly-once"}) {
+    const Deployment d = parse_ok(std::string("guarantee: ") + g + "\n" + kChain);
+    EXPECT_HAS(dump_deployment(d), std::string("guarantee: ") + g);
+    expect_same(d, parse_ok(dump_deployment(d)));
+  }
 }
 
 }  // namespace

@@ -123,7 +123,7 @@ TEST(Config, ALinkWithAcksGetsMoreSlotsWhereItsReceiverHoldsThem) {
 )";
   EXPECT_EQ(slots(parse_ok(grouped, {"acks=on"})), (V{more, def}));
   // Its output without acks: a slot comes back once its frame is sent.
-  EXPECT_EQ(slots(parse_ok(kChain, {"acks=on", "node_backup=copies", "links.1.acks=off"})),
+  EXPECT_EQ(slots(parse_ok(kChain, {"guarantee=none", "acks=on", "node_backup=copies", "links.1.acks=off"})),
             (V{def, def}));
   const std::string merged = R"(acks: on
 processes:
@@ -137,7 +137,7 @@ links:
   - {from: node-a, to: sink, slots: 16}
 )";
   EXPECT_EQ(slots(parse_ok(merged)), (V{more, more, 16}));
-  EXPECT_EQ(slots(parse_ok(merged, {"links.2.acks=off"})), (V{def, def, 16}));
+  EXPECT_EQ(slots(parse_ok(merged, {"guarantee=none", "links.2.acks=off"})), (V{def, def, 16}));
   EXPECT_EQ(slots(parse_ok(std::string("acks: on\nslots: 32\n") + grouped)), (V{32, 32}));
   EXPECT_EQ(slots(parse_ok(grouped, {"acks=on", "slots=96"})), (V{96, 96}));
   EXPECT_EQ(slots(parse_ok(dump_deployment(parse_ok(merged)))), (V{more, more, 16}));
@@ -145,7 +145,7 @@ links:
 }
 
 TEST(Config, DottedOverrides) {
-  Deployment d = parse_ok(kChain, {"processes.1.host=10.0.0.2", "processes.0.cores=1.5",
+  Deployment d = parse_ok(kChain, {"guarantee=none", "processes.1.host=10.0.0.2", "processes.0.cores=1.5",
                                    "processes.2.port=9000", "send_queue=async", "rx_poll=select",
                                    "wait=hybrid", "congestion=bbr"});
   EXPECT_EQ(d.processes[1].host, "10.0.0.2");

@@ -29,6 +29,32 @@ namespace sluice::cfg {
 // upstreams must send one schema (a union of one schema); each operator
 // checks its fields against what flows into it and says what flows out.
 // Emitting operators get their derived stream's id, after every loadgen's.
+namespace {
+
+// A loadgen with source: file: a file to read, one stream, a time field of
+// its schema, one pace.
+Status check_file_source(const Deployment& d, const ProcessConfig& p) {
+  if (p.source != "file") return {};
+  auto fail = [&](const std::string& msg) {
+    return Status::Error(fmt::format("{}: process '{}' (source: file): {}", p.source_line, p.name, msg));
+  };
+  if (d.source_file.empty()) return fail("source_file names no file (--set source_file=PATH)");
+  if (d.streams != 1)
+    return fail(fmt::format("a file is one stream per instance, not streams: {}", d.streams));
+  if (d.burst_events > 0) return fail("bursts are the generator's; pace a file by rate or source_time_field");
+  if (!(d.source_speedup > 0)) return fail(fmt::format("source_speedup {} is not above 0", d.source_speedup));
+  if (!d.source_time_field.empty()) {
+    FieldRef f;
+    if (!p.out_schema.find(d.source_time_field, &f) || f.type == FieldType::kBytes || d.source_time_field == "seq")
+      return fail(fmt::format("source_time_field '{}' is no numeric field of schema {}", d.source_time_field,
+                              p.out_schema.describe()));
+    if (d.rate > 0) return fail("a time field and a rate both pace it: give one");
+  }
+  return {};
+}
+
+}  // namespace
+
 Status resolve_schemas(Deployment* d, const Places& at) {
   auto& ps = d->processes;
   uint32_t next_stream = 0;
@@ -62,6 +88,7 @@ Status resolve_schemas(Deployment* d, const Places& at) {
         return Status::Error(fmt::format("{}: process '{}': source: kafka needs kafka_bootstrap "
                                          "(HOST:PORT of the broker; scripts/kafka.sh up prints it)",
                                          p.source_line, p.name));
+      if (Status st = check_file_source(*d, p); !st) return st;
       continue;
     }
     if (p.source != "generator")
@@ -127,6 +154,17 @@ Status resolve_schemas(Deployment* d, const Places& at) {
       cur = std::move(out);
     }
     p.out_schema = std::move(cur);
+    // The results' columns: fields of what the sink writes.
+    for (const std::string& f : p.results_fields) {
+      FieldRef ref;
+      if (!p.out_schema.find(f, &ref)) {
+        std::string have;
+        for (const auto& fs : p.out_schema.fields()) have += (have.empty() ? "" : ", ") + fs.name;
+        return Status::Error(fmt::format("{}: process '{}': results_fields names '{}', no field of what "
+                                         "it receives ({})",
+                                         p.source_line, p.name, f, have));
+      }
+    }
   }
   (void)at;
   return {};

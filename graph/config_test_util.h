@@ -79,6 +79,10 @@ inline void expect_same(const Deployment& a, const Deployment& b) {
     EXPECT_EQ(a.hosts[i].ssh_user, b.hosts[i].ssh_user);
     EXPECT_EQ(a.hosts[i].ssh_port, b.hosts[i].ssh_port);
   }
+  EXPECT_EQ(a.guarantee, b.guarantee);
+  EXPECT_EQ(a.link.acks, b.link.acks);
+  EXPECT_EQ(a.restart, b.restart);
+  EXPECT_EQ(a.checkpoint_interval_ms, b.checkpoint_interval_ms);
   EXPECT_EQ(a.metrics, b.metrics);
   EXPECT_EQ(a.metrics_address, b.metrics_address);
   EXPECT_EQ(a.metrics_port, b.metrics_port);

@@ -12,6 +12,11 @@
 //                        address clashes with every address of its host).
 //   validate_split_keys  split: key hashes a numeric field of what the
 //                        process sends, and only a node splits by key.
+//   validate_guarantee   under at-least-once or exactly-once, no key given
+//                        beside the guarantee breaks its promise.
+//   validate_restarts    a process with restart: on-failure can go on once
+//                        started again: acks on its links, snapshots where
+//                        it keeps state (a sink, a stateful operator).
 //
 // An error names the key to fix where it was given: a link's own key at the
 // link's line, a top-level default at the top level's line (Places), or the
@@ -23,6 +28,7 @@
 #include <map>
 
 #include "graph/config_stages.h"
+#include "graph/operator.h"
 #include "transport/event.h"
 #include "transport/handshake.h"
 
@@ -60,8 +66,15 @@ Status validate_split_keys(const Deployment& d, const std::vector<Places>& proce
                                                         : "splits by stream or copy"));
     // A sink reconciles each stream on one path: parts of one event that
     // come back together by two links interleave (counted duplicated, and
-    // with acks dropped), and what operators made of them on each path
-    // does not add up there either (a group-by on each: every tuple lost).
+    // with acks dropped). A process whose operators consume their input (a
+    // group-by, say: the key's replicas) ends the parts' paths: past it goes
+    // its own derived stream, and its END's accounts of the parts, which a
+    // union adds up again (NetSource::merge_end).
+    auto consumes = [&](size_t j) {
+      for (const OperatorConfig& op : d.processes[j].operators)
+        if (const OperatorSpec* spec = find_operator_spec(op.kind); spec && spec->emits) return true;
+      return false;
+    };
     {
       const std::vector<size_t> outs = d.outputs_of(i);
       std::vector<int> reached(d.processes.size(), -1);  // by which of the split's links
@@ -70,13 +83,15 @@ Status validate_split_keys(const Deployment& d, const std::vector<Places>& proce
         while (!todo.empty()) {
           const size_t j = todo.back();
           todo.pop_back();
+          if (consumes(j)) continue;
           if (reached[j] == static_cast<int>(k)) continue;
           if (reached[j] >= 0)
             return at.error(path + ".split", "split",
                             fmt::format("process '{}': split: key sends each key down one of its links, and "
                                         "the links to '{}' and '{}' meet again at '{}': a sink reconciles "
-                                        "each stream on one path, and the parts (or what operators made "
-                                        "of them) would not add up there; give each path its own sink",
+                                        "each stream on one path, and the parts would interleave there; "
+                                        "give each path its own sink, or consume the parts on the way "
+                                        "(a group-by)",
                                         p.name, d.processes[d.links[outs[reached[j]]].to].name,
                                         d.processes[d.links[outs[k]].to].name, d.processes[j].name));
           reached[j] = static_cast<int>(k);
@@ -90,6 +105,124 @@ Status validate_split_keys(const Deployment& d, const std::vector<Places>& proce
                                   "checkpoint_interval_ms: its accounts of what went to the other "
                                   "links are state a restart would lose, and each sink would count "
                                   "those tuples filtered", p.name));
+  }
+  return {};
+}
+
+// ------------------------------------------------ guarantees and restarts
+
+// Under at-least-once or exactly-once, a key given beside the guarantee
+// wins only where it keeps the promise: every link with acks (an async
+// send queue cannot carry them), every process restarted, snapshots on.
+// The error names the key given, the guarantee and what to set. Checked
+// before validate, whose own checks of acks say less.
+Status validate_guarantee(const Deployment& d, const Places& at, const std::vector<Places>& link_at,
+                          const std::vector<Places>& process_at) {
+  if (d.guarantee == Guarantee::kNone) return {};
+  const std::string given = at.at("guarantee");
+  const std::string g = fmt::format("guarantee: {} ({})", guarantee_name(d.guarantee),
+                                    !at.of.count("guarantee")     ? std::string("the default")
+                                    : given.rfind("--set ", 0) == 0 ? given
+                                                                  : "at " + given);
+  const std::string or_none = "; or set guarantee: none, which promises nothing";
+  // A link's key: where the link set it, else where the top level did.
+  auto link_error = [&](size_t l, const std::string& key, const std::string& msg) {
+    const std::string text = link_name(d, l) + ": " + msg;
+    if (link_at[l].of.count(key))
+      return link_at[l].error(fmt::format("links.{}.{}", l, key), key, text);
+    return at.error(key, d.chain ? msg : text);
+  };
+  for (size_t l = 0; l < d.links.size(); ++l) {
+    const LinkOptions& o = d.links[l].options;
+    if (!o.acks)
+      return link_error(l, "acks",
+                        fmt::format("acks: off breaks {}: a sender without acks keeps nothing to send "
+                                    "again, so a death loses what was in flight; leave acks out (the "
+                                    "guarantee sets it on){}",
+                                    g, or_none));
+    if (o.transport == "tcp" && o.tcp.async_send) {
+      const bool own = link_at[l].of.count("send_queue") || link_at[l].of.count("preset");
+      const std::string key = (own ? link_at[l] : at).of.count("send_queue") ? "send_queue" : "preset";
+      const std::string what = key == "send_queue" ? std::string("send_queue: async")
+                                                   : fmt::format("preset: {} (send_queue: async)",
+                                                                 own ? d.links[l].preset : d.preset);
+      const std::string msg = fmt::format(
+          "{} cannot carry the acks that {} needs (an async send queue's thread reads the credits, "
+          "and the acknowledgements with them); set send_queue: sync beside it{}",
+          what, g, or_none);
+      if (own) return link_at[l].error(fmt::format("links.{}.{}", l, key), key, link_name(d, l) + ": " + msg);
+      return at.error(key, d.chain ? msg : link_name(d, l) + ": " + msg);
+    }
+  }
+  for (size_t i = 0; i < d.processes.size(); ++i) {
+    const ProcessConfig& p = d.processes[i];
+    if (restarts_on_failure(d, p)) continue;
+    if (process_at[i].of.count("restart"))
+      return process_at[i].error(
+          fmt::format("processes.{}.restart", i), "restart",
+          fmt::format("process '{}': restart: never breaks {}: its death would end the run; leave "
+                      "its restart out (the guarantee sets on-failure){}",
+                      p.name, g, or_none));
+    return at.error("restart", fmt::format("restart: never breaks {}: a process's death would end "
+                                           "the run; leave restart out (the guarantee sets "
+                                           "on-failure){}",
+                                           g, or_none));
+  }
+  for (const ProcessConfig& p : d.processes)
+    if (!p.kafka_topic.empty() && d.guarantee == Guarantee::kExactlyOnce && d.kafka_transactions == "off")
+      return at.error("kafka_transactions",
+                      fmt::format("kafka_transactions: off breaks {}: sink '{}', restarted, writes to "
+                                  "Kafka again the rows it wrote after its last snapshot; leave it out "
+                                  "(auto commits them with each snapshot), or set guarantee: "
+                                  "at-least-once",
+                                  g, p.name));
+  if (d.restart_limit == 0)
+    return at.error("restart_limit",
+                    fmt::format("restart_limit: 0 breaks {}: no process would be started again; give "
+                                "it at least 1 (3 unless set){}",
+                                g, or_none));
+  if (d.checkpoint_interval_ms == 0)
+    return at.error("checkpoint_interval_ms",
+                    fmt::format("checkpoint_interval_ms: 0 breaks {}: a sink, or an operator that keeps "
+                                "state, started again without a snapshot would start its counts or "
+                                "its state over; leave it out (the guarantee sets {}) or give it a "
+                                "positive value{}",
+                                g, kGuaranteeCheckpointMs, or_none));
+  return {};
+}
+
+// Whatever the guarantee, a process with restart: on-failure must be able
+// to go on once started again: its links have acks (its neighbours replay
+// what it lost; without, its death breaks them too, and the run fails at
+// the first death anyway), and a sink or an operator that keeps state has
+// snapshots to restore (restart_loses_state). Said when the file is read,
+// not found out at the first death. The error is given where restart was.
+Status validate_restarts(const Deployment& d, const Places& at, const std::vector<Places>& link_at,
+                         const std::vector<Places>& process_at) {
+  (void)link_at;
+  const std::string or_default = "; or leave acks, restart and checkpoint_interval_ms to the "
+                                 "guarantee (at-least-once or exactly-once sets all three)";
+  for (size_t i = 0; i < d.processes.size(); ++i) {
+    const ProcessConfig& p = d.processes[i];
+    if (!restarts_on_failure(d, p)) continue;
+    auto err = [&](const std::string& msg) {
+      if (process_at[i].of.count("restart"))
+        return process_at[i].error(fmt::format("processes.{}.restart", i), "restart", msg);
+      if (at.of.count("restart")) return at.error("restart", msg);
+      return Status::Error(fmt::format("{}: process '{}': {}", p.source_line, p.name, msg));
+    };
+    std::vector<size_t> touching = d.inputs_of(i);
+    for (size_t l : d.outputs_of(i)) touching.push_back(l);
+    for (size_t l : touching)
+      if (!d.links[l].options.acks)
+        return err(fmt::format(
+            "process '{}' has restart: on-failure, but {} has acks: off: without acks its neighbours "
+            "keep nothing to send again, so its death loses what was in flight and breaks their "
+            "links (they fail in turn); set acks: on, or restart: never{}",
+            p.name, link_name(d, l), or_default));
+    if (Status st = restart_loses_state(d, i); !st)
+      return err(fmt::format("process '{}' has restart: on-failure, but {}; or set restart: never{}",
+                             p.name, st.message(), or_default));
   }
   return {};
 }
@@ -176,6 +309,69 @@ Status validate_graph(const Deployment& d, const Places& at) {
   return {};
 }
 
+// An END as a sender writes it: how many streams it names and which
+// accounts each carries (EndOfStream's flags), sized by the code's own
+// EndOfStream::end_wire_bytes.
+struct EndSize {
+  uint32_t streams = 0;
+  uint32_t flags = 0;
+  size_t bytes() const { return EndOfStream::end_wire_bytes(streams, flags); }
+  // "8 + 56 x 100 streams, each with the accounts of a key split upstream"
+  std::string how() const {
+    const size_t base = EndOfStream::end_wire_bytes(0, flags);
+    const size_t each = EndOfStream::end_wire_bytes(1, flags) - base;
+    const char* whose = !(flags & kEndAccounts)      ? ""
+                        : (flags & kEndPartitioned) ? ", each with the accounts of a key split upstream"
+                                                    : ", each with the accounts of operators upstream";
+    return fmt::format("{} + {} x {} streams{}", base, each, streams, whose);
+  }
+};
+
+// The END each link carries, and each process writes after its operators
+// (`out[i]`), as the code builds them: a load generator names its streams;
+// a process with one upstream link passes its END on, one with several
+// merges theirs (NetSource::merge_end: their streams, and accounts if any
+// had them, the partitioned count dropped); an operator that consumes its
+// input adds the accounts and its derived stream (StreamAccounts::add_to,
+// EventWriter::end); a key split sends every link every stream with the
+// accounts and the partitioned count, a split by stream each link its
+// share, a copy everything (NetDestination::end). A share assumes the
+// streams' ids spread evenly over the links (they are consecutive).
+void end_sizes(const Deployment& d, std::vector<EndSize>* out, std::vector<EndSize>* on_link) {
+  out->assign(d.processes.size(), {});
+  on_link->assign(d.links.size(), {});
+  const std::vector<size_t> order = d.start_order();  // downstream first
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const size_t i = *it;
+    const ProcessConfig& p = d.processes[i];
+    EndSize& e = (*out)[i];
+    if (p.role == Role::kLoadgen) {
+      e.streams = d.streams;
+    } else {
+      const std::vector<size_t> in = d.inputs_of(i);
+      for (size_t l : in) {
+        e.streams += (*on_link)[l].streams;
+        e.flags |= in.size() == 1 ? (*on_link)[l].flags : (*on_link)[l].flags & kEndAccounts;
+      }
+      for (const OperatorConfig& op : p.operators) {
+        const OperatorSpec* spec = find_operator_spec(op.kind);
+        if (!spec || !spec->emits) continue;
+        e.flags |= kEndAccounts;
+        ++e.streams;
+      }
+    }
+    e.streams = std::min<uint32_t>(e.streams, kMaxStreams);
+    const std::vector<size_t> outs = d.outputs_of(i);
+    const uint32_t k = static_cast<uint32_t>(outs.size());
+    for (size_t l : outs) {
+      EndSize& c = (*on_link)[l];
+      c = e;
+      if (k > 1 && p.split == Split::kKey) c.flags |= kEndAccounts | kEndPartitioned;
+      if (k > 1 && p.split == Split::kStream) c.streams = (e.streams + k - 1) / k;
+    }
+  }
+}
+
 }  // namespace
 
 // `link_at[l]`: where link l and the keys it set itself were given;
@@ -217,6 +413,8 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
                                            kMaxStreams));
   const uint32_t tpe = tuples_per_event(d.tuple_bytes, d.event_bytes);
   const size_t wire = event_wire_bytes(d.tuple_bytes, tpe, d.data_bytes);
+  std::vector<EndSize> end_out, end_on;
+  end_sizes(d, &end_out, &end_on);
   for (size_t l = 0; l < d.links.size(); ++l) {
     const LinkOptions& o = d.links[l].options;
     const std::string name = link_name(d, l);
@@ -260,11 +458,34 @@ Status validate(const Deployment& d, const Places& at, const std::vector<Places>
       }
       return at.error(key, d.chain ? msg : name + ": " + msg);
     }
-    const size_t end_bytes = 8 + size_t{d.streams_into(d.links[l].to)} * sizeof(EndOfStreamEntry);
-    if (end_bytes > o.slot_bytes)
-      return err("slot_bytes", fmt::format("the end of the stream names {} streams ({} bytes), more "
-                                           "than slot_bytes {}; raise slot_bytes or lower streams",
-                                           d.streams_into(d.links[l].to), end_bytes, o.slot_bytes));
+    const EndSize& e = end_on[l];
+    if (e.bytes() > o.slot_bytes)
+      return err("slot_bytes", fmt::format("the end of the stream it carries is {} bytes ({}), "
+                                           "more than slot_bytes {}; raise slot_bytes to at least "
+                                           "{} or lower streams",
+                                           e.bytes(), e.how(), o.slot_bytes, e.bytes()));
+  }
+  // A process that rewrites END (merging its upstreams', adding its
+  // operators') writes it into the slot END came in: one of its receive
+  // pool's, as large as its largest input link's.
+  for (size_t i = 0; i < d.processes.size(); ++i) {
+    const std::vector<size_t> in = d.inputs_of(i);
+    if (in.empty()) continue;
+    size_t widest = in[0];
+    for (size_t l : in)
+      if (d.links[l].options.slot_bytes > d.links[widest].options.slot_bytes) widest = l;
+    const EndSize& e = end_out[i];
+    const uint32_t slot = d.links[widest].options.slot_bytes;
+    if (e.bytes() <= slot) continue;
+    const std::string msg = fmt::format(
+        "process '{}': the end of the stream after its {} is {} bytes ({}), more than its slot of "
+        "{} bytes (the largest slot_bytes of its input links); raise slot_bytes of {} to at least "
+        "{}",
+        d.processes[i].name, in.size() > 1 ? "merge and operators" : "operators", e.bytes(),
+        e.how(), slot, link_name(d, widest), e.bytes());
+    if (link_at[widest].of.count("slot_bytes") || (!d.chain && !at.of.count("slot_bytes")))
+      return link_at[widest].error(fmt::format("links.{}.slot_bytes", widest), "slot_bytes", msg);
+    return at.error("slot_bytes", msg);
   }
   // Every link's receiver listens on its own port for each instance. An
   // error names where the port came from: the link's own `port`, else its

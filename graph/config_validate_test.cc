@@ -351,3 +351,75 @@ links:
 
 }  // namespace
 }  // namespace sluice
+
+namespace sluice {
+namespace {
+
+const char* const kEsperFile = R"(schema: esper
+schemas:
+  esper:
+    fields:
+      - {name: p0, type: i64}
+      - {name: p1, type: f64}
+      - {name: tag, type: bytes, width: 4}
+)";
+
+// kChain with a loadgen that reads a file.
+const char* const kFileChain = R"(processes:
+  - {name: loadgen, role: loadgen, source: file}
+  - {name: node-a, role: node}
+  - {name: sink, role: sink}
+)";
+
+TEST(ConfigFileSource, KeysReadAndDumpedBack) {
+  Deployment d = parse_ok(std::string(kEsperFile) + R"(source_file: /data/in.jsonl
+bad_records: reject
+source_time_field: p1
+source_time_unit: ms
+source_speedup: 10
+processes:
+  - {name: loadgen, role: loadgen, source: file, record_format: jsonl}
+  - {name: sink, role: sink, results: out.bin, results_format: binary, results_fields: [p1, seq]}
+)");
+  EXPECT_EQ(d.processes[0].source, "file");
+  EXPECT_EQ(d.source_file, "/data/in.jsonl");
+  EXPECT_EQ(d.processes[0].record_format, "jsonl");
+  EXPECT_EQ(d.bad_records, "reject");
+  EXPECT_EQ(d.source_time_field, "p1");
+  EXPECT_EQ(d.source_time_unit, "ms");
+  EXPECT_EQ(d.source_speedup, 10);
+  EXPECT_EQ(d.processes[1].results_format, "binary");
+  EXPECT_EQ(d.processes[1].results_fields, (std::vector<std::string>{"p1", "seq"}));
+  const Deployment again = parse_ok(dump_deployment(d));
+  EXPECT_EQ(again.source_file, d.source_file);
+  EXPECT_EQ(again.processes[0].source, "file");
+  EXPECT_EQ(again.processes[0].record_format, "jsonl");
+  EXPECT_EQ(again.source_time_field, "p1");
+  EXPECT_EQ(again.processes[1].results_fields, d.processes[1].results_fields);
+  EXPECT_EQ(again.processes[1].results_format, "binary");
+  // --set gives the fields as one string.
+  d = parse_ok(std::string(kEsperFile) + "source_file: in.csv\n" + kFileChain,
+               {"processes.2.results=r.csv", "processes.2.results_fields=p0, p1"});
+  EXPECT_EQ(d.processes[2].results_fields, (std::vector<std::string>{"p0", "p1"}));
+}
+
+TEST(ConfigFileSource, WhatAFileSourceCannotDoIsAnError) {
+  const std::string base = std::string(kEsperFile);
+  EXPECT_HAS(parse_err(base + kFileChain), "process 'loadgen' (source: file): source_file names no file");
+  const std::string file = base + "source_file: in.csv\n";
+  EXPECT_HAS(parse_err(file + "streams: 2\n" + kFileChain), "a file is one stream per instance, not streams: 2");
+  EXPECT_HAS(parse_err(file + "burst_events: 10\nburst_ms: 5\n" + kFileChain), "bursts are the generator's");
+  EXPECT_HAS(parse_err(file + "source_time_field: tag\n" + kFileChain), "source_time_field 'tag' is no numeric field");
+  EXPECT_HAS(parse_err(file + "source_time_field: nope\n" + kFileChain), "source_time_field 'nope' is no numeric field");
+  EXPECT_HAS(parse_err(file + "source_time_field: p0\nrate: 100\n" + kFileChain),
+             "a time field and a rate both pace it: give one");
+  EXPECT_HAS(parse_err(file + "source_speedup: 0\n" + kFileChain), "source_speedup 0 is not above 0");
+  EXPECT_HAS(parse_err(file + kFileChain, {"processes.0.record_format=xml"}),
+             "invalid value 'xml' (allowed: csv, jsonl, binary)");
+  EXPECT_HAS(parse_err(file + kFileChain, {"processes.2.results=r.csv", "processes.2.results_fields=p0,p2"}),
+             "process 'sink': results_fields names 'p2', no field of what it receives (seq, p0, p1, tag)");
+  EXPECT_HAS(parse_err(file + kFileChain, {"processes.2.results_format=xml"}), "invalid value 'xml' (allowed: csv, jsonl, binary)");
+}
+
+}  // namespace
+}  // namespace sluice

@@ -89,13 +89,23 @@ std::string dump_deployment(const Deployment& d) {
     else
       e << YAML::Key << "pin_stages" << YAML::Value << (p.pin_stages ? "on" : "off");
     if (!p.schema.empty()) e << YAML::Key << "schema" << YAML::Value << YAML::DoubleQuoted << p.schema;
-    if (!p.results.empty()) e << YAML::Key << "results" << YAML::Value << YAML::DoubleQuoted << p.results;
+    if (!p.results.empty()) {
+      e << YAML::Key << "results" << YAML::Value << YAML::DoubleQuoted << p.results;
+      e << YAML::Key << "results_format" << YAML::Value << p.results_format;
+      if (!p.results_fields.empty()) {
+        e << YAML::Key << "results_fields" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+        for (const auto& f : p.results_fields) e << f;
+        e << YAML::EndSeq;
+      }
+    }
     if (p.source != "generator") e << YAML::Key << "source" << YAML::Value << p.source;
     if (!p.kafka_topic.empty())
       e << YAML::Key << "kafka_topic" << YAML::Value << YAML::DoubleQuoted << p.kafka_topic;
     if (p.record_format != "csv") e << YAML::Key << "record_format" << YAML::Value << p.record_format;
     if (!p.restart.empty()) e << YAML::Key << "restart" << YAML::Value << p.restart;
     if (!p.threads.empty()) e << YAML::Key << "threads" << YAML::Value << p.threads;
+    // Expanded: written as one process each, never expanded again.
+    if (p.parallelism) e << YAML::Key << "parallelism" << YAML::Value << p.parallelism;
     e << YAML::Key << "operators" << YAML::Value << YAML::Flow << YAML::BeginSeq;
     for (const auto& op : p.operators) {
       e << YAML::BeginMap << YAML::Key << op.kind << YAML::Value << YAML::BeginMap;

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -77,6 +78,7 @@ class KernelOp final : public Operator {
       else
         accounts_.aggregated(h.stream, h.tuple_count);
       if (h.send_ts_ns > sink_.ts) sink_.ts = h.send_ts_ns;
+      if constexpr (requires(K& k) { k.stream(0u); }) k_.stream(h.stream);
       if (h.tuple_count) k_.consume(t, h.tuple_count, h.tuple_bytes, sink_);
     }
     w_.flush(out);
@@ -172,25 +174,81 @@ Status parse_aggs(const std::string& text, std::vector<kernels::AggSpec>* out) {
   return {};
 }
 
+// per_stream: one aggregate per input stream, each with its own windows,
+// made from the same spec when the stream's first event comes (once per
+// stream, at most kMaxStreams): what such a group-by emits depends only on
+// each stream's tuples, not on how the streams interleave, so the key's
+// replicas (parallelism) together emit the rows one process would.
 struct GroupByK {
   kernels::GroupAggregate k;
   bool advance = false;  // time windows over a timestamp field follow the watermark
+  bool per_stream = false;
+  kernels::GroupAggSpec spec;  // per_stream: what each stream's aggregate is made from
+  Schema in;
+  std::vector<std::unique_ptr<kernels::GroupAggregate>> streams;  // per_stream: by stream id
+  kernels::GroupAggregate* cur = nullptr;  // per_stream: the current event's stream's (not k: moved)
   Status st;
+  void stream(uint32_t s) {
+    if (!per_stream) return;
+    if (s >= streams.size()) {
+      st = Status::Error(fmt::format("stream {} beyond {}", s, streams.size()));
+      return;
+    }
+    if (!streams[s]) made(s);
+    cur = streams[s].get();
+  }
+  kernels::GroupAggregate* made(uint32_t s) {
+    auto g = std::make_unique<kernels::GroupAggregate>();
+    if (Status e = kernels::GroupAggregate::make(in, spec, g.get()); !e) st = e;
+    streams[s] = std::move(g);
+    return streams[s].get();
+  }
+  template <class F>
+  void each(F f) {
+    if (!per_stream) return f(k);
+    for (auto& g : streams)
+      if (g) f(*g);
+  }
   void consume(const std::byte* t, size_t n, uint32_t stride, RowSink& s) {
     if (!st) return;  // failed: the stage stops the instance
-    st = k.consume(t, n, stride, RowEmit(s));
+    st = (cur ? *cur : k).consume(t, n, stride, RowEmit(s));
   }
   void on_time(uint64_t wm, RowSink& s) {
-    if (advance && st && wm != UINT64_MAX) k.advance_to(wm, RowEmit(s));
+    if (advance && st && wm != UINT64_MAX) each([&](kernels::GroupAggregate& g) { g.advance_to(wm, RowEmit(s)); });
   }
   void flush(RowSink& s) {
-    if (st) k.flush(RowEmit(s));
+    if (st) each([&](kernels::GroupAggregate& g) { g.flush(RowEmit(s)); });
   }
-  size_t bytes() const { return k.bytes_held(); }
+  size_t bytes() const {
+    size_t b = per_stream ? 0 : k.bytes_held();
+    for (const auto& g : streams)
+      if (g) b += g->bytes_held();
+    return b;
+  }
   Status status() const { return st; }
   static constexpr bool kSaves = true;
-  void save(SnapshotOut& out) const { k.save(out); }
-  Status load(SnapshotIn& in) { return k.load(in); }
+  void save(SnapshotOut& out) const {
+    if (!per_stream) return k.save(out);
+    uint32_t n = 0;
+    for (const auto& g : streams) n += g ? 1 : 0;
+    out.put<uint32_t>(n);
+    for (uint32_t s = 0; s < streams.size(); ++s)
+      if (streams[s]) {
+        out.put<uint32_t>(s);
+        streams[s]->save(out);
+      }
+  }
+  Status load(SnapshotIn& in_) {
+    if (!per_stream) return k.load(in_);
+    const uint32_t n = in_.get<uint32_t>();
+    for (uint32_t i = 0; i < n && in_.ok(); ++i) {
+      const uint32_t s = in_.get<uint32_t>();
+      if (!in_.ok() || s >= streams.size()) return Status::Error("a per-stream group-by's stream beyond its table");
+      if (Status e = made(s)->load(in_); !e) return e;
+    }
+    if (!in_.ok()) return Status::Error(in_.what());
+    return st;
+  }
 };
 
 Status groupby_kernel(const OperatorConfig& cfg, const Schema& in, GroupByK* out) {
@@ -213,6 +271,12 @@ Status groupby_kernel(const OperatorConfig& cfg, const Schema& in, GroupByK* out
   if (mg == 0 || mg > (1u << 28)) return Status::Error("max_groups: 1 to 268435456");
   spec.max_groups = static_cast<uint32_t>(mg);
   if (Status st = kernels::GroupAggregate::make(in, spec, &out->k); !st) return st;
+  out->per_stream = cfg.get("per_stream") == "on";
+  if (out->per_stream) {
+    out->spec = spec;
+    out->in = in;
+    out->streams.resize(kMaxStreams);
+  }
   FieldRef tf;
   // The runtime's watermark is the events' send time (ns). It may close
   // windows only when the file says the time field holds that same time:
@@ -464,6 +528,10 @@ const OperatorSpec& groupby_spec() {
            "event time in ns, so an idle stream's windows close)", "field|event"},
           {"having", ParamType::kString, "", "over the row, e.g. \"sum(p1) >= 100000000\"", nullptr},
           {"max_groups", ParamType::kU64, "1024", "groups per window at most (the table's size)", nullptr},
+          {"per_stream", ParamType::kEnum, "off", "on: each input stream has windows and groups of its "
+           "own (its table made when its first event comes), so the rows depend on each stream's "
+           "tuples alone, not on how the streams interleave: what replicas of it split by key "
+           "(parallelism) emit together equals what one emits", "off|on"},
       },
       true, 4, 0, groupby_output, make_groupby};
   return s;

@@ -38,6 +38,16 @@ size_t generator_slots(const Deployment& d, bool remakes) {
   return std::min<size_t>(d.loadgen_slots, std::max<size_t>(16, kQueueBytes / ev) + window);
 }
 
+}  // namespace
+
+size_t loadgen_pool_slots(const Deployment& d, bool remakes) { return generator_slots(d, remakes); }
+
+size_t loadgen_slot_bytes(const Deployment& d) {
+  return std::max(event_bytes_of(d), 8 + size_t{d.streams} * sizeof(EndOfStreamEntry));
+}
+
+namespace {
+
 // The reserve a replay remakes events in: a frame's worth (as many events
 // as fill the receiver's slot), where acks keep events by header.
 size_t generator_reserve(const Deployment& d, bool remakes) {
@@ -140,8 +150,7 @@ Generator::Generator(const Deployment& d, uint32_t instance, uint32_t first_stre
       burst_ms_(d.burst_ms),
       burst_events_(d.burst_events),
       wait_(d.wait),
-      pool_(generator_slots(d, generator_reserve(d, remakes) > 0),
-            std::max(event_bytes_of(d), 8 + size_t{d.streams} * sizeof(EndOfStreamEntry)),
+      pool_(generator_slots(d, generator_reserve(d, remakes) > 0), loadgen_slot_bytes(d),
             generator_reserve(d, remakes)),
       next_seq_(d.streams, 0),
       events_(d.streams, 0) {

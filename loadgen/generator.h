@@ -1,4 +1,4 @@
-// loadgen/: may include base/, transport/, graph/ and node/.
+// loadgen/: may include base/, transport/, graph/, node/ and codec/.
 //
 // The load generator: a Source that makes events instead of receiving them.
 //
@@ -73,6 +73,13 @@ class Generator;
 // Not for split: key (a link gets parts of events, not whole ones).
 uint64_t events_safe_downstream(Split split, uint32_t first_stream, uint32_t streams, uint64_t base,
                                 std::span<const uint64_t> acked);
+
+// A load generator's pool (the generator's, a file source's): its slots,
+// for the queue of events made and not yet sent and, with acks and
+// without `remakes` (events kept by their slots), the links' windows; and
+// a slot's bytes (an event, or END).
+size_t loadgen_pool_slots(const Deployment& d, bool remakes);
+size_t loadgen_slot_bytes(const Deployment& d);
 
 class Generator final : public Source, public Remaker {
  public:

@@ -19,65 +19,6 @@
 
 namespace sluice {
 
-// ------------------------------------------------------------ records
-
-std::unique_ptr<RecordDecoder> RecordDecoder::make(const std::string& format, const Schema& schema, Status* st) {
-  if (format != "csv") {
-    *st = Status::Error(fmt::format("record_format '{}': only csv is read", format));
-    return nullptr;
-  }
-  auto d = std::unique_ptr<RecordDecoder>(new RecordDecoder);
-  const auto& fs = schema.fields();
-  for (size_t i = 1; i < fs.size(); ++i) {  // fields()[0] is seq, which the source numbers
-    FieldRef r;
-    schema.find(fs[i].name, &r);
-    if (r.type == FieldType::kBytes) {
-      *st = Status::Error(fmt::format("record_format csv: field '{}' is bytes; a csv record carries numbers",
-                                      fs[i].name));
-      return nullptr;
-    }
-    d->fields_.push_back(r);
-    d->names_.push_back(fs[i].name);
-  }
-  return d;
-}
-
-// The schema's fields after seq, in order, comma-separated; a trailing
-// newline (a record written by a line-oriented tool) is allowed.
-bool RecordDecoder::decode(const char* data, size_t len, std::byte* tuple, std::string* why) const {
-  std::string_view rec(data, len);
-  while (!rec.empty() && (rec.back() == '\n' || rec.back() == '\r')) rec.remove_suffix(1);
-  size_t at = 0;
-  for (size_t i = 0; i < fields_.size(); ++i) {
-    if (at > rec.size()) {
-      *why = fmt::format("{} fields, the schema has {} ({}, ...)", i, fields_.size(), names_[0]);
-      return false;
-    }
-    size_t comma = rec.find(',', at);
-    const bool last = i + 1 == fields_.size();
-    if (last && comma != std::string_view::npos) {
-      *why = fmt::format("more than the schema's {} fields (column {} is past '{}')", fields_.size(), comma + 2,
-                         names_.back());
-      return false;
-    }
-    if (!last && comma == std::string_view::npos) {
-      *why = fmt::format("{} fields, the schema has {} ({} missing)", i + 1, fields_.size(), names_[i + 1]);
-      return false;
-    }
-    const size_t end = last ? rec.size() : comma;
-    const std::string_view cell = rec.substr(at, end - at);
-    uint64_t bits = 0;
-    if (!parse_field_value(cell, fields_[i].type, &bits)) {
-      *why = fmt::format("field {} (column {}): '{}' does not parse as {}", names_[i], at + 1,
-                         cell.substr(0, 40), field_type_name(fields_[i].type));
-      return false;
-    }
-    std::memcpy(tuple + fields_[i].offset, &bits, fields_[i].width);
-    at = end + 1;
-  }
-  return true;
-}
-
 // ------------------------------------------------------------ the source
 
 namespace {
@@ -119,7 +60,8 @@ struct KafkaSource::Impl {
   double duration_s = 0;
   bool acks = false, reject = false;
   std::string ends_path;
-  std::unique_ptr<RecordDecoder> decoder;
+  RecordDecoder decoder;  // codec/record.h; ok once made
+  bool decodes = false;
   EventHeader header{};
   Wait wait = Wait::kBlock;
 
@@ -227,8 +169,11 @@ KafkaSource::KafkaSource(const Deployment& d, size_t index, uint32_t instance, u
   m.header.tuple_bytes = m.tuple_bytes;
   m.header.data_bytes = 0;
   m.header.flags = 0;
-  Status st;
-  m.decoder = RecordDecoder::make(pc.record_format, pc.out_schema, &st);
+  // Every field after seq, in the schema's order: a record has no header.
+  RecordFormat format = RecordFormat::kCsv;
+  Status st = parse_record_format(pc.record_format, &format)
+                  ? RecordDecoder::make(pc.out_schema, format, {}, &m.decoder)
+                  : Status::Error(fmt::format("record_format '{}'", pc.record_format));
   // The pool: 1 MiB of events queued, and with acks each link's window of
   // unacknowledged frames (a replay sends the slot again).
   const size_t ev = event_wire_bytes(m.tuple_bytes, m.per_event);
@@ -238,7 +183,7 @@ KafkaSource::KafkaSource(const Deployment& d, size_t index, uint32_t instance, u
   const size_t slots = std::min<size_t>(d.loadgen_slots, std::max<size_t>(16, (1u << 20) / ev) + window);
   pool_ = std::make_unique<SlotPool>(std::max<size_t>(slots, 2 * size_t{m.streams} + 1),
                                      std::max(ev, 8 + size_t{m.streams} * sizeof(EndOfStreamEntry)));
-  if (!st) m.decoder.reset();
+  m.decodes = st.ok();
   m.what = st ? m.what : m.what + ": " + st.message();
 }
 
@@ -327,7 +272,7 @@ Status KafkaSource::Impl::take_committed() {
 
 Status KafkaSource::start() {
   Impl& m = *impl_;
-  if (!m.decoder) return Status::Error(m.what);
+  if (!m.decodes) return Status::Error(m.what);
   if (m.per_event == 0) return Status::Error(m.what + ": event_bytes holds no tuple");
   Status st;
   kafka::Config conf(m.bootstrap);
@@ -488,17 +433,23 @@ bool KafkaSource::Impl::place(SlotPool& pool, rd_kafka_message_t* msg, std::span
   }
   ++records;
   std::byte* tuple = pool.slot(st.slot) + kEventHeaderBytes + size_t{st.count} * tuple_bytes;
-  std::string why;
-  if (!decoder->decode(static_cast<const char*>(msg->payload), msg->payload ? msg->len : 0, tuple, &why)) {
-    const std::string where = fmt::format("topic {} partition {} offset {}", topic, part, msg->offset);
+  // A line-oriented tool's record may end in a line end: not part of it.
+  std::string_view rec(static_cast<const char*>(msg->payload), msg->payload ? msg->len : 0);
+  if (decoder.format() != RecordFormat::kBinary)
+    while (!rec.empty() && (rec.back() == '\n' || rec.back() == '\r')) rec.remove_suffix(1);
+  RecordError err;
+  if (!decoder.decode(rec, tuple, &err)) {
+    // "topic T partition P offset O:COLUMN: field p1 (i64): 'x7' is not an integer"
+    const std::string why =
+        decoder.explain(err, rec, fmt::format("topic {} partition {} offset {}", topic, part, msg->offset));
     if (!reject) {
-      *status = Status::Error(fmt::format("{}: {}: the record does not decode: {} (bad_records: reject passes "
+      *status = Status::Error(fmt::format("{}: the record does not decode: {} (bad_records: reject passes "
                                           "over such records, counting them)",
-                                          what, where, why));
+                                          what, why));
       return true;
     }
     if (++rejected <= 5)
-      spdlog::warn("{}: {}: rejected: {}{}", what, where, why, rejected == 5 ? " (no more are logged)" : "");
+      spdlog::warn("{}: rejected: {}{}", what, why, rejected == 5 ? " (no more are logged)" : "");
     return true;
   }
   const uint64_t seq = st.next_seq + st.count;

@@ -1,9 +1,10 @@
-// loadgen/: may include base/, transport/, graph/, kafka/ and node/.
+// loadgen/: may include base/, transport/, graph/, kafka/, codec/ and node/.
 //
 // The Kafka source: a Source that reads a topic's partitions instead of
 // making tuples (a loadgen with `source: kafka`). One stream per partition;
 // each record's value decodes into one tuple of the stream's schema
-// (record_format), numbered from 0 in its stream as the generator numbers
+// (record_format, decoded by codec/record.h as a file's records are: a
+// record holds the schema's fields after seq, in order), numbered from 0 in its stream as the generator numbers
 // its own.
 //
 // Lifecycle:
@@ -44,24 +45,12 @@
 #include <string>
 #include <vector>
 
+#include "codec/record.h"
 #include "graph/config.h"
 #include "node/node.h"
 #include "transport/event.h"
 
 namespace sluice {
-
-// Decodes one record's value into the tuple's fields after seq, as
-// record_format says. false: `why` says what did not decode and where in
-// the record. The one place a record meets the schema.
-class RecordDecoder {
- public:
-  static std::unique_ptr<RecordDecoder> make(const std::string& format, const Schema& schema, Status* st);
-  bool decode(const char* data, size_t len, std::byte* tuple, std::string* why) const;
-
- private:
-  std::vector<FieldRef> fields_;
-  std::vector<std::string> names_;
-};
 
 class KafkaSource final : public Source {
  public:

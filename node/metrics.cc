@@ -25,7 +25,8 @@ double tv_s(const timeval& tv) { return tv.tv_sec + tv.tv_usec / 1e6; }
 CpuTimes from_rusage(int who) {
   rusage ru{};
   getrusage(who, &ru);
-  return {tv_s(ru.ru_utime), tv_s(ru.ru_stime)};
+  return {tv_s(ru.ru_utime), tv_s(ru.ru_stime), static_cast<uint64_t>(ru.ru_nvcsw),
+          static_cast<uint64_t>(ru.ru_nivcsw)};
 }
 
 // JSON has no inf/nan; a ratio over zero events is reported as 0.
@@ -229,9 +230,11 @@ const Field kFields[] = {
     SLUICE_F(cpe_s, 2), SLUICE_F(cpe_i, 2),
     SLUICE_F(cpb_p, 4), SLUICE_F(epe_joules),
     SLUICE_F(rss_max_bytes),
+    SLUICE_F(ctx_voluntary), SLUICE_F(ctx_involuntary),
     SLUICE_F(lost), SLUICE_F(duplicated), SLUICE_F(corrupt),
     SLUICE_F(filtered), SLUICE_F(aggregated), SLUICE_F(joined), SLUICE_F(partitioned),
     SLUICE_F(credit_waits), SLUICE_F(held_back_s, 3), SLUICE_F(behind_events),
+    SLUICE_F(read_bytes),
     SLUICE_F(replayed), SLUICE_F(deduplicated), SLUICE_F(reconnects),
     SLUICE_F(rejected), SLUICE_F(kafka_commits), SLUICE_F(kafka_rows),
     SLUICE_F(checkpoints), SLUICE_F(snapshot_bytes), SLUICE_F(restored_checkpoint), SLUICE_F(restored_tuples),
@@ -291,7 +294,8 @@ Json measured(const ProcessSummary& s) {
     Json blocked = Json::object();
     for (int r = 0; r < kBlockReasons; ++r) blocked[block_reason_name(r)] = num(st.blocked_s[r], 6);
     stages.push_back({{"name", st.name}, {"user_s", num(st.user_s, 6)}, {"sys_s", num(st.sys_s, 6)},
-                      {"events", st.events}, {"cpus", st.cpus}, {"last_cpu", st.last_cpu},
+                      {"events", st.events}, {"ctx_voluntary", st.ctx_voluntary},
+                      {"ctx_involuntary", st.ctx_involuntary}, {"cpus", st.cpus}, {"last_cpu", st.last_cpu},
                       {"blocked_s", blocked}});
   }
   Json links = Json::array();
@@ -415,6 +419,8 @@ Status summary_from_json(const std::string& text, ProcessSummary* out) {
       e.at("user_s").get_to(ss.user_s);
       e.at("sys_s").get_to(ss.sys_s);
       e.at("events").get_to(ss.events);
+      ss.ctx_voluntary = e.value("ctx_voluntary", ss.ctx_voluntary);
+      ss.ctx_involuntary = e.value("ctx_involuntary", ss.ctx_involuntary);
       ss.cpus = e.value("cpus", ss.cpus);
       ss.last_cpu = e.value("last_cpu", ss.last_cpu);
       if (auto b = e.find("blocked_s"); b != e.end())

@@ -35,12 +35,21 @@ namespace sluice {
 struct CpuTimes {
   double user_s = 0;
   double sys_s = 0;
+  // Context switches: the thread gave up its CPU (it slept: a futex, a
+  // blocking read, epoll) or was preempted. A count the machine's load does
+  // not bend the way it bends time: per event, what the stages' hand-offs
+  // and waits cost (experiments/scaling.py).
+  uint64_t voluntary = 0, involuntary = 0;
   static CpuTimes process();  // RUSAGE_SELF
   static CpuTimes thread();   // RUSAGE_THREAD, the calling thread
-  CpuTimes operator-(const CpuTimes& o) const { return {user_s - o.user_s, sys_s - o.sys_s}; }
+  CpuTimes operator-(const CpuTimes& o) const {
+    return {user_s - o.user_s, sys_s - o.sys_s, voluntary - o.voluntary, involuntary - o.involuntary};
+  }
   CpuTimes& operator+=(const CpuTimes& o) {
     user_s += o.user_s;
     sys_s += o.sys_s;
+    voluntary += o.voluntary;
+    involuntary += o.involuntary;
     return *this;
   }
 };
@@ -175,6 +184,7 @@ struct StageSummary {
   double user_s = 0;
   double sys_s = 0;
   uint64_t events = 0;
+  uint64_t ctx_voluntary = 0, ctx_involuntary = 0;  // its thread's context switches
   std::string cpus;   // the CPUs its thread could run on, as it ended
   int last_cpu = -1;  // the CPU it last ran on
   double blocked_s[kBlockReasons] = {0, 0, 0};  // by BlockReason
@@ -235,6 +245,9 @@ struct ProcessSummary {
 
   double cpe_p = 0, cpe_u = 0, cpe_s = 0, cpe_i = 0, cpb_p = 0, epe_joules = 0;
   uint64_t rss_max_bytes = 0;
+  // Context switches of all its threads over the same interval as user_s
+  // and sys_s (getrusage): voluntary (a thread slept) and involuntary.
+  uint64_t ctx_voluntary = 0, ctx_involuntary = 0;
 
   // Sink only.
   uint64_t lost = 0, duplicated = 0, corrupt = 0, filtered = 0;
@@ -243,8 +256,8 @@ struct ProcessSummary {
   // Upstream backup (acks): events sent again after a link broke, and what a
   // sink dropped as already had; links connected again after a break.
   uint64_t replayed = 0, deduplicated = 0, reconnects = 0;
-  // Kafka endpoints: records that did not decode and were passed over
-  // (bad_records: reject); offset commits (a source) or transactions
+  // Sources of records (Kafka, a file): records that did not decode and
+  // were passed over (bad_records: reject). Kafka endpoints: offset commits (a source) or transactions
   // committed (a sink); rows produced (a sink).
   uint64_t rejected = 0, kafka_commits = 0, kafka_rows = 0;
   // Operator snapshots (a node that checkpoints): snapshots written, the
@@ -282,6 +295,8 @@ struct ProcessSummary {
   // called for by the end of the run that it did not make.
   double held_back_s = 0;
   uint64_t behind_events = 0;
+  // A load generator reading a file (source: file): the bytes it read.
+  uint64_t read_bytes = 0;
   BurstSummary burst;  // sink with bursts only (burst.bursts > 0)
   std::vector<StageSummary> stages;
   std::vector<LinkSummary> links;

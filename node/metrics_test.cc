@@ -119,7 +119,11 @@ TEST(ProcessSummary, JsonRoundTrip) {
   stage.user_s = 0.25;
   stage.sys_s = 0.5;
   stage.events = 9;
+  stage.ctx_voluntary = 5;
+  stage.ctx_involuntary = 2;
   s.stages.push_back(stage);
+  s.ctx_voluntary = 31;
+  s.ctx_involuntary = 3;
   ProcessSummary back;
   ASSERT_TRUE(summary_from_json(s.to_json(), &back).ok());
   EXPECT_EQ(back.name, s.name);
@@ -130,6 +134,10 @@ TEST(ProcessSummary, JsonRoundTrip) {
   EXPECT_DOUBLE_EQ(back.latency_p99_us, 12.5);
   ASSERT_EQ(back.stages.size(), 1u);
   EXPECT_EQ(back.stages[0].events, 9u);
+  EXPECT_EQ(back.stages[0].ctx_voluntary, 5u);
+  EXPECT_EQ(back.stages[0].ctx_involuntary, 2u);
+  EXPECT_EQ(back.ctx_voluntary, 31u);
+  EXPECT_EQ(back.ctx_involuntary, 3u);
   EXPECT_FALSE(summary_from_json("[1, 2", &back).ok());
 }
 

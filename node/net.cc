@@ -168,9 +168,12 @@ bool NetSource::on_freed() {
 // A link with acks broke (its upstream died, or the network between): what
 // it had handed out goes on through the node; once every slot of it came
 // back, the listener waits for the upstream to connect again, and its sender
-// replays what was not acknowledged. Without acks the error ends the stage.
+// replays what was not acknowledged. Without acks the error ends the stage,
+// and so does a protocol error with them: the upstream's bytes were wrong,
+// and its next connection would send them again (PROTOCOL.md, E3). The
+// carriers' and receivers' errors name the link and its peer.
 Status NetSource::link_broke(size_t i, const Status& why) {
-  if (!opts_[i].acks || shut_ || pool_->closed()) return why;
+  if (!opts_[i].acks || why.protocol_error() || shut_ || pool_->closed()) return why;
   if (rejoin_[i]->down) return {};
   spdlog::warn("{}; waiting for its upstream to connect again", why.message());
   if (watching_[i]) {
@@ -305,13 +308,44 @@ Status NetSource::tend_claims() {
 
 // A link's END: merged into one END for the instance. Every END but the last
 // frees its slot at once; the last carries the merged totals. False: drop it.
+//
+// One stream on several links: the parts of a key split met again (replicas
+// of a process split by key, and a process after them that unions them). Each
+// part's accounts explain every tuple of the stream that did not come its way
+// (what the split sent elsewhere, what was dropped before it, what operators
+// after it consumed), so k parts together explain k - 1 streams' worth too
+// many: the merged entry takes them back, from what the split sent elsewhere
+// first (that was the other parts), then from what was dropped before it
+// (every part counts it).
 bool NetSource::merge_end(const Descriptor& d) {
   auto eos = std::make_unique<EndOfStream>();  // once per link, at its end
   read_end(pool_->slot(d.slot), d.bytes, eos.get());  // checked
-  merged_->flags |= eos->flags & kEndAccounts;
-  for (uint32_t i = 0; i < eos->n_streams && merged_->n_streams < kMaxStreams; ++i) {
-    merged_->accounts[merged_->n_streams] = eos->accounts[i];
-    merged_->streams[merged_->n_streams++] = eos->streams[i];
+  merged_->flags |= eos->flags & (kEndAccounts | kEndPartitioned);
+  for (uint32_t i = 0; i < eos->n_streams; ++i) {
+    const EndOfStreamEntry& e = eos->streams[i];
+    uint32_t j = 0;
+    while (j < merged_->n_streams && merged_->streams[j].stream != e.stream) ++j;
+    if (j == merged_->n_streams) {
+      if (merged_->n_streams == kMaxStreams) break;
+      merged_->accounts[merged_->n_streams] = eos->accounts[i];
+      merged_->streams[merged_->n_streams++] = e;
+      continue;
+    }
+    EndOfStreamEntry& m = merged_->streams[j];
+    EndOfStreamAccount& a = merged_->accounts[j];
+    const EndOfStreamAccount& b = eos->accounts[i];
+    m.next_seq = std::max(m.next_seq, e.next_seq);  // the stream's own totals, the same on every part
+    m.events = std::max(m.events, e.events);
+    a.filtered += b.filtered;
+    a.aggregated += b.aggregated;
+    a.joined += b.joined;
+    a.partitioned += b.partitioned;
+    uint64_t over = e.next_seq;
+    for (uint64_t* f : {&a.partitioned, &a.filtered, &a.aggregated, &a.joined}) {
+      const uint64_t take = std::min(over, *f);
+      *f -= take;
+      over -= take;
+    }
   }
   ++ended_;
   if (ended_ < links_.size()) {

@@ -231,17 +231,24 @@ void Instance::receive_loop() {
     // Run to completion: the stream is not backed up (the source waited for
     // this batch) and the process stage holds nothing (it finished all it
     // was handed): this thread runs the operators itself, and sends too if
-    // the send stage is idle. END always goes through the stages.
-    // One batch that came at once is no backlog (the next event was there
-    // as this thread finished the last one); a run of them is.
+    // the batch is small and the send stage idle. A large batch goes to the
+    // send stage, whose send overlaps the next receive, but not through the
+    // process thread: that hand-off (a ring, and a futex wake of a thread
+    // that sleeps between batches) cost more than the operators' pass over
+    // tuples this thread has just read into its cache. END always goes
+    // through the stages. One batch that came at once is no backlog (the
+    // next event was there as this thread finished the last one); a run of
+    // them is.
     unwaited_ = source_->waited() ? 0 : unwaited_ + 1;
     if (cfg_.threads == Threads::kAdaptive && unwaited_ <= kBacklogBatches &&
-        bytes <= kInlineBytes &&
         processed_.load(std::memory_order_acquire) == handed_ && !(batch[n - 1].flags & kDescEnd)) {
       inline_ = true;
+      send_inline_ = bytes <= kInlineBytes;
+      const uint64_t ev = count(batch, n).events;
       const bool ok = process_batch(batch, n);
       inline_ = false;
       if (!ok) break;
+      inline_events_.fetch_add(ev, std::memory_order_relaxed);
       continue;
     }
     handed_ += n;
@@ -618,7 +625,7 @@ bool Instance::wait_input_until(uint64_t deadline_ns) {
 // given and is not using dest_); else the send stage's ring takes them.
 bool Instance::forward(Descriptor* d, size_t n) {
   if (n == 0) return true;
-  if (inline_) {
+  if (inline_ && send_inline_) {
     bool ok = true;
     if (send_here(d, n, &ok)) return ok;
   }
@@ -649,7 +656,7 @@ bool Instance::send_here(const Descriptor* d, size_t n, bool* ok) {
   if ((d[n - 1].flags & kDescEnd) && !dest_->took_back_end()) ended_ = true;
   out_.add(ev, tu, by);
   count_stage(2, ev);
-  inline_events_.fetch_add(ev, std::memory_order_relaxed);
+  if (cfg_.threads == Threads::kShared) inline_events_.fetch_add(ev, std::memory_order_relaxed);
   // Sends left to complete (fabric, ucx): the send thread reaps them.
   // Frames left to acknowledge need it only if it sleeps on its ring alone:
   // asleep on dest_'s fds, their acknowledgements wake it (a kick there
@@ -673,7 +680,7 @@ void Instance::shared_loop() {
   source_->set_idle_work(dest_.get());
   Descriptor batch[kReceiveBatch];
   bool ok = true, finished = false;
-  inline_ = true;
+  inline_ = send_inline_ = true;
   // After END went out the source is still asked for more: it returns 0
   // once every upstream link finished (its last credits went back).
   while (st.ok() && ok) {
@@ -889,7 +896,8 @@ void Instance::report(ProcessSummary& s) const {
   live(&li);
   for (int i = 0; i < kStages; ++i) {
     StageSummary st{fmt::format("{}/{}", stage_name(i), cfg_.index), cpu_[i].user_s, cpu_[i].sys_s,
-                    li.stages[i].events, stage_cpus_[i], last_cpu_[i]};
+                    li.stages[i].events, cpu_[i].voluntary, cpu_[i].involuntary, stage_cpus_[i],
+                    last_cpu_[i]};
     for (int r = 0; r < kBlockReasons; ++r) st.blocked_s[r] = li.stages[i].blocked_ns[r] / 1e9;
     s.stages.push_back(std::move(st));
   }

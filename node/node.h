@@ -437,7 +437,9 @@ class Instance {
   // waits are its no_credit time), from any thread.
   void live(LiveInstance* out) const;
   const LiveHistogram* live_latency() const { return dest_->live_latency(); }
-  // Events the receiving thread ran through process and send itself.
+  // Events the receiving thread ran through the process stage itself
+  // (adaptive; and, a small batch with the send stage idle, sent), or
+  // (shared) sent.
   uint64_t inline_events() const { return inline_events_.load(std::memory_order_relaxed); }
 
  private:
@@ -522,6 +524,7 @@ class Instance {
   void stage_done(int stages);
   // threads: adaptive and shared ("Run to completion" in node.cc).
   bool inline_ = false;           // the receiving thread runs process (and send) now
+  bool send_inline_ = false;      // ... and may send what it processed (a small batch; shared: always)
   alignas(kCacheLine) uint64_t handed_ = 0;  // descriptors pushed to to_process_ (receive thread only)
   uint32_t unwaited_ = 0;         // batches in a row that came without a wait (receive thread only)
   alignas(kCacheLine) std::atomic<uint64_t> processed_{0};  // of those, done by the process thread

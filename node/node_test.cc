@@ -795,7 +795,7 @@ TEST(ProcessSummary, JsonRoundTripsEveryField) {
   s.burst.bursts = 4;
   s.burst.head_events = 2;
   s.burst.tail_p99_us = 77.5;
-  s.stages.push_back({"send/0", 0.5, 0.25, 7, "0-1", 1, {0.125, 0.25, 0.5}});
+  s.stages.push_back({"send/0", 0.5, 0.25, 7, 4, 1, "0-1", 1, {0.125, 0.25, 0.5}});
   s.cpus = "0,1";
   s.last_cpu = 1;
   s.links.push_back({"node-b->sink", false, 10, 4096, 12, 0, 0});

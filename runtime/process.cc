@@ -28,6 +28,7 @@
 #include "base/fd.h"
 #include "base/file.h"
 #include "graph/checkpoint.h"
+#include "loadgen/file_source.h"
 #include "loadgen/generator.h"
 #include "loadgen/kafka_source.h"
 #include "sink/kafka_rows.h"
@@ -88,8 +89,11 @@ void on_term(int sig) {
 // again, and the sink drops what it already counted, as for any replay.
 // Without it a load generator killed at 15 s of a 20 s run made its whole
 // stream again: 35 s, and 15 s of it duplicates for the sink to drop.
+// A file source (source: file) keeps its position the same way, with the
+// file's offset and line after those events (FileSource::position).
 struct Position {
-  Generator* gen = nullptr;
+  Generator* gen = nullptr;  // one of these two
+  FileSource* file = nullptr;
   const NetDestination* dest = nullptr;
   Split split = Split::kStream;  // how its events go to its links
   std::vector<uint64_t> acked;   // per link, since this start (scratch)
@@ -98,6 +102,8 @@ struct Position {
   double base_s = 0;          // and its clock then
   uint64_t written = UINT64_MAX, number = 0;
   bool failed = false;        // a write failed (said once)
+  uint32_t first_stream() const { return gen ? gen->first_stream() : file->stream(); }
+  uint32_t streams() const { return gen ? gen->streams() : 1; }
 };
 constexpr double kPositionEveryS = 0.2;
 // A claiming sink that nothing upstream waits on: the least time between
@@ -107,10 +113,12 @@ constexpr uint64_t kUnwatchedSinkGapNs = 4000000;
 // (a flush, or a transaction's commit), so fewer of them.
 constexpr uint64_t kKafkaSinkGapNs = 10000000;
 
-std::string encode_position(const std::string& token, uint64_t number, uint64_t events, double elapsed_s) {
+std::string encode_position(const std::string& token, uint64_t number, uint64_t events, double elapsed_s,
+                            const std::string& source = "") {
   SnapshotOut pos;
   pos.put(events);
   pos.put(elapsed_s);
+  pos.bytes(source.data(), source.size());  // a file source's: where its file stands
   CheckpointState cs;
   cs.number = number;
   cs.process = pos.data();
@@ -138,6 +146,7 @@ struct Built {
   std::vector<std::unique_ptr<Instance>> instances;
   std::vector<Generator*> generators;
   std::vector<KafkaFeed> kafka;
+  std::vector<FileSource*> files;
   std::vector<Verifier*> verifiers;
   std::vector<Position> positions;
   std::vector<NetSource*> net_sources;          // per instance, null where none
@@ -201,6 +210,12 @@ Status build_instance(const Deployment& d, size_t index, uint32_t k, TransportCo
         return Status::Error(fmt::format("{}: a Kafka source splits by stream or copies, not by key", pc.name));
       kafka = ks.get();
       source = std::move(ks);
+    } else if (pc.role == Role::kLoadgen && pc.source == "file") {
+      // Its links keep each event's slot until it is acknowledged: a file's
+      // records are not made again from a header.
+      auto f = std::make_unique<FileSource>(d, k, d.first_stream(index), pc.out_schema, pc.record_format);
+      b->files.push_back(f.get());
+      source = std::move(f);
     } else if (pc.role == Role::kLoadgen) {
       // Its events reach its links as made: with acks they may keep them
       // by header (loadgen_backup: headers).
@@ -238,7 +253,11 @@ Status build_instance(const Deployment& d, size_t index, uint32_t k, TransportCo
                         d.burst_head_events ? d.burst_head_events
                                             : std::max<uint32_t>(1, d.burst_events / 10));
       if (!pc.kafka_topic.empty()) {
-        const bool txn = d.kafka_transactions == "on" || (d.kafka_transactions == "auto" && d.checkpoint_interval_ms);
+        // auto: transactions where the sink snapshots, unless the run promises
+        // at-least-once only (the idempotent producer, flushed before each snapshot).
+        const bool txn = d.kafka_transactions == "on" ||
+                         (d.kafka_transactions == "auto" && d.checkpoint_interval_ms &&
+                          d.guarantee != Guarantee::kAtLeastOnce);
         if (txn && !d.checkpoint_interval_ms)
           return Status::Error(fmt::format("{}: kafka_transactions: on commits a transaction with each snapshot; "
                                            "set checkpoint_interval_ms",
@@ -251,7 +270,9 @@ Status build_instance(const Deployment& d, size_t index, uint32_t k, TransportCo
         std::string path = pc.results;
         if (auto at = path.find("{instance}"); at != std::string::npos)
           path.replace(at, 10, std::to_string(k));
-        if (st = v->write_results(path, pc.out_schema); !st) return st;
+        RecordFormat format = RecordFormat::kCsv;
+        parse_record_format(pc.results_format, &format);  // checked by the parser
+        if (st = v->write_results(path, pc.out_schema, format, pc.results_fields); !st) return st;
       }
       b->verifiers.push_back(v.get());
       dest = std::move(v);
@@ -279,7 +300,8 @@ Status build_instance(const Deployment& d, size_t index, uint32_t k, TransportCo
       if (pc.role == Role::kLoadgen && !kafka && may_restart && chain.size() == 0 && !d.handover_copy && all_acked &&
           (out_links.size() == 1 || pc.split != Split::kKey)) {
         Position pos;
-        pos.gen = b->generators.back();
+        if (pc.source == "file") pos.file = b->files.back();
+        else pos.gen = b->generators.back();
         pos.dest = nd.get();
         pos.split = pc.split;
         pos.files = std::make_unique<SnapshotFiles>(
@@ -549,8 +571,11 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
     SnapshotIn pos(cs.process.data(), cs.process.size());
     const uint64_t events = pos.get<uint64_t>();
     const double elapsed = pos.get<double>();
-    if (rs && found && !stale && (!pos.ok() || pos.left() != 0))
+    if (rs && found && !stale && (!pos.ok() || (p.gen && pos.left() != 0)))
       rs = Status::Error(fmt::format("{}: a position of {} bytes, not 16", where, cs.process.size()));
+    if (rs && found && !stale && p.file)
+      if (Status fs = p.file->resume(events, elapsed, pos); !fs)
+        rs = Status::Error(fmt::format("{}: {}", where, fs.message()));
     if (!rs) {
       spdlog::warn("{}; making the stream again from its start (the sinks drop what they already counted)",
                    rs.message());
@@ -561,9 +586,9 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
                    p.files->path());
       continue;
     }
-    p.gen->resume_at(events, elapsed);
+    if (p.gen) p.gen->resume_at(events, elapsed);
     p.base_events = p.written = events;
-    p.base_s = p.gen->resumed_s();
+    p.base_s = p.gen ? p.gen->resumed_s() : elapsed;
     p.number = cs.number;
     spdlog::info("resuming from {}: its first {} events were acknowledged downstream; making the "
                  "stream from there, {:.3f} s into it",
@@ -611,7 +636,8 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
       stopping = true;
       for (auto* g : b.generators) g->stop();
       for (auto& kf : b.kafka) kf.source->stop();
-      if (!b.generators.empty() || !b.kafka.empty()) {
+      for (auto* f : b.files) f->stop();
+      if (!b.generators.empty() || !b.kafka.empty() || !b.files.empty()) {
         spdlog::info("stopping: the stream ends after the events already made");
         // SIGTERM: END has a second to drain (it cannot if what is
         // downstream died), then the generator stops as a node does.
@@ -677,10 +703,12 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
       for (Position& p : b.positions) {
         if (p.failed || !p.dest->acked_events(&p.acked)) continue;
         const uint64_t at =
-            events_safe_downstream(p.split, p.gen->first_stream(), p.gen->streams(), p.base_events, p.acked);
+            events_safe_downstream(p.split, p.first_stream(), p.streams(), p.base_events, p.acked);
         if (at == p.written) continue;
+        SnapshotOut where;
+        if (p.file && !p.file->position(at, &where)) continue;  // not kept: the next one will be
         ++p.number;
-        if (Status w = p.files->write(p.number, encode_position(d.run_token, p.number, at, p.base_s + ran));
+        if (Status w = p.files->write(p.number, encode_position(d.run_token, p.number, at, p.base_s + ran, where.data()));
             !w) {
           spdlog::warn("position not written: {}; a restart would make the stream again from its start",
                        w.message());
@@ -745,6 +773,8 @@ Status run_process(const Deployment& d, size_t index, const std::atomic<bool>* s
     CpuTimes c = cpu1 - cpu0;
     s.user_s = c.user_s;
     s.sys_s = c.sys_s;
+    s.ctx_voluntary = c.voluntary;
+    s.ctx_involuntary = c.involuntary;
   }
   s.latency_p50_us = lat.percentile(50) / 1e3;
   s.latency_p99_us = lat.percentile(99) / 1e3;
@@ -905,7 +935,10 @@ int process_main(Role role, int argc, char** argv) {
       fmt::print(stderr, "{}: give --deployment FILE --process NAME, or --connect HOST:PORT\n", prog);
       return 2;
     }
-    std::string yaml = "processes:\n";
+    // No supervisor restarts a program started by hand: it promises nothing
+    // unless --set guarantee=... (or acks=on) says otherwise, and writes no
+    // snapshots into the directory it was started in.
+    std::string yaml = "guarantee: none\nprocesses:\n";
     if (role != Role::kLoadgen) yaml += "  - {name: upstream, role: loadgen}\n";
     yaml += fmt::format("  - {{name: {}, role: {}{}}}\n", role_name(role), role_name(role),
                         role != Role::kLoadgen ? fmt::format(", host: '{}', port: {}", lh, lp) : "");

@@ -122,18 +122,10 @@ Verifier::Verdict Verifier::verify_event(std::byte* p, uint64_t now_ns) {
   latency_.record(lat);
   live_latency_.record(lat);
   if (bursts_) bursts_->record(h.send_ts_ns, now_ns);
-  if (results_) {
+  if (results_.is_open() && results_error_.ok()) {
     t = p + kEventHeaderBytes;
-    for (uint32_t i = 0; i < h.tuple_count; ++i, t += h.tuple_bytes) {
-      for (size_t f = 0; f < result_fields_.size(); ++f) {
-        const FieldRef& r = result_fields_[f];
-        if (r.type == FieldType::kF64) fmt::print(results_, "{}{}", f ? "," : "", load_f64(t, r));
-        else if (r.type == FieldType::kU64 || r.type == FieldType::kTimestamp)
-          fmt::print(results_, "{}{}", f ? "," : "", static_cast<uint64_t>(load_i64(t, r)));
-        else fmt::print(results_, "{}{}", f ? "," : "", load_i64(t, r));
-      }
-      std::fputc('\n', results_);
-    }
+    for (uint32_t i = 0; i < h.tuple_count && results_error_.ok(); ++i, t += h.tuple_bytes)
+      results_error_ = results_.write(t);
   }
   if (kafka_ && kafka_error_.ok()) kafka_error_ = kafka_->event(p, h);
   return Verdict::kIntact;
@@ -183,7 +175,7 @@ void Verifier::verify_end(const std::byte* p, uint32_t bytes) {
 }
 
 Status Verifier::consume(std::span<const Descriptor> descs) {
-  if (!results_ && !results_path_.empty())
+  if (!results_.is_open() && results_.prepared())
     if (Status st = open_results(); !st) return st;
   const uint64_t now = wall_clock_ns();  // one clock read per batch: they arrived together
   bool events = false;  // not only END: an arrival (arrived)
@@ -201,6 +193,7 @@ Status Verifier::consume(std::span<const Descriptor> descs) {
     }
   }
   if (events) arrived(now);
+  if (!results_error_.ok()) return results_error_;
   return kafka_error_;
 }
 
@@ -214,63 +207,29 @@ Status Verifier::start() { return kafka_ ? kafka_->start() : Status(); }
 bool Verifier::settled() const { return !kafka_ || !c_.end_seen || kafka_->settled(); }
 
 Status Verifier::finish() {
-  if (!results_ && !results_path_.empty())
+  if (!results_.is_open() && results_.prepared())
     if (Status st = open_results(); !st) return st;
   if (bursts_) bursts_->finish();
   if (kafka_)
     if (Status st = kafka_->finish(); !st) return st;
-  if (results_ && std::fflush(results_) != 0)
-    return Status::Error(fmt::format("writing the results file: {}", std::strerror(errno)));
+  if (!results_error_.ok()) return results_error_;
+  if (results_.is_open()) return results_.finish();
   return {};
 }
 
-Status Verifier::write_results(const std::string& path, const Schema& schema) {
+void Verifier::abort() { results_.close(); }
+
+Status Verifier::write_results(const std::string& path, const Schema& schema, RecordFormat format,
+                               std::vector<std::string> fields) {
   // Checked now (a bad path fails the sink at start), written from the first event.
-  FILE* f = std::fopen(path.c_str(), "a");
-  if (!f) return Status::Error(fmt::format("results file {}: {}", path, std::strerror(errno)));
-  std::fclose(f);
-  results_path_ = path;
-  for (const auto& fs : schema.fields()) {
-    if (fs.type == FieldType::kBytes) continue;
-    FieldRef r;
-    schema.find(fs.name, &r);
-    result_fields_.push_back(r);
-    results_header_ += (results_header_.empty() ? "" : ",") + fs.name;
-  }
-  return {};
+  return results_.prepare(path, schema, format, std::move(fields));
 }
 
 Status Verifier::open_results() {
-  if (results_keep_ >= 0) {
-    // Cut back to what the snapshot saw written; a file shorter than that
-    // was cut or replaced since, and extending it would add zeros.
-    results_ = std::fopen(results_path_.c_str(), "r+");
-    struct stat sb {};
-    if (results_ && ::fstat(fileno(results_), &sb) == 0 && sb.st_size < results_keep_) {
-      std::fclose(results_);
-      results_ = nullptr;
-      const std::string path = std::move(results_path_);
-      results_path_.clear();
-      return Status::Error(fmt::format(
-          "results file {}: {} bytes, fewer than the {} the restored snapshot saw written (was it "
-          "cut or replaced?)",
-          path, sb.st_size, results_keep_));
-    }
-    if (results_ && (::ftruncate(fileno(results_), results_keep_) != 0 ||
-                     std::fseek(results_, results_keep_, SEEK_SET) != 0)) {
-      std::fclose(results_);
-      results_ = nullptr;
-    }
-  } else {
-    results_ = std::fopen(results_path_.c_str(), "w");
-    if (results_) fmt::print(results_, "{}\n", results_header_);
-  }
-  if (!results_) {
-    const std::string path = std::move(results_path_);
-    results_path_.clear();
-    return Status::Error(fmt::format("results file {}: {}", path, std::strerror(errno)));
-  }
-  return {};
+  Status st = results_.open(results_keep_);
+  // Once: a sink that cannot open its file fails, it does not try again.
+  if (!st.ok()) results_error_ = st;
+  return st;
 }
 
 void Verifier::save(SnapshotOut& out) const {
@@ -285,9 +244,14 @@ void Verifier::save(SnapshotOut& out) const {
   out.put(missing_);
   out.put(part_missing_);
   int64_t keep = -1;  // no results file, or none written yet
-  if (results_) {
-    std::fflush(results_);
-    keep = std::ftell(results_);
+  if (results_.is_open()) {
+    // A write that fails here fails the next consume() or finish(); a
+    // restart from this snapshot refuses it (-2), not to go on from a file
+    // that lacks what it counted.
+    if (Status st = results_error_.ok() ? results_.written(&keep) : results_error_; !st) {
+      results_error_ = st;
+      keep = -2;
+    }
   }
   out.put<int64_t>(keep);
 }
@@ -311,6 +275,7 @@ Status Verifier::load(SnapshotIn& in) {
   if (in.ok() && end_seen > 1) in.fail(fmt::format("holds {} for whether END was seen", end_seen));
   for (size_t i = 0; in.ok() && i < seen.size(); ++i)
     if (seen[i] > 1) in.fail(fmt::format("holds {} for whether stream {} was seen", seen[i], i));
+  if (in.ok() && keep == -2) in.fail("was taken when its results file could not be written");
   if (in.ok() && keep < -1) in.fail(fmt::format("holds a results file length of {}", keep));
   if (!in.ok()) return Status::Error(fmt::format("the sink's verifier: {}", in.what()));
   std::memcpy(&c_, counts.data(), sizeof c_);
@@ -321,15 +286,13 @@ Status Verifier::load(SnapshotIn& in) {
   corrupt_unseen_ = cu;
   missing_ = miss;
   part_missing_ = pm;
-  results_keep_ = results_path_.empty() ? -1 : keep;
+  results_keep_ = results_.prepared() ? keep : -1;
   restored_bytes_ = c_.bytes;
   restored_first_ns_ = c_.first_ns;
   return {};
 }
 
-Verifier::~Verifier() {
-  if (results_) std::fclose(results_);
-}
+Verifier::~Verifier() = default;
 
 void Verifier::arrived(uint64_t now_ns) {
   if (!first_arrival_ns_) first_arrival_ns_ = now_ns;

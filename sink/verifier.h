@@ -1,4 +1,4 @@
-// sink/: may include base/, transport/, graph/ and node/.
+// sink/: may include base/, transport/, graph/, node/ and codec/.
 //
 // The sink's verifier: a Destination that checks every event instead of
 // sending it on.
@@ -33,6 +33,7 @@
 #include "node/node.h"
 #include "sink/bursts.h"
 #include "sink/kafka_rows.h"
+#include "sink/results.h"
 #include "transport/event.h"
 
 namespace sluice {
@@ -59,11 +60,12 @@ class Verifier final : public Destination {
  public:
   // Checks events in `pool`'s slots and releases each slot into it.
   explicit Verifier(SlotPool& pool) : pool_(pool), end_(std::make_unique<EndOfStream>()) {}
-  // Also writes every intact tuple to `path` as CSV (a header of the
-  // schema's field names, then one line per tuple; bytes fields left out):
-  // the results of a query, for whoever checks them. Buffered writes, off
-  // the data path's allocation rule only in that stdio buffers once.
-  Status write_results(const std::string& path, const Schema& schema);
+  // Also writes every intact tuple to `path` (sink/results.h: csv, jsonl
+  // or binary records of `fields`; empty: seq and every field), the
+  // results of a query, for whoever checks them: through one buffer,
+  // complete under its name once END was consumed (finish()).
+  Status write_results(const std::string& path, const Schema& schema, RecordFormat format = RecordFormat::kCsv,
+                       std::vector<std::string> fields = {});
   // Also produces every intact row it takes in to a Kafka topic
   // (sink/kafka_rows.h): made ready in start(), brought up to date in
   // Kafka before each snapshot (save()) and at END (finish()).
@@ -75,6 +77,8 @@ class Verifier final : public Destination {
   bool settled() const override;
   Status consume(std::span<const Descriptor> descs) override;
   Status finish() override;
+  // After a failure: the results file is left as PATH.part.
+  void abort() override;
   void report(ProcessSummary& s) const override;
   // A restarted sink continues from its snapshot: its counts, each stream's
   // position, its latency histogram and its results file (cut back to what
@@ -147,10 +151,13 @@ class Verifier final : public Destination {
   // The results file opens with the first event (or END): fresh, with its
   // header, or, after a restore, cut back to results_keep_ bytes.
   Status open_results();
-  FILE* results_ = nullptr;
-  std::string results_path_, results_header_;
+  // mutable: save() writes the buffer out, so that the length it records
+  // is in the file.
+  mutable ResultsFile results_;
   int64_t results_keep_ = -1;
-  std::vector<FieldRef> result_fields_;
+  // A write that failed (while checking events, or in save()): the next
+  // consume() or finish() says so.
+  mutable Status results_error_;
   std::unique_ptr<KafkaRows> kafka_;
   Status kafka_error_;
 };

@@ -10,6 +10,7 @@ never one above, and never a sibling at its own level:
   2 graph/       the deployment schema and parser, operators
   3 node/        the three stages, links joined to them, metrics
   3 kafka/       librdkafka's clients, for the Kafka source and sink
+  3 codec/       records of a schema (csv, jsonl, binary) and the file reader
   4 loadgen/ sink/   a Source that makes events, a Destination that checks them
   5 runtime/     a program assembled from a deployment (sluice-node, -loadgen, -sink)
   6 deploy/      sluice-deploy and its launcher
@@ -22,7 +23,7 @@ import os
 import re
 import sys
 
-LEVEL = {"base": 0, "transport": 1, "graph": 2, "node": 3, "kafka": 3, "loadgen": 4, "sink": 4,
+LEVEL = {"base": 0, "transport": 1, "graph": 2, "node": 3, "kafka": 3, "codec": 3, "loadgen": 4, "sink": 4,
          "runtime": 5, "deploy": 6, "client": 6}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
 

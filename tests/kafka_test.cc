@@ -320,8 +320,8 @@ TEST_F(KafkaPipeline, ARecordThatDoesNotDecodeIsAnErrorWithItsPlaceOrACountedRej
   RunResult fail = run("bad-fail", kKafkaYaml, sets);
   EXPECT_EQ(fail.code, 1) << fail.err;
   const std::string source_err = fail.process("source")["error"].as<std::string>("");
-  EXPECT_NE(source_err.find("topic bad partition 0 offset 1: the record does not decode: field p1 (column 3): "
-                            "'x7' does not parse as i64"),
+  EXPECT_NE(source_err.find("the record does not decode: topic bad partition 0 offset 1:3: field p1 (i64): "
+                            "'x7' is not an integer"),
             std::string::npos)
       << source_err;
 

@@ -7,9 +7,11 @@
 #include <spdlog/spdlog.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -27,9 +29,11 @@
 namespace sluice {
 namespace {
 
+// guarantee: none: these links are driven by hand, and a test that is
+// about acks turns them on itself.
 Deployment two_instances(uint16_t port) {
   Deployment d;
-  std::string yaml = "preset: tcp-opt\ntuple_bytes: 64\nevent_bytes: 2048\ntuples: 20000\n"
+  std::string yaml = "preset: tcp-opt\nguarantee: none\ntuple_bytes: 64\nevent_bytes: 2048\ntuples: 20000\n"
                      "instances: 2\nprogress_s: 0\nconnect_timeout_ms: 5000\nbase_port: " +
                      std::to_string(port) +
                      "\nprocesses:\n  - {name: loadgen, role: loadgen}\n"
@@ -53,10 +57,68 @@ int connect_to(uint16_t port) {
   return -1;
 }
 
+// A raw upstream: shakes hands as a sender with options `o` does (its acks
+// included), then sends frames by hand and reads the credit messages that
+// come back.
+class RawSender {
+ public:
+  ~RawSender() {
+    if (fd_ >= 0) close(fd_);
+  }
+  // True once the receiver on `port` accepted the Hello.
+  bool connect(const LinkOptions& o, uint16_t port) {
+    fd_ = connect_to(port);
+    if (fd_ < 0) return false;
+    std::byte buf[kHandshakePrefixBytes + kMaxHandshakeBytes];
+    size_t len = 0;
+    uint32_t body = 0;
+    ReplyInfo r;
+    return encode_hello(hello_from_options(o), buf, sizeof buf, &len).ok() && put(buf, len) &&
+           get(buf, kHandshakePrefixBytes) && decode_handshake_prefix(buf, &body).ok() &&
+           get(buf, body) && decode_reply(buf, body, &r).ok() && r.accepted;
+  }
+  // A frame, header and payload; `then`: another written with it, at once.
+  void frame(FrameKind kind, const std::byte* p, uint32_t bytes, uint32_t events,
+             const std::vector<std::byte>& then = {}) {
+    std::vector<std::byte> w(sizeof(FrameHeader) + bytes);
+    const FrameHeader h{kFrameMagic, static_cast<uint16_t>(kind), 0, bytes, events};
+    std::memcpy(w.data(), &h, sizeof h);
+    std::memcpy(w.data() + sizeof h, p, bytes);
+    w.insert(w.end(), then.begin(), then.end());
+    put(w.data(), w.size());
+  }
+  // Reads credit messages until `frames` are acknowledged (true), or until
+  // the receiver closes (false when `frames` is not reached), at most 10 s.
+  bool read_acks(uint64_t frames) {
+    for (int i = 0; i < 1000 && acked_ < frames; ++i) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 10) <= 0) continue;
+      CreditFrame c;
+      if (!get(&c, sizeof c)) return false;
+      acked_ = std::max(acked_, c.acked);
+    }
+    return acked_ >= frames;
+  }
+  uint64_t acked() const { return acked_; }
+
+ private:
+  bool put(const void* p, size_t n) { return write(fd_, p, n) == static_cast<ssize_t>(n); }
+  bool get(void* p, size_t n) {
+    for (size_t got = 0; got < n;) {
+      const ssize_t r = read(fd_, static_cast<char*>(p) + got, n - got);
+      if (r <= 0) return false;
+      got += static_cast<size_t>(r);
+    }
+    return true;
+  }
+  int fd_ = -1;
+  uint64_t acked_ = 0;
+};
+
 // A load generator and a sink, 20,000 tuples; `more`: YAML lines to add.
 Deployment two_processes(uint16_t port, const std::string& more) {
   Deployment d;
-  const std::string yaml = "preset: tcp-opt\ntuple_bytes: 64\nevent_bytes: 2048\ntuples: 20000\n"
+  const std::string yaml = "preset: tcp-opt\nguarantee: none\ntuple_bytes: 64\nevent_bytes: 2048\ntuples: 20000\n"
                            "progress_s: 0\n" + more + "base_port: " + std::to_string(port) +
                            "\nprocesses:\n  - {name: loadgen, role: loadgen}\n  - {name: sink, role: sink}\n";
   Status st = parse_deployment(yaml, "links_test", {}, &d);
@@ -401,6 +463,107 @@ TEST(Links, AClaimedFrameIsAcknowledgedUpstreamWhenItsClaimIsAndSentAgainWhenAsk
   upstream.join();
   EXPECT_TRUE(tx_st.ok()) << tx_st.message();
   EXPECT_EQ(tx_pool.free_slots(), 4u);
+}
+
+// With acks, a frame whose event fails the receiver's checks is a protocol
+// error, not a broken connection: connecting again would send the same frame
+// again. The receive stage ends with the error, naming the link and the
+// frame, and closes the link; what it acknowledged before stays
+// acknowledged. (It took it for a break and waited for the upstream to
+// connect again, and for ever: the failed frame was counted as handed out,
+// and a broken link is taken again only once every frame out came back.)
+TEST(Links, WithAcksABadEventEndsTheStageWithTheErrorAtOnce) {
+  LinkOptions o = testing::loopback_options(Encoding::kSg);
+  o.port = 29180;
+  o.acks = true;
+  o.slots = 8;
+  o.slot_bytes = 4096;
+  TransportContext ctx;
+  Status st;
+  auto src = NetSource::make({o}, ctx, &st);
+  ASSERT_TRUE(src) << st.message();
+  RawSender up;
+  std::thread accepting([&] { st = src->start(); });
+  const bool accepted = up.connect(o, o.port);
+  accepting.join();
+  ASSERT_TRUE(accepted);
+  ASSERT_TRUE(st.ok()) << st.message();
+
+  // The stage, as a node runs it: every slot handed out comes back at once.
+  Status stage_st;
+  std::atomic<uint64_t> events{0};
+  std::atomic<bool> stage_done{false};
+  std::thread stage([&] {
+    for (;;) {
+      Descriptor d[8];
+      size_t n = 0;
+      stage_st = src->next(d, &n);
+      if (!stage_st.ok() || n == 0) break;
+      for (size_t i = 0; i < n; ++i) {
+        events += d[i].events;
+        (void)src->pool().release(d[i].slot);
+      }
+    }
+    stage_done = true;
+  });
+  std::byte ev[4096];
+  const uint32_t good = static_cast<uint32_t>(testing::write_event(ev, 0, 0, 0, 4, o.tuple_bytes));
+  up.frame(FrameKind::kEvents, ev, good, 1);
+  EXPECT_TRUE(up.read_acks(1)) << "frame 0 was never acknowledged";
+  const uint32_t bad = static_cast<uint32_t>(testing::write_event(ev, 0, 4, 1, 4, o.tuple_bytes));
+  const uint32_t wrong = 0x0BADBAD0;
+  std::memcpy(ev, &wrong, sizeof wrong);  // the event's magic
+  up.frame(FrameKind::kEvents, ev, bad, 1);
+
+  for (int i = 0; i < 500 && !stage_done; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const bool waited_on = !stage_done;
+  if (waited_on) src->shutdown();  // (so that the test ends)
+  stage.join();
+  EXPECT_FALSE(waited_on) << "the stage still ran 5 s after a bad event with acks";
+  EXPECT_FALSE(stage_st.ok());
+  EXPECT_TRUE(stage_st.protocol_error()) << stage_st.message();
+  EXPECT_NE(stage_st.message().find("link loadgen -> node-a (127.0.0.1:29180)"), std::string::npos)
+      << stage_st.message();
+  EXPECT_NE(stage_st.message().find("frame 1: event 0 at byte 0: bad event magic 0x0badbad0"),
+            std::string::npos)
+      << stage_st.message();
+  EXPECT_EQ(events.load(), 1u);  // the good one went on
+  EXPECT_FALSE(up.read_acks(2)) << "the bad frame was acknowledged";
+  EXPECT_EQ(up.acked(), 1u);
+}
+
+// With acks, a frame after END is a protocol error as it is without them
+// (rule X3): the sink's stream ends with that error, naming the link and the
+// frame, and the process says so in its status (its exit code). It took it
+// for a broken link, said it waited for the upstream to connect again, and
+// ended ok. END, with something behind it, is never acknowledged.
+TEST(Links, WithAcksAFrameAfterEndFailsTheSink) {
+  const Deployment d = two_processes(29190, "acks: on\n");
+  spdlog::default_logger();  // before the threads (see above)
+  ProcessSummary sink_sum;
+  Status sink_st;
+  std::thread sink([&] { sink_st = run_process(d, 1, nullptr, &sink_sum); });
+  RawSender up;
+  const LinkOptions o = d.link_options(0, 0);
+  ASSERT_TRUE(up.connect(o, d.link_port(0, 0)));
+  std::byte ev[4096];
+  const uint32_t n = static_cast<uint32_t>(testing::write_event(ev, 0, 0, 0, 4, o.tuple_bytes));
+  up.frame(FrameKind::kEvents, ev, n, 1);
+  std::byte end[64];
+  const uint32_t end_bytes = static_cast<uint32_t>(testing::write_end(end, 0, 4, 1));
+  std::vector<std::byte> after(sizeof(FrameHeader) + n);
+  const FrameHeader h{kFrameMagic, static_cast<uint16_t>(FrameKind::kEvents), 0, n, 1};
+  std::memcpy(after.data(), &h, sizeof h);
+  std::memcpy(after.data() + sizeof h, ev, n);
+  up.frame(FrameKind::kEnd, end, end_bytes, 0, after);  // END and a frame behind it, in one write
+  EXPECT_FALSE(up.read_acks(2)) << "END was acknowledged with a frame behind it";
+  sink.join();
+  EXPECT_FALSE(sink_st.ok());
+  EXPECT_NE(sink_st.message().find("came after END, as frame 2: nothing may follow END"),
+            std::string::npos)
+      << sink_st.message();
+  EXPECT_NE(sink_st.message().find("link loadgen -> sink"), std::string::npos) << sink_st.message();
+  EXPECT_EQ(sink_sum.tuples_in, 4u);  // what came before END was counted
 }
 
 }  // namespace

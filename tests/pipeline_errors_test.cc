@@ -58,14 +58,15 @@ TEST(PipelineErrors, ProgramsExitTwoForABadOption) {
   }
 }
 
-// sluice-deploy runs the example for a minute; `victim` is killed with
-// SIGKILL a second after it starts. Returns sluice-deploy's exit code; its
-// stdout (the JSON report) and stderr in *out and *err.
+// sluice-deploy runs the example for a minute under guarantee: none (a
+// death fails the run); `victim` is killed with SIGKILL a second after it
+// starts. Returns sluice-deploy's exit code; its stdout (the JSON report)
+// and stderr in *out and *err.
 int kill_mid_run(const std::string& name, int port, const std::string& victim_name,
                  std::string* out, std::string* err) {
   std::string dir = scratch(name);
   std::string cmd = kDeploy + " run " + kExample + " --json --run-dir " + dir +
-                    "/run --set base_port=" + std::to_string(port) +
+                    "/run --set guarantee=none --set base_port=" + std::to_string(port) +
                     " --set duration_s=60 --set progress_s=0 >" + dir + "/out 2>" + dir + "/err";
   pid_t d = fork();
   if (d == 0) {
@@ -108,6 +109,7 @@ int kill_mid_run(const std::string& name, int port, const std::string& victim_na
 // lost what they counted or kept: each refuses to run (exit 2, which the
 // supervisor does not restart), naming what and the key to set, instead of
 // reporting a wrong result. Before listening or connecting: nothing waits.
+// (guarantee: none: the default would give them snapshots.)
 TEST(PipelineErrors, ARestartedSinkOrStatefulNodeWithoutSnapshotsRefusesToRun) {
   std::string dir = scratch("restarted");
   const std::string esper = std::string(SLUICE_SOURCE_DIR) + "/deploy/examples/esper.yaml";
@@ -117,11 +119,15 @@ TEST(PipelineErrors, ARestartedSinkOrStatefulNodeWithoutSnapshotsRefusesToRun) {
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
   };
   std::string said;
-  EXPECT_EQ(run(SLUICE_SINK, "--deployment " + kExample + " --process sink --restarted 1", &said), 2) << said;
+  EXPECT_EQ(run(SLUICE_SINK, "--deployment " + kExample + " --process sink --set guarantee=none --restarted 1", &said),
+            2)
+      << said;
   EXPECT_NE(said.find("sink: started again after a death, but without checkpoint_interval_ms a sink's counts"),
             std::string::npos)
       << said;
-  EXPECT_EQ(run(SLUICE_NODE, "--deployment " + esper + " --process node-b --restarted 2", &said), 2) << said;
+  EXPECT_EQ(run(SLUICE_NODE, "--deployment " + esper + " --process node-b --set guarantee=none --restarted 2", &said),
+            2)
+      << said;
   EXPECT_NE(said.find("node-b: started again after a death, but without checkpoint_interval_ms operator 0 "
                       "(groupby)"),
             std::string::npos)
@@ -138,7 +144,7 @@ TEST(PipelineErrors, ACountOfStartsMakesTheSecondStartARestart) {
   const std::string file = dir + "/sink.starts";
   auto run = [&](const std::string& limit, std::string* said) {
     int rc = std::system(("timeout " + limit + " " + SLUICE_SINK + " --deployment " + kExample +
-                          " --process sink --set base_port=21760 --starts " + file + " >" + dir +
+                          " --process sink --set guarantee=none --set base_port=21760 --starts " + file + " >" + dir +
                           "/out 2>" + dir + "/err")
                              .c_str());
     *said = slurp(dir + "/err");

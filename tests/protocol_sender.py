@@ -8,8 +8,8 @@ every frame is acknowledged; then checks the sink's summary: every tuple
 arrived once and intact. Before that, Hellos the document says a receiver
 refuses (an older version, other acks) must be refused with why, the sink
 waiting on for its real upstream; after it, a second sink must answer a frame
-after END as a protocol error: no last acknowledgement, and an error that
-names the link. Python 3 standard library and python3-xxhash (Debian) only.
+after END as a protocol error: no last acknowledgement, an error that
+names the link, and an exit status of 1 (its stream ended with the error). Python 3 standard library and python3-xxhash (Debian) only.
 
 Usage: protocol_sender.py PATH/TO/sluice-sink
 """
@@ -326,8 +326,9 @@ def good_run(sock):
 
 
 def frame_after_end(sink, work):
-    """A frame after END (rule X3): the sink returns no last credits (so END
-    is never acknowledged), and its error names the link and what came."""
+    """A frame after END (rules X3, E3): the sink returns no last credits (so
+    END is never acknowledged), its error names the link and what came, and
+    it exits 1: with acks too, a protocol error ends its stream."""
     proc, port, _, log = start_sink(sink, work, "after-end")
     try:
         with connect(port) as sock:
@@ -348,7 +349,7 @@ def frame_after_end(sink, work):
             if gate.acked >= 2:
                 fail(f"the sink acknowledged {gate.acked} frames: END with a frame after it was "
                      "acknowledged")
-        proc.wait(timeout=30)
+        rc = proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -358,6 +359,9 @@ def frame_after_end(sink, work):
     want = "came after END, as frame 2: nothing may follow END"
     if want not in text or "link python-sender -> sink" not in text:
         fail(f"the sink's log does not name the frame after END ('{want}'):\n{text}")
+    if rc != 1:
+        fail(f"the sink exited {rc} after a frame after END, not 1 (its stream ends with the "
+             f"protocol error):\n{text}")
     print("a frame after END: refused as it should be")
 
 

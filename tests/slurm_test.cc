@@ -202,10 +202,12 @@ TEST_F(SlurmCluster, ClusterYamlRunsOnFourNodesWithNothingLost) {
   EXPECT_EQ(steps_left(), "");
 }
 
+// guarantee: none: the killed step fails the run (under the default it is
+// started again, and the run goes on).
 TEST_F(SlurmCluster, AStepKilledWithScancelIsNamedWithItsNode) {
   const std::string dir = run_dir("killed");
   const std::string cmd = kDeploy + " run " + kCluster +
-                          " --launcher slurm --set duration_s=30 --json --run-dir " + dir +
+                          " --launcher slurm --set guarantee=none --set duration_s=30 --json --run-dir " + dir +
                           " 2>" + dir + ".err";
   fs::create_directories(fs::path(dir).parent_path());
   FILE* f = popen(cmd.c_str(), "r");

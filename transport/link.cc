@@ -53,11 +53,13 @@ Status check_link_fits_pool(const LinkOptions& opts, const SlotPool& pool, uint3
   return {};
 }
 
-Status Receiver::fail(std::string msg) {
-  if (error_.ok()) error_ = Status::Error(std::move(msg));
+Status Receiver::fail(Status st) {
+  if (error_.ok()) error_ = std::move(st);
   carrier_->shutdown();
   return error_;
 }
+
+Status Receiver::fail(std::string msg) { return fail(Status::Error(std::move(msg))); }
 
 Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
   *n = 0;
@@ -72,25 +74,34 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
   Status carrier_error;  // found behind frames that arrived whole: those go on first
   if (!st) {
     if (shut_down_.load(std::memory_order_acquire)) return fail(name_ + ": receive shut down");
-    if (got == 0) return fail(st.message());
+    if (got == 0) return fail(st);
     carrier_error = st;
   }
   size_t k = 0;
   for (size_t i = 0; i < got; ++i) {
     const Arrival& a = arr[i];
-    ++received_;
-    if (received_ > granted_.get())
-      return fail(fmt::format("{}: frame {} sent without credit: the receiver granted {}", name_,
-                              received_ - 1, granted_.get()));
-    if (!owns(a.slot))
-      return fail(fmt::format("{}: carrier landed a frame in slot {}, not one of this link's",
-                              name_, a.slot));
-    frame_of_[a.slot - first_slot_] = received_ - 1;
-    if (received_ - returned_ > max_held_.get()) max_held_.set(received_ - returned_);
-    held_.set(received_ - returned_);
+    // A frame that fails its checks is the link's error, never handed out
+    // nor counted as received: an owner waits for every frame received to
+    // come back (NetSource::tend_broken), and nobody holds this one. The
+    // frames before it were good: they go on (and are counted); the next
+    // poll() returns the error.
+    const uint64_t frame = received_;
+    std::string err;
+    Status (*kind)(std::string) = &Status::Protocol;
+    if (frame + 1 > granted_.get()) {
+      err = fmt::format("frame {} sent without credit: the receiver granted {}", frame,
+                        granted_.get());
+    } else if (!owns(a.slot)) {
+      kind = &Status::Error;  // the carrier's fault, not the peer's
+      err = fmt::format("carrier landed a frame in slot {}, not one of this link's", a.slot);
+    }
+    if (!err.empty()) {
+      Status e = fail(kind(fmt::format("{}: {}", name_, err)));
+      if (k == 0) return e;
+      break;
+    }
     const std::byte* p = pool_.slot(a.slot);
     uint64_t tuples = 0;
-    std::string err;
     if (a.kind == FrameKind::kEvents) {
       if (a.bytes > opts_.slot_bytes)
         err = fmt::format("payload of {} bytes beyond the {}-byte slot", a.bytes, opts_.slot_bytes);
@@ -102,12 +113,14 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
       err = fmt::format("frame kind {} handed up by the carrier", static_cast<unsigned>(a.kind));
     }
     if (!err.empty()) {
-      // The frames before it were good: they go on (and are counted); the
-      // next poll() returns the error.
-      Status e = fail(fmt::format("{}: frame {}: {}", name_, received_ - 1, err));
+      Status e = fail(Status::Protocol(fmt::format("{}: frame {}: {}", name_, frame, err)));
       if (k == 0) return e;
       break;
     }
+    ++received_;
+    frame_of_[a.slot - first_slot_] = frame;
+    if (received_ - returned_ > max_held_.get()) max_held_.set(received_ - returned_);
+    held_.set(received_ - returned_);
     const bool end = a.kind == FrameKind::kEnd;
     out[k++] = Descriptor{a.slot, 0, a.bytes, end ? 0u : a.events, static_cast<uint32_t>(tuples),
                           end ? kDescEnd : 0u};
@@ -123,7 +136,7 @@ Status Receiver::poll(std::span<Descriptor> out, size_t* n) {
     }
   }
   if (!carrier_error.ok()) {
-    Status e = fail(carrier_error.message());
+    Status e = fail(carrier_error);
     if (k == 0) return e;
   }
   *n = k;
@@ -249,15 +262,15 @@ Status Receiver::collect_acks() {
   Status st = send_pending(true);
   carrier_->finish();
   finished_ = true;
-  if (!st) return fail(st.message());
+  if (!st) return fail(st);
   return {};
 }
 
 Status Receiver::check_after_end() {
   std::string what = after_end_.empty() ? carrier_->after_end() : after_end_;
   if (what.empty()) return {};
-  return fail(fmt::format("{}: {} came after END, as frame {}: nothing may follow END", name_, what,
-                          received_));
+  return fail(Status::Protocol(fmt::format(
+      "{}: {} came after END, as frame {}: nothing may follow END", name_, what, received_)));
 }
 
 Status Receiver::give_back(uint32_t slot) {
@@ -295,7 +308,7 @@ Status Receiver::give_back(uint32_t slot) {
   if (!st && !ended_) {
     // Shut down from another thread: that, not the write it broke, is the news.
     if (shut_down_.load(std::memory_order_acquire)) return fail(name_ + ": receive shut down");
-    return fail(st.message());
+    return fail(st);
   }
   return {};
 }
@@ -356,7 +369,7 @@ Status Receiver::flush_credits() {
   Status st = send_pending(false, 1, true);
   if (!st) {
     if (shut_down_.load(std::memory_order_acquire)) return fail(name_ + ": receive shut down");
-    return fail(st.message());
+    return fail(st);
   }
   return {};
 }
@@ -421,7 +434,7 @@ Status CreditGate::refill(bool block) {
   if (!st) return st;
   acked_.store(acked, std::memory_order_release);
   if (uint64_t{credits_} + got > initial_)
-    return Status::Error(fmt::format(
+    return Status::Protocol(fmt::format(
         "{}: receiver returned {} credits, {} more than the {} it granted", name_, got,
         uint64_t{credits_} + got - initial_, initial_));
   credits_ += got;

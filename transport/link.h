@@ -32,10 +32,12 @@
 //      keeps each frame it sent in its pool slots (the descriptor's holder,
 //      no copy) until then: memory held for replay is bounded by the sender's
 //      pool and the receiver's window, and an outage shows as backpressure.
-//      A carrier error then does not end the link: the sender connects again
-//      (back-off, within reconnect_timeout_ms), and sends every frame not yet
-//      acknowledged, in order, before anything new. The receiver's end of a
-//      broken link is replaced by the listener's next accept (node/node.cc).
+//      A broken connection then does not end the link: the sender connects
+//      again (back-off, within reconnect_timeout_ms), and sends every frame
+//      not yet acknowledged, in order, before anything new. The receiver's end
+//      of a broken link is replaced by the listener's next accept (node/net.cc).
+//      A protocol error (Status::protocol_error: the peer's bytes are wrong)
+//      ends the link with acks too: a new connection would bring the same.
 #pragma once
 
 #include <atomic>
@@ -179,6 +181,7 @@ class Receiver {
   LinkStats stats() const;
 
  private:
+  Status fail(Status st);  // the first error stays the link's
   Status fail(std::string msg);
   // Moves acked_ over the frames whose slots came back and, if claimed,
   // were acknowledged downstream.

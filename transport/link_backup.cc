@@ -52,7 +52,7 @@ Status Sender::drop_acked() {
   // receiver that is wrong (or not ours), and believing it would drop
   // frames nobody has.
   if (acked > log_tail_ - conn_base_)
-    return Status::Error(fmt::format(
+    return Status::Protocol(fmt::format(
         "{}: the receiver acknowledged {} frames of this connection; at most {} were sent", name_, acked,
         log_tail_ - conn_base_));
   bool claims_acked = false;
@@ -180,7 +180,11 @@ Status Sender::keep(FrameKind kind, const TxCarrier::Piece* p, size_t n, uint32_
 // reconnect_timeout_ms, then replay every frame not acknowledged. Without
 // acks (or a connect function) the error stands.
 Status Sender::recover(Status why) {
-  if (!opts_.acks || !connect_ || closed_without_end_ || interrupted_.load(std::memory_order_acquire)) return why;
+  // A protocol error is the receiver's bytes being wrong: a new connection
+  // would bring the same (PROTOCOL.md, E3).
+  if (!opts_.acks || !connect_ || closed_without_end_ || why.protocol_error() ||
+      interrupted_.load(std::memory_order_acquire))
+    return why;
   carrier_->abort();
   // Carrier errors name the link already.
   const std::string who = why.message().rfind(name_, 0) == 0 ? "" : name_ + ": ";

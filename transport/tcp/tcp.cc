@@ -200,8 +200,9 @@ class TcpRx final : public RxCarrier {
   LinkStats stats() const override { return stats_.snapshot(); }
 
  private:
-  Status fail(std::string msg) {
-    error_ = Status::Error(std::move(msg));
+  Status fail(std::string msg) { return fail(Status::Error(std::move(msg))); }
+  Status fail(Status st) {
+    error_ = std::move(st);
     ::shutdown(fd_.get(), SHUT_RDWR);
     return error_;
   }
@@ -217,7 +218,8 @@ class TcpRx final : public RxCarrier {
   }
 
   Status bad_frame(const Status& st) {
-    return fail(fmt::format("{}: frame {} at byte {}: {}", link_, frames_, frame_offset_, st.message()));
+    return fail(Status::Protocol(
+        fmt::format("{}: frame {} at byte {}: {}", link_, frames_, frame_offset_, st.message())));
   }
 
   // A frame arrived: it lands in the slot posted last (next_slot()), which
@@ -225,8 +227,9 @@ class TcpRx final : public RxCarrier {
   // credit.
   Status take_slot(uint32_t* slot) {
     if (ready_.empty())
-      return fail(fmt::format("{}: frame {} at byte {} sent without credit: the receiver granted {}",
-                              link_, frames_, frame_offset_, posted_));
+      return fail(Status::Protocol(
+          fmt::format("{}: frame {} at byte {} sent without credit: the receiver granted {}", link_,
+                      frames_, frame_offset_, posted_)));
     *slot = ready_.back();
     ready_.pop_back();
     return {};
@@ -546,7 +549,7 @@ class TcpTx : public TxCarrier {
       size_t off = 0;
       uint64_t sum = 0;
       std::string err = read_credits(cbuf_, chave_, &off, &sum, acked);
-      if (!err.empty()) return Status::Error(fmt::format("{}: {}", link_, err));
+      if (!err.empty()) return Status::Protocol(fmt::format("{}: {}", link_, err));
       // One recv holds at most sizeof cbuf_ / 16 messages of at most
       // kMaxCreditsPerMessage each: the sum fits, and the gate checks it.
       *got += static_cast<uint32_t>(std::min<uint64_t>(sum, UINT32_MAX - *got));

@@ -1080,6 +1080,26 @@ TEST_F(RawDownstream, AnAckBeyondWhatWasSent) {
   EXPECT_HAS(st.message(), "link loadgen -> node-a (127.0.0.1:");
 }
 
+// With acks, a bad credit message is a protocol error, not a broken
+// connection: the receiver's bytes are wrong, and a new connection would
+// bring the same. The sender ends with it at once; it does not connect
+// again for reconnect_timeout_ms. (A receiver that went away is a break:
+// ReceiverClosesWhileSenderWaitsForCredit, and the replay tests.)
+TEST_F(RawDownstream, WithAcksABadCreditMessageEndsTheSenderAtOnce) {
+  const CreditFrame bad[] = {{0x11111111, 1, 0}, {kCreditMagic, 5, 0}};
+  const char* said[] = {"bad credit frame magic 0x11111111", "returned 5 credits"};
+  for (int i = 0; i < 2; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st = run([&](RawSocket& p) { p.write(&bad[i], sizeof bad[i]); }, true);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_FALSE(st.ok());
+    EXPECT_TRUE(st.protocol_error()) << st.message();
+    EXPECT_HAS(st.message(), said[i]);
+    EXPECT_EQ(st.message().find("connect"), std::string::npos) << st.message();
+    EXPECT_LT(took, 5.0);  // against reconnect_timeout_ms' 10 s
+  }
+}
+
 TEST_F(RawDownstream, ReceiverClosesWhileSenderWaitsForCredit) {
   Status st = run([](RawSocket& p) { ::shutdown(p.fd, SHUT_RDWR); });
   ASSERT_FALSE(st.ok());

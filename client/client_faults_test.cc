@@ -29,7 +29,7 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 std::string pair_yaml(uint16_t port, const std::string& more = "") {
-  return fmt::format("base_port: {}\nmetrics: off\nprogress_s: 0\nevent_bytes: 4096\n{}"
+  return fmt::format("guarantee: none\nbase_port: {}\nmetrics: off\nprogress_s: 0\nevent_bytes: 4096\n{}"
                      "processes:\n  - {{name: pub, role: publisher}}\n  - {{name: sub, role: subscriber}}\n",
                      port, more);
 }

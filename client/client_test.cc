@@ -53,7 +53,7 @@ TEST_P(ClientCarriers, EveryTupleArrivesOnceInOrderWithItsFields) {
   while (std::string(kCarriers[index].name) != carrier.name) ++index;
   const uint16_t port = static_cast<uint16_t>(34100 + 20 * index + (acks ? 10 : 0));
   const std::string file = dir.write("quotes.yaml", fmt::format(
-      "{}acks: {}\nbase_port: {}\nmetrics: off\nprogress_s: 0\nevent_bytes: 4096\nstreams: 2\n"
+      "{}guarantee: none\nacks: {}\nbase_port: {}\nmetrics: off\nprogress_s: 0\nevent_bytes: 4096\nstreams: 2\n"
       "schema: q\nschemas:\n  q:\n    fields:\n      - {{name: key, type: u32}}\n"
       "      - {{name: price, type: f64}}\n      - {{name: tag, type: bytes, width: 6}}\n"
       "    tuple_bytes: 40\n"
@@ -191,7 +191,7 @@ TEST_P(ClientCarriers, EveryTupleArrivesOnceInOrderWithItsFields) {
 }
 
 std::string pair_yaml(uint16_t port, const std::string& more) {
-  return fmt::format("base_port: {}\nmetrics: off\nprogress_s: 0\nevent_bytes: 4096\n{}"
+  return fmt::format("guarantee: none\nbase_port: {}\nmetrics: off\nprogress_s: 0\nevent_bytes: 4096\n{}"
                      "processes:\n  - {{name: pub, role: publisher}}\n  - {{name: sub, role: subscriber}}\n",
                      port, more);
 }

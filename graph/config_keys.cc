@@ -45,7 +45,11 @@ void apply_guarantee(Guarantee g, Deployment* d) {
 
 namespace cfg {
 
-const std::vector<std::string> kGuarantees = {"none", "at-least-once", "exactly-once"};
+// The names are guarantee_name's, the one place that spells them.
+constexpr Guarantee kGuaranteeValues[] = {Guarantee::kNone, Guarantee::kAtLeastOnce, Guarantee::kExactlyOnce};
+const std::vector<std::string> kGuarantees = {guarantee_name(Guarantee::kNone),
+                                              guarantee_name(Guarantee::kAtLeastOnce),
+                                              guarantee_name(Guarantee::kExactlyOnce)};
 const std::vector<std::string> kEncodings = {"capnp", "copy", "sg"};
 const std::vector<std::string> kTransports = {"tcp", "fabric", "ucx"};
 const std::vector<std::string> kWaits = {"block", "spin", "hybrid"};
@@ -513,9 +517,8 @@ const std::vector<Key>& keys() {
       // The supervisor of run and up.
       enum_key("guarantee", &kGuarantees,
                [](Deployment* d, const std::string& v) {
-                 d->guarantee = v == "none"            ? Guarantee::kNone
-                                : v == "at-least-once" ? Guarantee::kAtLeastOnce
-                                                       : Guarantee::kExactlyOnce;
+                 for (Guarantee g : kGuaranteeValues)
+                   if (v == guarantee_name(g)) d->guarantee = g;
                },
                [](const Deployment& d) { return std::string(guarantee_name(d.guarantee)); },
                "what a run promises when a process dies (kill -9 of any of them, the load "

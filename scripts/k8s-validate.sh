@@ -89,7 +89,10 @@ for f in deploy/examples/*.yaml; do
     fi
     continue
   fi
-  cases+=("$(basename "$f" .yaml)|$f|")
+  # A file source reads a file the pod mounts; the file leaves it unnamed.
+  extra=""
+  grep -Eq 'source: file' "$f" && extra="--set source_file=/data/records.csv"
+  cases+=("$(basename "$f" .yaml)|$f|$extra")
 done
 cases+=("cluster-x2-nometrics|deploy/examples/cluster.yaml|--set instances=2 --set metrics=off --name x2")
 cases+=("cluster-rdma|deploy/examples/cluster.yaml|--pod-monitor --host-network --rdma-resource rdma/hca --set links.0.transport=ucx --set links.1.transport=fabric --set hosts.1.cores=0-3 --set processes.2.restart=on-failure")

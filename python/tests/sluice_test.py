@@ -26,7 +26,7 @@ QUOTES = "quotes{seq:u64,key:u32,price:f64,size:i32;tuple_bytes=128}"
 
 def pair_yaml(port, more=""):
     """A publisher linked straight to a subscriber, quotes in 4 KiB events."""
-    return (f"base_port: {port}\nmetrics: off\nprogress_s: 0\nevent_bytes: 4096\n{more}"
+    return (f"guarantee: none\nbase_port: {port}\nmetrics: off\nprogress_s: 0\nevent_bytes: 4096\n{more}"
             "schema: quotes\nschemas:\n  quotes:\n    fields:\n"
             "      - {name: key, type: u32}\n      - {name: price, type: f64}\n"
             "      - {name: size, type: i32}\n      - {name: tag, type: bytes, width: 6}\n"

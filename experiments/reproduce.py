@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Regenerates experiments/REPORT.md, sluice's one results page, from sluice runs.
 
-  python3 experiments/reproduce.py              # the full set: REPORT.md (at most ~45 min on 2 cores)
+  python3 experiments/reproduce.py              # the full set: REPORT.md (about 16 min on 2 cores: 428 runs)
   python3 experiments/reproduce.py --quick      # a few minutes: every section, fewer cells; CI
   python3 experiments/reproduce.py --report-only --out DIR   # redraw from DIR/runs.csv
   python3 experiments/reproduce.py --check-only --out DIR    # only re-check DIR's report

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <mutex>
 
@@ -21,19 +22,13 @@ namespace sluice {
 namespace client {
 namespace {
 
-size_t pow2_at_least(size_t n) {
-  size_t p = 2;
-  while (p < n) p <<= 1;
-  return p;
-}
-
 // The receive stage's work: what the application committed. The pool's
 // free queue is the application's (claim takes from it); the stages
 // release into it once a slot's event is sent (acks: acknowledged).
 class AppSource final : public Source {
  public:
   AppSource(size_t slots, size_t slot_bytes, int started_fd)
-      : pool_(slots, slot_bytes), ring_(pow2_at_least(slots + 2)), started_fd_(started_fd) {}
+      : pool_(slots, slot_bytes), ring_(std::bit_ceil(slots + 2)), started_fd_(started_fd) {}
   // Runs once the send stage's links are up.
   Status start() override {
     const uint64_t one = 1;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 #include "base/fd.h"
@@ -23,18 +24,12 @@ namespace sluice {
 namespace client {
 namespace {
 
-size_t pow2_at_least(size_t n) {
-  size_t p = 2;
-  while (p < n) p <<= 1;
-  return p;
-}
-
 // The send stage's work: every descriptor to the application. The ring
 // holds as many as the pool has slots, so it never fills: what the
 // application has not polled holds its slot, and its link's credit.
 class AppDestination final : public Destination {
  public:
-  explicit AppDestination(SlotPool& pool) : verifier(pool), ring_(pow2_at_least(pool.slots() + 2)) {}
+  explicit AppDestination(SlotPool& pool) : verifier(pool), ring_(std::bit_ceil(pool.slots() + 2)) {}
   Status consume(std::span<const Descriptor> descs) override {
     if (ring_.try_push_n(descs.data(), descs.size()) != descs.size())
       return Status::Error("the subscriber's ring is full");  // sized to the pool: a bug

@@ -82,7 +82,7 @@ class Drain {
 
 TEST(ClientFaults, APublisherOfAnotherSchemaIsRefusedAtTheHandshakeNamingBoth) {
   TempDir dir;
-  const std::string file = dir.write("d.yaml", pair_yaml(35100));
+  const std::string file = dir.write("d.yaml", pair_yaml(11500));
   std::unique_ptr<Subscriber> sub;
   ASSERT_TRUE(Subscriber::open(at(file, "sub"), &sub).ok());
   Connect wrong = at(file, "pub");
@@ -106,7 +106,7 @@ TEST(ClientFaults, APublisherOfAnotherSchemaIsRefusedAtTheHandshakeNamingBoth) {
 
 TEST(ClientFaults, ASubscriberOfAnotherSchemaIsRefusedWhenItOpens) {
   TempDir dir;
-  const std::string file = dir.write("d.yaml", pair_yaml(35120));
+  const std::string file = dir.write("d.yaml", pair_yaml(11520));
   Connect wrong = at(file, "sub");
   wrong.fields = {{"key", Type::kU64}};
   std::unique_ptr<Subscriber> sub;
@@ -124,7 +124,7 @@ TEST(ClientFaults, ASubscriberOfAnotherSchemaIsRefusedWhenItOpens) {
 
 TEST(ClientFaults, AWrongTokenIsRefusedAtTheHandshake) {
   TempDir dir;
-  const std::string file = dir.write("d.yaml", pair_yaml(35140));
+  const std::string file = dir.write("d.yaml", pair_yaml(11540));
   std::unique_ptr<Subscriber> sub;
   ASSERT_TRUE(Subscriber::open(at(file, "sub", {"token=right"}), &sub).ok());
   std::unique_ptr<Publisher> pub;
@@ -142,7 +142,7 @@ TEST(ClientFaults, AWrongTokenIsRefusedAtTheHandshake) {
 
 TEST(ClientFaults, BadCallsAreErrorsThatSayWhat) {
   TempDir dir;
-  const std::string file = dir.write("d.yaml", pair_yaml(35160));
+  const std::string file = dir.write("d.yaml", pair_yaml(11560));
   std::unique_ptr<Publisher> pub;
   Result r = Publisher::open(at(file, "sub"), &pub);
   EXPECT_EQ(r.message, fmt::format("process 'sub' in {} is a subscriber, not a publisher", file));
@@ -187,7 +187,7 @@ TEST(ClientFaults, BadCallsAreErrorsThatSayWhat) {
 // returns everything comes, once.
 TEST(ClientFaults, AHandlerThatDoesNotReturnBackPressuresThePublisher) {
   TempDir dir;
-  const std::string file = dir.write("d.yaml", pair_yaml(35180));
+  const std::string file = dir.write("d.yaml", pair_yaml(11580));
   std::unique_ptr<Subscriber> sub;
   ASSERT_TRUE(Subscriber::open(at(file, "sub"), &sub).ok());
   std::unique_ptr<Publisher> pub;
@@ -246,7 +246,7 @@ TEST(ClientFaults, AHandlerThatDoesNotReturnBackPressuresThePublisher) {
 // told the stream was cut short.
 TEST(ClientFaults, ACloseThatTheReceiverDoesNotTakeEndsWithinItsTimeout) {
   TempDir dir;
-  const std::string file = dir.write("d.yaml", pair_yaml(35200));
+  const std::string file = dir.write("d.yaml", pair_yaml(11600));
   std::unique_ptr<Subscriber> sub;
   ASSERT_TRUE(Subscriber::open(at(file, "sub"), &sub).ok());
   std::unique_ptr<Publisher> pub;
@@ -295,7 +295,7 @@ TEST(ClientFaults, KillingNodeAWithAcksLosesAndRepeatsNothing) {
         !std::freopen((dir.path() + "/report.json").c_str(), "w", stdout))
       _exit(126);
     execl(SLUICE_DEPLOY, SLUICE_DEPLOY, "run", SLUICE_SOURCE_DIR "/deploy/examples/app.yaml", "--run-dir",
-          run.c_str(), "--set", "acks=on", "--set", "restart=on-failure", "--set", "base_port=35300", "--set",
+          run.c_str(), "--set", "acks=on", "--set", "restart=on-failure", "--set", "base_port=11700", "--set",
           "progress_s=0", "--set", "metrics=off", "--json", nullptr);
     _exit(127);
   }

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "transport/carrier_cases.h"
+
 namespace sluice {
 namespace {
 
@@ -142,6 +144,38 @@ links:
   EXPECT_EQ(slots(parse_ok(grouped, {"acks=on", "slots=96"})), (V{96, 96}));
   EXPECT_EQ(slots(parse_ok(dump_deployment(parse_ok(merged)))), (V{more, more, 16}));
   EXPECT_EQ(slots(parse_ok(dump_deployment(acked))), slots(acked));
+}
+
+// Every mode of the conformance suite is a deployment's keys away: the
+// keys its line names give the options its setup makes, field by field of
+// what selects a carrier. The client library's ends run on those keys
+// (client/client_test.cc), so this is what ties them to the suite.
+TEST(Config, EveryConformanceCarrierIsSelectedByItsKeys) {
+  for (const testing::CarrierCase& c : testing::kCarriers) {
+    SCOPED_TRACE(c.name);
+    LinkOptions want;
+    c.setup(want);
+    const Deployment d = parse_ok(std::string("guarantee: none\n") + c.keys + kChain);
+    LinkOptions got = d.link_options(0, 0);
+    if (want.transport == "ucx") resolve_ucx_tls(&want.msg, true);
+    EXPECT_EQ(got.transport, want.transport);
+    if (want.transport == "tcp") {
+      EXPECT_EQ(got.tcp.encoding, want.tcp.encoding);
+      EXPECT_EQ(got.tcp.rx_select, want.tcp.rx_select);
+      EXPECT_EQ(got.tcp.async_send, want.tcp.async_send);
+    } else {
+      if (want.transport == "fabric") {
+        EXPECT_EQ(got.msg.fabric_provider, want.msg.fabric_provider);
+      } else {
+        EXPECT_EQ(got.msg.ucx_tls, want.msg.ucx_tls);
+      }
+      EXPECT_EQ(got.msg.sync_completion, want.msg.sync_completion);
+      EXPECT_EQ(got.msg.rma_set, want.msg.rma_set);
+      if (want.msg.rma_set) {
+        EXPECT_EQ(got.msg.rma, want.msg.rma);
+      }
+    }
+  }
 }
 
 TEST(Config, DottedOverrides) {

@@ -130,9 +130,17 @@ class LaunchCommand : public Subcommand {
     return -1;
   }
 
-  // run and up: the executor can start here, --prometheus can reach the
-  // processes, the programs are found and the run directory is free. Fills
-  // opts; returns an exit code when it cannot go on, else -1.
+  // run and up: prepare, then ready. Returns an exit code when the run
+  // cannot start, else -1.
+  int start(Deployment* d, std::unique_ptr<Executor>* executor, LaunchOptions* opts) {
+    Status st;
+    if (int rc = prepare(d, executor, &st); rc >= 0) return rc;
+    return ready(d, executor->get(), st, opts);
+  }
+
+  // The executor can start here, --prometheus can reach the processes, the
+  // programs are found and the run directory is free. Fills opts; returns an
+  // exit code when it cannot go on, else -1.
   int ready(Deployment* d, Executor* executor, Status st, LaunchOptions* opts) {
     if (st) st = executor->check();
     if (!st) return fail(st, d->preset);
@@ -325,10 +333,8 @@ class Run : public LaunchCommand {
   int run() override {
     Deployment d;
     std::unique_ptr<Executor> executor;
-    Status st;
-    if (int rc = prepare(&d, &executor, &st); rc >= 0) return rc;
     LaunchOptions opts;
-    if (int rc = ready(&d, executor.get(), st, &opts); rc >= 0) return rc;
+    if (int rc = start(&d, &executor, &opts); rc >= 0) return rc;
     // The run keeps RUN/state.json too, so `status` and `down` reach it.
     opts.on_change = write_state;
 
@@ -379,10 +385,8 @@ class Up : public LaunchCommand {
   int run() override {
     Deployment d;
     std::unique_ptr<Executor> executor;
-    Status st;
-    if (int rc = prepare(&d, &executor, &st); rc >= 0) return rc;
     LaunchOptions opts;
-    if (int rc = ready(&d, executor.get(), st, &opts); rc >= 0) return rc;
+    if (int rc = start(&d, &executor, &opts); rc >= 0) return rc;
     opts.executor = nullptr;  // the supervisor makes its own
     SessionResult res = up_deployment(d, opts, json_);
     if (res.exit_code == 0) own_allocation_.job.clear();  // the supervisor's now, until down

@@ -43,7 +43,6 @@ runs/scaling-TIME). Python 3 standard library only; perf is optional.
 
 import argparse
 import datetime
-import fcntl
 import json
 import os
 import shutil
@@ -58,8 +57,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from sweep import find_binary, free_ports, kill_group, tail  # noqa: E402
+from repro.run import CpuLock  # noqa: E402  (one run under /tmp/cpu.lock)
 
-LOCK = "/tmp/cpu.lock"
 PIPELINE = REPO / "deploy/examples/pipeline.yaml"
 ESPER = REPO / "deploy/examples/esper_parallel.yaml"
 CHUNK = 32768          # the relays' reads and writes
@@ -74,50 +73,6 @@ PERF_CALLS = ["read", "write", "recvfrom", "sendto", "recvmsg", "sendmsg", "read
 
 def log(msg):
     print(msg, file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------- the lock
-
-def _ancestors():
-    pids, pid = set(), os.getpid()
-    while pid > 1 and pid not in pids:
-        pids.add(pid)
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                pid = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            break
-    return pids
-
-
-def _held_by_ancestor():
-    """An ancestor (`flock -x /tmp/cpu.lock python3 ...`) holds the lock:
-    taking it again would wait for ever."""
-    try:
-        ino = os.stat(LOCK).st_ino
-        lines = open("/proc/locks").read().splitlines()
-    except OSError:
-        return False
-    mine = _ancestors()
-    for line in lines:
-        parts = line.split()
-        try:
-            if parts[1] == "FLOCK" and int(parts[5].split(":")[2]) == ino and int(parts[4]) in mine:
-                return True
-        except (IndexError, ValueError):
-            continue
-    return False
-
-
-class CpuLock:
-    def __enter__(self):
-        self.f = open(LOCK, "a")
-        if not _held_by_ancestor():
-            fcntl.flock(self.f, fcntl.LOCK_EX)
-        return self
-
-    def __exit__(self, *exc):
-        self.f.close()
 
 
 # ---------------------------------------------------------------- perf

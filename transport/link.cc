@@ -412,9 +412,10 @@ Sender::Sender(const LinkOptions& opts, std::unique_ptr<TxCarrier> carrier, Slot
   carrier_takes_credits_ = carrier_->takes_credits(gate_.get());
   if (opts_.acks) {
     // The receiver grants credit at most a window ahead of what it
-    // acknowledged; the log holds that many frames (and one being added).
+    // acknowledged; the log holds that many frames (and one being added),
+    // and their pieces: kKeptPiecesPerFrame each on average (link.h).
     log_.resize(Receiver::window(credits) + 2);
-    kept_pieces_.resize(log_.size() * 4 + 2 * max_pieces_);
+    kept_pieces_.resize(log_.size() * kKeptPiecesPerFrame + 2 * max_pieces_);
     scratch_.resize(max_pieces_);
   }
 }

@@ -115,8 +115,9 @@ Status Sender::settle_claims() {
   return st;
 }
 
-// Adds a frame to the log, waiting for acknowledgements while it is full
-// (backpressure: the receiver's window keeps that rare). What the carrier
+// Adds a frame to the log, waiting for acknowledgements while it is full,
+// of frames or of their pieces (backpressure: the receiver's window and
+// kKeptPiecesPerFrame keep that rare). What the carrier
 // is to send goes into scratch_: the pieces with no slot to release, but
 // those kept by header (at most room() of a frame: a replay holds that
 // many reserve slots at once).

@@ -22,8 +22,9 @@ so only a ratio within a run, over several rounds, means anything):
                  (256 events a call) counting the tuples
   pyzmq          api_ends.py's pyzmq ends, four processes: PUSH -> relay -> relay
                  -> PULL over tcp loopback, the same batches, one message each
-  python-1tuple  python, one tuple per event (per send)
-  pyzmq-1tuple   pyzmq, one tuple per message
+  python-1tuple  python, one tuple per event (per send; its update a store
+                 through a memoryview, not a ufunc call on one element)
+  pyzmq-1tuple   pyzmq, one tuple per message (the same)
 
 The sluice rows take the same links, preset and operators (a filter on key
 in each node); their figure is the report's tuples/s (`sluice-deploy run
@@ -40,7 +41,11 @@ tuple per event).
 
 --json prints a list of rows instead of the table, each with name,
 tuples_per_s, lost, duplicated, peak_rss_mib (the largest of the row's
-processes) and rss_mib (each process's), and the rounds' figures. Rows
+processes) and rss_mib (each process's), the rounds' figures, and for
+api_ends' publishers thread_cpu_us_per_event (the sending thread's CPU
+time per event) and fill_us_per_event (of it, the per-batch update's,
+python only):
+python's minus cpp-batch's, less the update, is the module's own cost. Rows
 need what they run: the Python module in the build (python rows), pyzmq
 and numpy for the interpreter (pyzmq rows, else skipped, saying so).
 Standard library only in this script.
@@ -186,6 +191,10 @@ def run_app(args, tmp, tag, name, publisher, subscriber):
     except subprocess.TimeoutExpired:
         sub.kill()
     row = finish(name, deploy, 60)
+    try:  # api_ends' publishers: their sending thread's CPU time per event
+        row["publisher"] = json.loads(pub.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        row["publisher"] = {}
     if pub.returncode != 0 and not row["error"]:
         row["ok"], row["error"] = False, f"the publisher exited {pub.returncode}: {pub.stderr[-400:]}"
     return row
@@ -257,6 +266,10 @@ def main():
             "peak_rss_mib": max((x["peak_rss_mib"] for x in rs), default=0),
             "rss_mib": {p: max(x["rss_mib"].get(p, 0) for x in rs) for x in rs for p in x["rss_mib"]},
             "rounds": [x["tuples_per_s"] for x in rs], "failed": [x["error"] for x in rs if not x["ok"]]})
+        for k in ("thread_cpu_us_per_event", "fill_us_per_event"):
+            got = [x["publisher"][k] for x in rs if k in x.get("publisher", {})]
+            if got:
+                rows[-1][k] = statistics.median(got)
     by = {row["name"]: row["tuples_per_s"] for row in rows}
     base = by.get("loadgen", 0)
     for row in rows:
@@ -279,6 +292,12 @@ def main():
             each = ", ".join(f"{p} {m}" for p, m in row["rss_mib"].items())
             print(f"| {row['name']} | {row['tuples_per_s']:,.0f} | {row['ratio']:.3f} | {row['lost']} | "
                   f"{row['duplicated']} | {row['peak_rss_mib']} ({each}) |")
+        cpu = [r for r in rows if "thread_cpu_us_per_event" in r]
+        if cpu:
+            print("\n| ends | publisher's sending thread, CPU us per event | of it, the update |\n|---|---:|---:|")
+            for r in cpu:
+                fill = f"{r['fill_us_per_event']:.2f}" if "fill_us_per_event" in r else "-"
+                print(f"| {r['name']} | {r['thread_cpu_us_per_event']:.2f} | {fill} |")
         if targets:
             print("\n| ratio | value | target |\n|---|---:|---:|")
             for t in targets:

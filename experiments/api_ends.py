@@ -11,10 +11,11 @@ relay and subscriber.
 
 Both publishers send the same tuples, app.yaml's quotes (128 B), in the
 same numpy batches: one structured array of TUPLES_PER_EVENT tuples, filled
-once, sent again and again for SECONDS, with one vectorised in-place op per
-batch (key += n for sluice, whose library numbers seq; seq += n for pyzmq,
-whose subscriber checks it). That is all the numpy work there is: the
-figures are of the libraries, not of rebuilding arrays.
+once, sent again and again for SECONDS, with one in-place update per batch
+(key += n for sluice, whose library numbers seq; seq += n for pyzmq, whose
+subscriber checks it): a vectorised numpy op, or for one tuple a store
+through a memoryview. That is all the numpy work there is: the figures are
+of the libraries, not of rebuilding arrays.
 
 pyzmq's chain is the demo chain's shape, four processes: PUSH -> PULL|PUSH
 -> PULL|PUSH -> PULL over tcp loopback, one message per batch, pyzmq's
@@ -25,7 +26,12 @@ the publisher's send(copy=False) is copied by pyzmq itself below
 zmq.COPY_THRESHOLD (64 KiB), as it decides. An empty message is the end.
 
 Each prints one JSON line: tuples, its figure where it has one, lost and
-duplicated (the subscribers), peak_rss_mib (its own, getrusage).
+duplicated (the subscribers), peak_rss_mib (its own, getrusage). sluice-pub
+adds its sending thread's CPU time per event (thread_time: the update,
+the module and the library's claim, copy, checksum and commit; not the
+links' threads) and the update's alone (fill_us_per_event, timed after
+the run), so the module's share is their difference against
+api_ends.cc's thread_cpu_us_per_event.
 """
 import json
 import resource
@@ -58,22 +64,46 @@ def batch_of(n):
     return b
 
 
+def one_word(batch, field):
+    """The first tuple's `field` as a one-item memoryview: a batch of one
+    tuple is updated through it, since a ufunc call on one element (~1 us)
+    costs more than a send."""
+    off = batch.dtype.fields[field][1]
+    size = batch.dtype[field].itemsize
+    return memoryview(batch.view(np.uint8))[off:off + size].cast({4: "I", 8: "Q"}[size])
+
+
 def sluice_pub(run_dir, seconds, per_event):
     import sluice
     pub = sluice.Publisher(run_dir, "publisher")
     if pub.dtype != QUOTES:
         sys.exit(f"api_ends.py: the stream is not app.yaml's quotes: {pub.schema}")
     batch = batch_of(per_event)
-    key = batch["key"]
+    key, key0 = batch["key"], one_word(batch, "key")
     sent = 0
     t0 = time.perf_counter()
+    c0 = time.thread_time()
     with pub:
         while time.perf_counter() - t0 < seconds:
             for _ in range(64):
-                np.add(key, per_event, out=key)
+                if per_event > 1:
+                    np.add(key, per_event, out=key)
+                else:
+                    key0[0] = (key0[0] + 1) & 0xFFFFFFFF
                 sent += pub.send(batch)
+        cpu = time.thread_time() - c0
+        events = pub.committed
         pub.flush(timeout=60)
-    say(tuples=sent, events=pub.committed)
+    # The update alone, timed apart: what of the thread's time is not sluice's.
+    f0 = time.thread_time()
+    for _ in range(10000):
+        if per_event > 1:
+            np.add(key, per_event, out=key)
+        else:
+            key0[0] = (key0[0] + 1) & 0xFFFFFFFF
+    fill = (time.thread_time() - f0) / 10000
+    say(tuples=sent, events=events, thread_cpu_us_per_event=round(cpu / max(events, 1) * 1e6, 3),
+        fill_us_per_event=round(fill * 1e6, 3))
 
 
 def sluice_sub(run_dir):
@@ -97,7 +127,7 @@ def zmq_pub(address, seconds, per_event):
     out = ctx.socket(zmq.PUSH)
     out.connect(address)
     batch = batch_of(per_event)
-    seq = batch["seq"]
+    seq, seq0 = batch["seq"], one_word(batch, "seq")
     # Below the threshold pyzmq copies the batch into its message, so the
     # next in-place update cannot reach a message still queued.
     if batch.nbytes >= zmq.COPY_THRESHOLD:
@@ -108,7 +138,10 @@ def zmq_pub(address, seconds, per_event):
         for _ in range(64):
             out.send(batch, copy=False)
             sent += per_event
-            np.add(seq, per_event, out=seq)
+            if per_event > 1:
+                np.add(seq, per_event, out=seq)
+            else:
+                seq0[0] += 1
     out.send(b"")
     out.close(linger=-1)
     ctx.term()

@@ -1,31 +1,54 @@
 #!/usr/bin/env python3
-"""The client library against the built-in ends, on the demo chain.
+"""The client library against the built-in ends and against pyzmq, on the
+demo chain.
 
-Two ways to move 128-byte tuples in 32 KiB events through node -> node,
-alternated round after round in one script on one machine (it drifts
-10-20% between runs, so only a ratio within a run means anything):
+Ways to move 128-byte tuples in 32 KiB events through two relaying
+processes, alternated round after round in one script on one machine (it
+drifts 10-20% between runs, and on 2 cores a run may land at half speed,
+so only a ratio within a run, over several rounds, means anything):
 
-  loadgen   deploy/examples/pipeline.yaml: loadgen -> node-a -> node-b -> sink
-  cpp       deploy/examples/app.yaml: the C++ example publisher -> node-a ->
-            node-b -> the C++ example subscriber (examples/, linked against
-            libsluice.so), both started by this script once sluice-deploy
-            run has written the run directory's apps/*.json
-  python    the same with examples/publisher.py and subscriber.py (import
-            sluice, numpy batches of one event's tuples), where the build
-            has the Python module
+  loadgen        deploy/examples/pipeline.yaml: loadgen -> node-a -> node-b -> sink
+  cpp            deploy/examples/app.yaml: the C++ example publisher -> node-a ->
+                 node-b -> the C++ example subscriber (examples/, linked against
+                 libsluice.so; they write and read three fields of every tuple),
+                 both started by this script once sluice-deploy run has written
+                 the run directory's apps/*.json
+  cpp-batch      the same with experiments/api_ends.cc: the Python ends' work
+                 in C++ (offer of one fixed batch after one pass over a field;
+                 a subscriber that counts)
+  python         the same with experiments/api_ends.py (import sluice): one
+                 numpy batch of an event's 255 tuples, filled once, one in-place
+                 vectorised op and Publisher.send per batch; Subscriber.poll
+                 (256 events a call) counting the tuples
+  pyzmq          api_ends.py's pyzmq ends, four processes: PUSH -> relay -> relay
+                 -> PULL over tcp loopback, the same batches, one message each
+  python-1tuple  python, one tuple per event (per send; its update a store
+                 through a memoryview, not a ufunc call on one element)
+  pyzmq-1tuple   pyzmq, one tuple per message (the same)
 
-Both take the same links, preset and operators (a filter on key in each
-node); the figure of each is the report's tuples/s (`sluice-deploy run
---json`: tuples over the sink's or the subscriber's first-to-last arrival),
-its lost and duplicated tuples and each process's peak RSS. The table gives
-the median over the rounds and each / loadgen.
+The sluice rows take the same links, preset and operators (a filter on key
+in each node); their figure is the report's tuples/s (`sluice-deploy run
+--json`: tuples over the sink's or the subscriber's first-to-last
+arrival), lost and duplicated tuples and each process's peak RSS. pyzmq's
+are its subscriber's (first-to-last arrival; a gap or a repeat in seq),
+the publisher's count against it, and each process's own peak RSS. The
+table gives the median over the rounds, each / loadgen, and the ratios the
+client library is held to (python / cpp, python / pyzmq, and the same one
+tuple per event).
 
   flock -x /tmp/cpu.lock python3 experiments/api_bench.py [--build build]
-      [--rounds 3] [--duration 5] [--acks] [--json]
+      [--rounds 3] [--duration 5] [--acks] [--rows loadgen,cpp,...] [--json]
 
 --json prints a list of rows instead of the table, each with name,
-tuples_per_s, lost, duplicated, peak_rss_mib (the largest process's) and
-rss_mib (each process's), and the rounds' figures. Standard library only.
+tuples_per_s, lost, duplicated, peak_rss_mib (the largest of the row's
+processes) and rss_mib (each process's), the rounds' figures, and for
+api_ends' publishers thread_cpu_us_per_event (the sending thread's CPU
+time per event) and fill_us_per_event (of it, the per-batch update's,
+python only):
+python's minus cpp-batch's, less the update, is the module's own cost. Rows
+need what they run: the Python module in the build (python rows), pyzmq
+and numpy for the interpreter (pyzmq rows, else skipped, saying so).
+Standard library only in this script.
 """
 
 import argparse
@@ -84,16 +107,67 @@ def run_loadgen(args, tmp, tag):
 
 def run_cpp(args, tmp, tag):
     ex = args.build / "examples"
-    return run_app(args, tmp, tag, "cpp", [str(ex / "sluice-example-publisher")],
-                   [str(ex / "sluice-example-subscriber")])
+    # As many tuples as the duration allows: the publisher stops at it.
+    return run_app(args, tmp, tag, "cpp", [str(ex / "sluice-example-publisher"), "{run}", str(10**12),
+                                           f"{args.duration:g}"], [str(ex / "sluice-example-subscriber"), "{run}"])
 
 
-def run_python(args, tmp, tag):
-    # examples/publisher.py: numpy batches of max_tuples (255) tuples, one
-    # event each, sent with Publisher.send; subscriber.py polls views.
-    py = [sys.executable, "-X", "faulthandler"]
-    return run_app(args, tmp, tag, "python", py + [str(ROOT / "examples/publisher.py")],
-                   py + [str(ROOT / "examples/subscriber.py")])
+def run_cpp_batch(args, tmp, tag):
+    # experiments/api_ends.cc: the Python ends' work in C++ (offer of a
+    # fixed batch after one in-place pass; a subscriber that counts).
+    ends = str(args.build / "experiments/sluice-api-ends")
+    return run_app(args, tmp, tag, "cpp-batch", [ends, "pub", "{run}", f"{args.duration:g}", str(BATCH)],
+                   [ends, "sub", "{run}"])
+
+
+def python_ends(per_event):
+    # experiments/api_ends.py: a fixed numpy batch, one in-place op per batch.
+    py = [sys.executable, str(ROOT / "experiments/api_ends.py")]
+
+    def run(args, tmp, tag):
+        name = "python" if per_event > 1 else "python-1tuple"
+        return run_app(args, tmp, tag, name, py + ["sluice-pub", "{run}", f"{args.duration:g}", str(per_event)],
+                       py + ["sluice-sub", "{run}"])
+    return run
+
+
+def pyzmq_ends(per_event):
+    def run(args, tmp, tag):
+        return run_pyzmq(args, "pyzmq" if per_event > 1 else "pyzmq-1tuple", per_event)
+    return run
+
+
+def run_pyzmq(args, name, per_event):
+    """Four processes, started last to first: subscriber, relay, relay,
+    publisher; each prints its figures as a JSON line."""
+    py = [sys.executable, str(ROOT / "experiments/api_ends.py")]
+    addr = [f"tcp://127.0.0.1:{args.base_port + 90 + i}" for i in range(3)]  # publisher -> relay -> relay -> sub
+    cmds = [("subscriber", py + ["zmq-sub", addr[2]]), ("relay-b", py + ["zmq-relay", addr[1], addr[2]]),
+            ("relay-a", py + ["zmq-relay", addr[0], addr[1]]),
+            ("publisher", py + ["zmq-pub", addr[0], f"{args.duration:g}", str(per_event)])]
+    procs = [(n, subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)) for n, c in cmds]
+    out, err = {}, ""
+    for n, p in reversed(procs):  # the publisher ends first, then its END runs down the chain
+        try:
+            o, e = p.communicate(timeout=args.duration * 3 + 60)
+        except subprocess.TimeoutExpired:
+            for _, q in procs:
+                q.kill()
+            o, e = p.communicate()
+            err = err or f"{n} did not end within {args.duration * 3 + 60:.0f} s"
+        if p.returncode != 0:
+            err = err or f"{n} exited {p.returncode}: {e[-400:]}"
+        try:
+            out[n] = json.loads(o.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            err = err or f"{n} printed no figures: {e[-400:]}"
+    sub, pub = out.get("subscriber", {}), out.get("publisher", {})
+    lost = sub.get("lost", 0) + max(0, pub.get("tuples", 0) - sub.get("tuples", 0) - sub.get("duplicated", 0))
+    rep = {"ok": not err, "tuples_per_s": sub.get("tuples_per_s", 0), "tuples": sub.get("tuples", 0),
+           "lost": lost, "duplicated": sub.get("duplicated", 0),
+           "processes": [{"name": n, "rss_max_bytes": out.get(n, {}).get("peak_rss_mib", 0) * 1048576.0}
+                         for n, _ in reversed(cmds)]}
+    return row_of(name, rep, err)
 
 
 def run_app(args, tmp, tag, name, publisher, subscriber):
@@ -107,22 +181,37 @@ def run_app(args, tmp, tag, name, publisher, subscriber):
             _, err = deploy.communicate()
             return row_of(name, {}, f"no {run}/apps/*.json: {err[-400:]}")
         time.sleep(0.05)
-    sub = subprocess.Popen(subscriber + [str(run)],
+    sub = subprocess.Popen([a.format(run=run) for a in subscriber],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # As many tuples as the duration allows: the publisher stops at it.
-    pub = subprocess.run(publisher + [str(run), str(10**12), f"{args.duration:g}"],
+    pub = subprocess.run([a.format(run=run) for a in publisher],
                          capture_output=True, text=True, timeout=args.duration * 3 + 60)
     try:
         sub.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         sub.kill()
     row = finish(name, deploy, 60)
+    try:  # api_ends' publishers: their sending thread's CPU time per event
+        row["publisher"] = json.loads(pub.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        row["publisher"] = {}
     if pub.returncode != 0 and not row["error"]:
         row["ok"], row["error"] = False, f"the publisher exited {pub.returncode}: {pub.stderr[-400:]}"
     return row
 
 
-VARIANTS = {"loadgen": run_loadgen, "cpp": run_cpp, "python": run_python}
+# One 32 KiB event's tuples: (32768 - the 64-byte event header) // 128.
+BATCH = 255
+VARIANTS = {"loadgen": run_loadgen, "cpp": run_cpp, "cpp-batch": run_cpp_batch, "python": python_ends(BATCH),
+            "pyzmq": pyzmq_ends(BATCH), "python-1tuple": python_ends(1), "pyzmq-1tuple": pyzmq_ends(1)}
+
+
+def skip(names, why):
+    names = [n for n in names if n in VARIANTS]
+    for n in names:
+        del VARIANTS[n]
+    if names:
+        print(f"api_bench.py: {why}: the rows {', '.join(names)} are skipped", file=sys.stderr)
 
 
 def main():
@@ -133,16 +222,26 @@ def main():
     ap.add_argument("--acks", action="store_true", help="acks=on on every link")
     ap.add_argument("--base-port", type=int, default=33400)
     ap.add_argument("--json", action="store_true", help="the rows as JSON instead of the table")
+    ap.add_argument("--rows", default=",".join(VARIANTS),
+                    help="which rows, comma-separated (loadgen first: the others' ratio is to it)")
     args = ap.parse_args()
     args.build = args.build.resolve()
+    for name in set(VARIANTS) - set(args.rows.split(",")):
+        del VARIANTS[name]
     # The Python module (python/), where this build has it.
     if list((args.build / "python").glob("sluice*.so")):
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(args.build / "python"),
                                                                   os.environ.get("PYTHONPATH")]))
     else:
-        del VARIANTS["python"]
-        print(f"api_bench.py: no Python module in {args.build / 'python'}: no python row", file=sys.stderr)
-    for need in ("deploy/sluice-deploy", "examples/sluice-example-publisher", "examples/sluice-example-subscriber"):
+        skip(["python", "python-1tuple"], f"no Python module in {args.build / 'python'}")
+    # pyzmq is only this script's baseline (scripts/setup.sh installs it).
+    if subprocess.run([sys.executable, "-c", "import zmq, numpy"], capture_output=True).returncode != 0:
+        skip(["pyzmq", "pyzmq-1tuple"], f"pyzmq (or numpy) is not importable by {sys.executable} "
+                                        "(python3 -m pip install pyzmq, as scripts/setup.sh does)")
+    if not VARIANTS:
+        sys.exit("api_bench.py: no rows to run")
+    for need in ("deploy/sluice-deploy", "examples/sluice-example-publisher", "examples/sluice-example-subscriber",
+                 "experiments/sluice-api-ends"):
         if not (args.build / need).is_file():
             sys.exit(f"api_bench.py: {args.build / need} not found (build it: /work/wt/build.sh or cmake --build)")
 
@@ -167,11 +266,23 @@ def main():
             "peak_rss_mib": max((x["peak_rss_mib"] for x in rs), default=0),
             "rss_mib": {p: max(x["rss_mib"].get(p, 0) for x in rs) for x in rs for p in x["rss_mib"]},
             "rounds": [x["tuples_per_s"] for x in rs], "failed": [x["error"] for x in rs if not x["ok"]]})
-    base = rows[0]["tuples_per_s"]
+        for k in ("thread_cpu_us_per_event", "fill_us_per_event"):
+            got = [x["publisher"][k] for x in rs if k in x.get("publisher", {})]
+            if got:
+                rows[-1][k] = statistics.median(got)
+    by = {row["name"]: row["tuples_per_s"] for row in rows}
+    base = by.get("loadgen", 0)
     for row in rows:
         row["ratio"] = row["tuples_per_s"] / base if base else 0
+    targets = []
+    for a, b, need in (("python", "cpp", 0.8), ("python", "cpp-batch", 0.8), ("python", "pyzmq", 3.0),
+                       ("python-1tuple", "pyzmq-1tuple", None)):
+        if by.get(a) and by.get(b):
+            targets.append({"ratio": f"{a} / {b}", "value": round(by[a] / by[b], 3), "target": need})
     if args.json:
         print(json.dumps(rows, indent=1))
+        for t in targets:
+            print(f"{t['ratio']}: {t['value']:.3f}", file=sys.stderr)
     else:
         print(f"128 B tuples, 32 KiB events, node -> node, acks {'on' if args.acks else 'off'}, "
               f"median of {args.rounds} alternated rounds of {args.duration:g} s\n")
@@ -181,6 +292,17 @@ def main():
             each = ", ".join(f"{p} {m}" for p, m in row["rss_mib"].items())
             print(f"| {row['name']} | {row['tuples_per_s']:,.0f} | {row['ratio']:.3f} | {row['lost']} | "
                   f"{row['duplicated']} | {row['peak_rss_mib']} ({each}) |")
+        cpu = [r for r in rows if "thread_cpu_us_per_event" in r]
+        if cpu:
+            print("\n| ends | publisher's sending thread, CPU us per event | of it, the update |\n|---|---:|---:|")
+            for r in cpu:
+                fill = f"{r['fill_us_per_event']:.2f}" if "fill_us_per_event" in r else "-"
+                print(f"| {r['name']} | {r['thread_cpu_us_per_event']:.2f} | {fill} |")
+        if targets:
+            print("\n| ratio | value | target |\n|---|---:|---:|")
+            for t in targets:
+                need = f">= {t['target']:g}" if t["target"] else "stated"
+                print(f"| {t['ratio']} | {t['value']:.3f} | {need} |")
     return 0 if all(not row["failed"] and not row["lost"] and not row["duplicated"] for row in rows) else 1
 
 

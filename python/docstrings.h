@@ -61,8 +61,11 @@ of the publisher's pool (one copy; claim() writes there without any). Their
 or fewer when no slot came free within `timeout` (back pressure: the graph
 gives no credit, or with acks what was sent waits for its acknowledgement);
 send the rest again. timeout: seconds for the whole call, None waits without
-limit (Ctrl-C interrupts), 0 does not wait. An array of another dtype raises
-sluice.SchemaError naming both; a failed link raises sluice.Error.)";
+limit (Ctrl-C interrupts), 0 does not wait; the GIL is released only to
+wait. An array of another dtype raises sluice.SchemaError naming both; a
+failed link raises sluice.Error. An array of this dtype (or one found equal
+to it before) is recognised without comparing fields: refill one array in
+place and send it again.)";
 
 inline constexpr const char* kClaimCall = R"(Room for n tuples (1 to max_tuples) inside a slot of the publisher's pool:
 Claim.tuples is a writable numpy array over the slot itself (zero copy).
@@ -111,7 +114,8 @@ One thread calls poll, acknowledge and close. A with-block closes it.)";
 
 inline constexpr const char* kPoll = R"(Calls handler(tuples, event) for at most `limit` events, waiting up to
 `timeout` seconds for the first (None: without limit; 0: not at all), the
-GIL released while it waits. `tuples` is a read-only numpy array over the
+GIL released while it waits (a poll that finds events keeps it; one that
+waited takes it back once, at the first event). `tuples` is a read-only numpy array over the
 slot the event arrived in, valid only inside the call (copy=True: a copy
 the handler may keep); `event` says its stream, count, first_seq and
 event_seq. After the handler returns the slot goes back to its link, and
@@ -119,7 +123,8 @@ its credit upstream. Returns how many events were handled: 0 when none
 came, or after END (see `ended`). An exception of the handler leaves poll;
 the events after it stay for the next poll.)";
 
-inline constexpr const char* kEvent = "One event's place in its stream: stream, count, first_seq, event_seq.";
+inline constexpr const char* kEvent =
+    "One event's place in its stream, a named tuple (struct sequence): stream, count, first_seq, event_seq.";
 inline constexpr const char* kEnded = "True once END came and every event before it was handled.";
 inline constexpr const char* kNext = "The next event's tuples, a copy; waits for it; StopIteration after END.";
 inline constexpr const char* kCounts =

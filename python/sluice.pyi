@@ -87,7 +87,9 @@ class Publisher:
 
         Returns how many tuples went: fewer than len(array) when no slot came free
         within `timeout` seconds (back pressure; None waits without limit, 0 does
-        not wait). Another dtype raises SchemaError naming both.
+        not wait; the GIL is released only to wait). Another dtype raises
+        SchemaError naming both. Refill one array in place and send it again:
+        nothing is allocated per call.
         """
     def claim(self, n: int, timeout: Optional[float] = None, stream: int = 0) -> Optional[Claim]:
         """Room for n tuples in a slot (zero copy), or None under back pressure."""
@@ -98,8 +100,8 @@ class Publisher:
     def __enter__(self) -> "Publisher": ...
     def __exit__(self, t: Optional[type], v: Optional[BaseException], tb: Optional[TracebackType]) -> None: ...
 
-class Event:
-    """One event's place in its stream."""
+class Event(Tuple[int, int, int, int]):
+    """One event's place in its stream: a named tuple (a struct sequence) of stream, count, first_seq, event_seq."""
 
     @property
     def stream(self) -> int: ...
@@ -165,7 +167,9 @@ class Subscriber:
 
         `tuples` is a read-only array over the slot, valid inside the call only
         (copy=True: a copy to keep). Waits up to `timeout` seconds for the first
-        (None: without limit; 0: not at all), the GIL released. 0 after END.
+        (None: without limit; 0: not at all), the GIL released; a poll that
+        finds events waiting keeps it. 0 after END. A larger `limit` hands
+        more events per call.
         """
     def counts(self) -> Counts:
         """The sink's counts so far (tuples lost, duplicated, corrupt, deduplicated)."""

@@ -15,10 +15,16 @@
 //   4. Back pressure is a return value (send: how many tuples went; claim:
 //      None; flush: False); errors are sluice.Error carrying the library's
 //      message. Every wait runs with the GIL released, in slices, so other
-//      threads run and Ctrl-C interrupts it.
+//      threads run and Ctrl-C interrupts it; a call that need not wait keeps
+//      the GIL throughout.
 //
-// numpy is reached through its Python API and the buffer protocol only (no
-// numpy headers): the module works with whichever numpy the interpreter has.
+// What runs per event is kept to C calls: an array over a slot is one call
+// of numpy's PyArray_NewFromDescr, an event's place a struct sequence, the
+// handler a vectorcall, and send recognises an array's dtype by identity
+// once it was found equal to the schema's. numpy is reached without its
+// headers: its Python API, the buffer protocol, and three entries of the C
+// API table it exports at run time (places they have held from numpy 1.7
+// through 2.x; another ABI version is refused at import, by name).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <sluice/publisher.h>
@@ -26,6 +32,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -43,9 +50,48 @@ struct Globals {
   PyObject* error = nullptr;         // sluice.Error(RuntimeError)
   PyObject* schema_error = nullptr;  // sluice.SchemaError(sluice.Error, TypeError)
   PyObject* closed_error = nullptr;  // sluice.ClosedError(sluice.Error)
-  py::object np_dtype, np_frombuffer, np_ascontiguousarray;
+  py::object np_dtype, np_ascontiguousarray;
+  py::object dtype_name;             // "dtype", interned
+  PyTypeObject* event_type = nullptr;  // sluice.Event, a struct sequence
+  // numpy's C API table (numpy/_core/include/numpy/__multiarray_api.h
+  // names the places): the array type, PyArray_NewFromDescr (it takes the
+  // descriptor's reference) and PyArray_SetBaseObject (it takes the base's).
+  PyTypeObject* array_type = nullptr;
+  PyObject* (*new_from_descr)(PyTypeObject*, PyObject* descr, int nd, Py_intptr_t* dims, Py_intptr_t* strides,
+                              void* data, int flags, PyObject* obj) = nullptr;
+  int (*set_base)(PyObject* array, PyObject* base) = nullptr;
 };
 Globals* g = nullptr;
+constexpr int kNpyWriteable = 0x0400;  // NPY_ARRAY_WRITEABLE
+
+// numpy's C API table, from the capsule numpy exports (numpy 2:
+// numpy._core._multiarray_umath, numpy 1: numpy.core._multiarray_umath).
+void load_numpy_api() {
+  py::object m;
+  for (const char* name : {"numpy._core._multiarray_umath", "numpy.core._multiarray_umath"}) {
+    try {
+      m = py::module_::import(name);
+      break;
+    } catch (py::error_already_set&) {
+    }
+  }
+  if (!m || !py::hasattr(m, "_ARRAY_API"))
+    throw py::import_error("sluice: numpy exports no C API table (_ARRAY_API) in numpy._core._multiarray_umath");
+  void** api = static_cast<void**>(PyCapsule_GetPointer(m.attr("_ARRAY_API").ptr(), nullptr));
+  if (!api) throw py::error_already_set();
+  // Place 0, PyArray_GetNDArrayCVersion: the ABI version, 0x01...... for
+  // numpy 1, 0x02...... for 2.
+  const unsigned abi = reinterpret_cast<unsigned (*)()>(api[0])();
+  if (abi >> 24 != 1 && abi >> 24 != 2)
+    throw py::import_error("sluice: numpy's C ABI version 0x" + [&] {
+      char b[16];
+      std::snprintf(b, sizeof b, "%x", abi);
+      return std::string(b);
+    }() + " is not one this module knows (numpy 1.x: 0x01..., 2.x: 0x02...)");
+  g->array_type = static_cast<PyTypeObject*>(api[2]);
+  g->new_from_descr = reinterpret_cast<decltype(g->new_from_descr)>(api[94]);
+  g->set_base = reinterpret_cast<decltype(g->set_base)>(api[282]);
+}
 
 [[noreturn]] void throw_error(PyObject* type, const std::string& message) {
   PyErr_SetString(type, message.c_str());
@@ -200,20 +246,24 @@ void declare(py::handle dtype_arg, sluice::Connect* c) {
 
 // ---- zero-copy arrays -----------------------------------------------------
 
-// Bytes of a slot, exported through the buffer protocol, holding the end
-// (Publisher or Subscriber) that owns the slot's pool alive while any array
-// over them lives.
-struct Memory {
-  std::byte* data;
-  size_t bytes;
-  bool readonly;
-  py::object owner;
-};
-
+// `count` tuples of `dtype` at `data` (a slot's memory) as a numpy array
+// whose base is `owner`, the end (Publisher or Subscriber) that owns the
+// slot's pool, alive while the array lives. Read-only arrays stay so: their
+// base exports no writable buffer, so numpy refuses writeable=True.
 py::object array_over(std::byte* data, uint32_t count, uint32_t tuple_bytes, bool readonly, py::handle owner,
                       py::handle dtype) {
-  py::object mem = py::cast(Memory{data, size_t{count} * tuple_bytes, readonly, py::reinterpret_borrow<py::object>(owner)});
-  return g->np_frombuffer(mem, dtype, count);
+  Py_intptr_t dims[1] = {count};
+  Py_intptr_t strides[1] = {tuple_bytes};
+  Py_INCREF(dtype.ptr());  // new_from_descr's, even when it fails
+  PyObject* a = g->new_from_descr(g->array_type, dtype.ptr(), 1, dims, strides, data, readonly ? 0 : kNpyWriteable,
+                                  nullptr);
+  if (!a) throw py::error_already_set();
+  Py_INCREF(owner.ptr());  // set_base's, even when it fails
+  if (g->set_base(a, owner.ptr()) != 0) {
+    Py_DECREF(a);
+    throw py::error_already_set();
+  }
+  return py::reinterpret_steal<py::object>(a);
 }
 
 sluice::Connect connect_of(std::optional<std::string> run_dir, std::optional<std::string> process,
@@ -262,6 +312,7 @@ class Busy {
 struct PyPublisher {
   std::unique_ptr<sluice::Publisher> p;
   py::object dtype;
+  py::object accepted, accepted_names;  // the last other dtype send found equal to it, and its names
   bool busy = false;
   bool closed = false;
   ~PyPublisher() {
@@ -313,17 +364,38 @@ std::shared_ptr<PyPublisher> publisher_open(std::optional<std::string> run_dir, 
   return self;
 }
 
-size_t publisher_send(py::object self_obj, py::object array, std::optional<double> timeout, uint32_t stream) {
+// Whether an array's dtype is the stream's schema: the end's own dtype, or
+// the last other one found equal, are known by identity (the latter with
+// the same names: numpy lets a dtype's names be set in place); any other
+// is compared, and kept when equal.
+bool is_schema(PyPublisher& self, PyObject* dt) {
+  if (dt == self.dtype.ptr()) return true;
+  py::object names = py::reinterpret_steal<py::object>(PyObject_GetAttrString(dt, "names"));
+  if (!names) throw py::error_already_set();
+  if (dt == self.accepted.ptr() && names.ptr() == self.accepted_names.ptr()) return true;
+  const int eq = PyObject_RichCompareBool(dt, self.dtype.ptr(), Py_EQ);
+  if (eq < 0) throw py::error_already_set();
+  if (eq == 0) return false;
+  self.accepted = py::reinterpret_borrow<py::object>(dt);
+  self.accepted_names = std::move(names);
+  return true;
+}
+
+size_t publisher_send(py::handle self_obj, py::handle array_arg, std::optional<double> timeout, uint32_t stream) {
   PyPublisher& self = self_obj.cast<PyPublisher&>();
   sluice::Publisher& p = self.open_end("send");
   Busy busy(self.busy, "send");
-  if (!py::hasattr(array, "dtype"))
-    throw_error(g->schema_error, "send: expected a numpy array of the stream's dtype " + p.layout().describe() + ", got " +
-                               std::string(py::str(array.get_type().attr("__name__"))));
-  py::object dt = array.attr("dtype");
-  if (!dt.equal(self.dtype))
+  py::object array = py::reinterpret_borrow<py::object>(array_arg);
+  py::object dt = py::reinterpret_steal<py::object>(PyObject_GetAttr(array.ptr(), g->dtype_name.ptr()));
+  if (!dt) {
+    PyErr_Clear();
+    throw_error(g->schema_error, "send: expected a numpy array of the stream's dtype " + p.layout().describe() +
+                                     ", got " + std::string(py::str(array.get_type().attr("__name__"))));
+  }
+  if (!is_schema(self, dt.ptr()))
     throw_error(g->schema_error, "send: the array's dtype " + describe_dtype(dt) + " is not the stream's schema " +
                                p.layout().describe() + " (make arrays with publisher.dtype)");
+  const uint32_t tb = p.layout().tuple_bytes();
   Py_buffer view;
   if (PyObject_GetBuffer(array.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) {
     PyErr_Clear();  // strided: one contiguous copy first
@@ -334,7 +406,9 @@ size_t publisher_send(py::object self_obj, py::object array, std::optional<doubl
     Py_buffer* v;
     ~Release() { PyBuffer_Release(v); }
   } release{&view};
-  const uint32_t tb = p.layout().tuple_bytes();
+  if (view.len % tb != 0)
+    throw_error(g->schema_error, "send: the array holds " + std::to_string(view.len) + " bytes, not whole tuples of " +
+                                     std::to_string(tb) + " bytes (" + p.layout().describe() + ")");
   const size_t total = static_cast<size_t>(view.len) / tb;
   const auto* src = static_cast<const std::byte*>(view.buf);
   const Wait w(timeout);
@@ -421,11 +495,6 @@ struct PySubscriber {
   }
 };
 
-struct EventInfo {
-  uint32_t stream, count;
-  uint64_t first_seq, event_seq;
-};
-
 std::shared_ptr<PySubscriber> subscriber_open(std::optional<std::string> run_dir, std::optional<std::string> process,
                                               std::optional<std::string> deployment,
                                               std::optional<std::string> address, std::optional<std::string> token,
@@ -455,15 +524,45 @@ struct PollContext {
   py::handle owner;  // the Subscriber
   PySubscriber* self;
   bool copy;
-  bool released = false;
-  py::handle handler;              // handler(tuples, event), or
-  std::vector<py::object>* taken;  // copies kept (iteration)
+  PyThreadState* released = nullptr;  // the poll waits without the GIL: the first event takes it back
+  PyObject* handler;                  // handler(tuples, event), or
+  std::vector<py::object>* taken;     // copies kept (iteration)
 };
+
+// The GIL released for a poll that waits, until the first event (or the
+// end of the poll) takes it back: a poll that handles many events takes
+// it once.
+class Unlocked {
+ public:
+  explicit Unlocked(PollContext& c) : c_(c) { c_.released = PyEval_SaveThread(); }
+  ~Unlocked() {
+    if (c_.released) PyEval_RestoreThread(c_.released);
+    c_.released = nullptr;
+  }
+
+ private:
+  PollContext& c_;
+};
+
+// An event's place in its stream as a sluice.Event.
+py::object event_of(const sluice::EventView& e) {
+  py::object ev = py::reinterpret_steal<py::object>(PyStructSequence_New(g->event_type));
+  if (!ev) throw py::error_already_set();
+  const unsigned long long v[4] = {e.stream, e.count, e.first_seq, e.event_seq};
+  for (int i = 0; i < 4; ++i) {
+    PyObject* n = PyLong_FromUnsignedLongLong(v[i]);
+    if (!n) throw py::error_already_set();
+    PyStructSequence_SetItem(ev.ptr(), i, n);  // takes n
+  }
+  return ev;
+}
 
 void on_event(void* context, const sluice::EventView& e) {
   auto* c = static_cast<PollContext*>(context);
-  std::optional<py::gil_scoped_acquire> gil;
-  if (c->released) gil.emplace();
+  if (c->released) {
+    PyEval_RestoreThread(c->released);
+    c->released = nullptr;
+  }
   py::object tuples = array_over(const_cast<std::byte*>(e.tuples), e.count, e.tuple_bytes, true, c->owner,
                                  c->self->dtype);
   if (c->copy) tuples = tuples.attr("copy")();
@@ -473,7 +572,15 @@ void on_event(void* context, const sluice::EventView& e) {
   }
   // An exception leaves through the library's poll to the caller: the
   // events after this one stay for the next poll.
-  c->handler(tuples, EventInfo{e.stream, e.count, e.first_seq, e.event_seq});
+  py::object ev = event_of(e);
+  PyObject* args[2] = {tuples.ptr(), ev.ptr()};
+#if PY_VERSION_HEX >= 0x03090000
+  PyObject* r = PyObject_Vectorcall(c->handler, args, 2, nullptr);
+#else
+  PyObject* r = _PyObject_Vectorcall(c->handler, args, 2, nullptr);
+#endif
+  if (!r) throw py::error_already_set();
+  Py_DECREF(r);
 }
 
 // Polls until at least one event, END, or the wait is over.
@@ -487,12 +594,10 @@ int subscriber_poll_into(PySubscriber& self, PollContext& ctx, int limit,
   const Wait w(timeout);
   while (c == sluice::Code::kOk && handled == 0 && !w.over()) {
     const milliseconds slice = w.slice();
-    ctx.released = true;
     {
-      py::gil_scoped_release unlocked;
+      Unlocked unlocked(ctx);
       c = self.s->poll(on_event, &ctx, limit, slice, &handled);
     }
-    ctx.released = false;
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
   }
   if (c == sluice::Code::kClosed) self.ended = true;
@@ -502,14 +607,14 @@ int subscriber_poll_into(PySubscriber& self, PollContext& ctx, int limit,
 
 int subscriber_poll(py::object owner, py::object handler, int limit, std::optional<double> timeout, bool copy) {
   PySubscriber& self = owner.cast<PySubscriber&>();
-  PollContext ctx{owner, &self, copy, false, handler, nullptr};
+  PollContext ctx{owner, &self, copy, nullptr, handler.ptr(), nullptr};
   return subscriber_poll_into(self, ctx, limit, timeout);
 }
 
 py::object subscriber_next(py::object owner) {
   PySubscriber& self = owner.cast<PySubscriber&>();
   std::vector<py::object> taken;
-  PollContext ctx{owner, &self, true, false, py::none(), &taken};
+  PollContext ctx{owner, &self, true, nullptr, nullptr, &taken};
   while (taken.empty()) {
     if (self.ended) throw py::stop_iteration();
     subscriber_poll_into(self, ctx, 1, std::nullopt);
@@ -550,20 +655,15 @@ PYBIND11_MODULE(sluice, m) {
   g = new Globals;  // for the life of the interpreter
   py::module_ np = py::module_::import("numpy");
   g->np_dtype = np.attr("dtype");
-  g->np_frombuffer = np.attr("frombuffer");
   g->np_ascontiguousarray = np.attr("ascontiguousarray");
+  g->dtype_name = py::reinterpret_steal<py::object>(PyUnicode_InternFromString("dtype"));
+  load_numpy_api();
   g->error = new_exception(m, "Error", PyExc_RuntimeError, doc::kError);
   {
     py::tuple bases = py::make_tuple(py::handle(g->error), py::handle(PyExc_TypeError));
     g->schema_error = new_exception(m, "SchemaError", bases.ptr(), doc::kSchemaError);
   }
   g->closed_error = new_exception(m, "ClosedError", g->error, doc::kClosedError);
-
-  py::class_<Memory>(m, "_Memory", py::buffer_protocol())
-      .def_buffer([](Memory& mem) {
-        return py::buffer_info(mem.data, 1, "B", 1, {static_cast<py::ssize_t>(mem.bytes)}, {py::ssize_t(1)},
-                               mem.readonly);
-      });
 
   py::class_<PyClaim>(m, "Claim", doc::kClaim)
       .def_readonly("tuples", &PyClaim::tuples, doc::kClaimTuples)
@@ -595,15 +695,19 @@ PYBIND11_MODULE(sluice, m) {
       .def("__enter__", [](py::object s) { return s; })
       .def("__exit__", [](PyPublisher& s, py::object, py::object, py::object) { publisher_close(s, 30.0); });
 
-  py::class_<EventInfo>(m, "Event", doc::kEvent)
-      .def_readonly("stream", &EventInfo::stream)
-      .def_readonly("count", &EventInfo::count)
-      .def_readonly("first_seq", &EventInfo::first_seq)
-      .def_readonly("event_seq", &EventInfo::event_seq)
-      .def("__repr__", [](const EventInfo& e) {
-        return "Event(stream=" + std::to_string(e.stream) + ", count=" + std::to_string(e.count) +
-               ", first_seq=" + std::to_string(e.first_seq) + ", event_seq=" + std::to_string(e.event_seq) + ")";
-      });
+  {
+    // sluice.Event: a struct sequence (a named tuple of C), made per event
+    // without the binding's type lookups.
+    static PyStructSequence_Field fields[] = {{"stream", "The stream it belongs to."},
+                                              {"count", "Its tuples."},
+                                              {"first_seq", "The first tuple's seq."},
+                                              {"event_seq", "The event's number in its stream."},
+                                              {nullptr, nullptr}};
+    static PyStructSequence_Desc desc = {"sluice.Event", doc::kEvent, fields, 4};
+    g->event_type = PyStructSequence_NewType(&desc);
+    if (!g->event_type) throw py::error_already_set();
+    m.add_object("Event", py::handle(reinterpret_cast<PyObject*>(g->event_type)));
+  }
 
   py::class_<PySubscriber, std::shared_ptr<PySubscriber>>(m, "Subscriber", doc::kSubscriber)
       .def(py::init(&subscriber_open), "run_dir"_a = py::none(), "process"_a = py::none(), py::kw_only(),

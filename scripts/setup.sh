@@ -8,7 +8,8 @@
 # 2. Fetches Apache Kafka's jars once into a cache outside the build folder
 #    (scripts/kafka.sh fetch: about a minute the first time, nothing after).
 # 3. Gives the python3 on PATH (perhaps a pyenv build, not Debian's) numpy,
-#    with pip where it has none: the Python module's arrays.
+#    with pip where it has none: the Python module's arrays; and pyzmq,
+#    experiments/api_bench.py's baseline (the module never imports it).
 # 4. Configures and builds: cmake -S . -B DIR -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo,
 #    the Python module for that python3 among the rest, and makes it importable
 #    there (a sluice.pth in its site-packages naming DIR/python).
@@ -86,6 +87,11 @@ scripts/kafka.sh fetch
 if ! python3 -c "import numpy" 2>/dev/null; then
   say "installing numpy for $(command -v python3) with pip"
   python3 -m pip install --quiet numpy
+fi
+# pyzmq: only the baseline rows of experiments/api_bench.py (pyzmq, pyzmq-1tuple).
+if ! python3 -c "import zmq" 2>/dev/null; then
+  say "installing pyzmq for $(command -v python3) with pip (experiments/api_bench.py's baseline)"
+  python3 -m pip install --quiet pyzmq
 fi
 
 if [[ $build -eq 0 ]]; then

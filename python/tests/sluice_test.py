@@ -9,6 +9,7 @@ tree: python3 -m unittest -v sluice_test.TestInProcess
 """
 import json
 import os
+import pickle
 import signal
 import subprocess
 import tempfile
@@ -137,7 +138,7 @@ class TestInProcess(unittest.TestCase):
         p = Pair(self, 38120)
         sub = p.subscriber()
         pub = p.publisher()
-        got, kept, flags = [], [], []
+        got, kept, flags, refused = [], [], [], []
 
         with pub.claim(5) as room:
             self.assertEqual(len(room.tuples), 5)
@@ -160,6 +161,11 @@ class TestInProcess(unittest.TestCase):
                         tuples["seq"].tolist()))
             with self.assertRaises(ValueError):
                 tuples["key"] = 0  # the slot is read-only
+            try:
+                tuples.flags.writeable = True  # and stays so
+                refused.append(False)
+            except ValueError:
+                refused.append(True)
 
         def keeper(tuples, event):
             kept.append(tuples)
@@ -170,6 +176,7 @@ class TestInProcess(unittest.TestCase):
         self.assertTrue(sub.ended)
         self.assertEqual(got, [(0, 0, 5, [10, 11, 12, 13, 14], [0, 1, 2, 3, 4])])
         self.assertEqual(flags, [False])
+        self.assertEqual(refused, [True])
         self.assertEqual(kept[0]["key"].tolist(), [20])  # a copy, still there after its slot went back
         self.assertEqual(kept[0]["seq"].tolist(), [5])
         self.assertTrue(kept[0].flags.writeable)
@@ -193,6 +200,49 @@ class TestInProcess(unittest.TestCase):
         self.assertGreater(spins, 1000)
         closer = Closer(pub)
         self.assertEqual(sub.poll(lambda a, e: None, timeout=10), 0)
+        self.assertTrue(sub.ended)
+        closer.done(self)
+        sub.close()
+
+    def test_a_poll_that_waited_hands_every_event_with_the_gil(self):
+        p = Pair(self, 38160)
+        sub = p.subscriber()
+        pub = p.publisher()
+        seen, events = [], []
+
+        def handler(tuples, event):  # Python work on the poll's thread, after it waited
+            seen.append(int(tuples["key"].sum()))
+            events.append(event)
+            if len(events) == 2:
+                raise KeyError("the application's own error")
+
+        out = []
+
+        def poller():
+            try:
+                out.append(sub.poll(handler, limit=64, timeout=10))
+            except KeyError as e:
+                out.append(e)
+
+        t = threading.Thread(target=poller)
+        t.start()
+        time.sleep(0.2)  # the poll waits, without the GIL
+        batch = quotes(pub.dtype, 0, 3 * pub.max_tuples)  # three events at once
+        self.assertEqual(pub.send(batch), len(batch))
+        t.join(30)
+        self.assertFalse(t.is_alive())
+        self.assertIsInstance(out[0], KeyError)  # raised by the second event's handler, through poll
+        while len(events) < 3:
+            sub.poll(handler, timeout=10)
+        self.assertEqual(seen, [int(batch["key"][i * pub.max_tuples:(i + 1) * pub.max_tuples].sum())
+                                for i in range(3)])
+        e = events[1]
+        self.assertIsInstance(e, sluice.Event)
+        self.assertEqual(tuple(e), (0, pub.max_tuples, pub.max_tuples, 1))  # stream, count, first_seq, event_seq
+        self.assertEqual(repr(e), f"sluice.Event(stream=0, count={pub.max_tuples}, first_seq={pub.max_tuples}, "
+                                  "event_seq=1)")
+        closer = Closer(pub)
+        self.assertEqual(sub.poll(handler, timeout=10), 0)
         self.assertTrue(sub.ended)
         closer.done(self)
         sub.close()
@@ -223,6 +273,39 @@ class TestBadInput(unittest.TestCase):
         self.assertEqual(sub.poll(lambda a, e: None, timeout=10), 0)
         self.assertEqual(sub.counts()["tuples"], 0)
         closer.done(self)
+        sub.close()
+
+    def test_a_dtype_once_accepted_is_still_checked(self):
+        # send knows an equal dtype by identity after the first array of it:
+        # another dtype after it, or the same one renamed in place, is refused.
+        p = Pair(self, 38300)
+        sub = p.subscriber()
+        pub = p.publisher()
+        twin = pickle.loads(pickle.dumps(pub.dtype))  # equal, another object
+        self.assertIsNot(twin, pub.dtype)
+        self.assertEqual(pub.send(quotes(pub.dtype, 0, 4)), 4)
+        self.assertEqual(pub.send(quotes(twin, 4, 4)), 4)
+        self.assertEqual(pub.send(quotes(twin, 8, 4)), 4)
+        wrong = np.zeros(4, [("seq", "<u8"), ("key", "<u4")])
+        with self.assertRaises(sluice.SchemaError) as e:
+            pub.send(wrong)
+        self.assertIn("the array's dtype array{seq:u64,key:u32;tuple_bytes=12} is not the stream's schema",
+                      str(e.exception))
+        renamed = quotes(twin, 12, 4)
+        renamed.dtype.names = ("seq", "key", "price", "size", "label")  # twin itself, in place
+        with self.assertRaises(sluice.SchemaError) as e:
+            pub.send(renamed)
+        self.assertIn("label:bytes[6]", str(e.exception))
+        with self.assertRaises(sluice.SchemaError):
+            pub.send(quotes(twin, 12, 4))  # twin is renamed now: refused too
+        self.assertEqual(pub.send(quotes(pub.dtype, 12, 4)), 4)
+        self.assertEqual(pub.committed, 4)  # nothing of the refused went
+        closer = Closer(pub)
+        got = sum(len(t) for t in sub)
+        closer.done(self)
+        self.assertEqual(got, 16)
+        k = sub.counts()
+        self.assertEqual((k["tuples"], k["lost"], k["duplicated"]), (16, 0, 0))
         sub.close()
 
     def test_a_declared_dtype_of_another_schema_is_refused_at_the_handshake(self):

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -56,7 +57,12 @@ std::unique_ptr<KafkaRows> KafkaRows::make(const Deployment& d, size_t index, ui
     if (fs[i].type == FieldType::kBytes) continue;
     FieldRef r;
     schema.find(fs[i].name, &r);
+    if (fs[i].name == pc.kafka_key) k->key_field_ = static_cast<int>(k->fields_.size());
     k->fields_.push_back(r);
+  }
+  if (!pc.kafka_key.empty() && k->key_field_ < 0) {
+    *st = Status::Error(fmt::format("{}: kafka_key '{}' is no numeric field of its rows", m.what, pc.kafka_key));
+    return nullptr;
   }
   if (k->fields_.empty()) {
     *st = Status::Error(m.what + ": the rows have no numeric field to write");
@@ -91,7 +97,9 @@ Status KafkaRows::start() {
       .set("queue.buffering.max.kbytes", "32768")
       .set("queue.buffering.max.messages", "200000")
       .set("batch.size", "1000000")
-      .set("message.timeout.ms", "300000");
+      .set("message.timeout.ms", "300000")
+      // A keyed record's partition (kafka_key), as the Java producer's.
+      .set("partitioner", "murmur2_random");
   if (transactions_) conf.set("transactional.id", m.txn_id).set("transaction.timeout.ms", "300000");
   // Each delivery report: a failure counted in the handle's opaque, and
   // (without transactions) the row's count of pending rows taken down.
@@ -102,6 +110,7 @@ Status KafkaRows::start() {
   if (!m.rkt) return kafka::error("rd_kafka_topic_new", m.what, rd_kafka_last_error());
   int32_t parts = 0;
   if (st = kafka::partition_count(m.rk.get(), m.topic, 30000, &parts); !st) return Status::Error(m.what + ": " + st.message());
+  partitions_ = std::max<int32_t>(1, parts);
   if (!transactions_) return {};
   if (kafka::Error e = kafka::retry_txn([&] { return rd_kafka_init_transactions(m.rk.get(), kTxnTimeoutMs); },
                                         kTxnTimeoutMs))
@@ -148,19 +157,26 @@ Status KafkaRows::event(const std::byte* p, const EventHeader& h) {
     return {};
   }
   const std::byte* t = p + kEventHeaderBytes;
+  // Unkeyed: the stream's partition; keyed: the key's (the partitioner's).
+  const int32_t partition = key_field_ < 0 ? static_cast<int32_t>(h.stream % static_cast<uint32_t>(partitions_))
+                                           : RD_KAFKA_PARTITION_UA;
   for (uint32_t i = 0; i < h.tuple_count; ++i, t += h.tuple_bytes) {
     line_.clear();
+    size_t key_at = 0, key_end = 0;
     for (size_t f = 0; f < fields_.size(); ++f) {
       const FieldRef& r = fields_[f];
       if (f) line_.push_back(',');
+      if (static_cast<int>(f) == key_field_) key_at = line_.size();
       if (r.type == FieldType::kF64) fmt::format_to(std::back_inserter(line_), "{}", load_f64(t, r));
       else if (r.type == FieldType::kU64 || r.type == FieldType::kTimestamp)
         fmt::format_to(std::back_inserter(line_), "{}", static_cast<uint64_t>(load_i64(t, r)));
       else fmt::format_to(std::back_inserter(line_), "{}", load_i64(t, r));
+      if (static_cast<int>(f) == key_field_) key_end = line_.size();
     }
     pending_.fetch_add(1, std::memory_order_acq_rel);
     for (;;) {
-      if (rd_kafka_produce(m.rkt, 0, RD_KAFKA_MSG_F_COPY, line_.data(), line_.size(), nullptr, 0,
+      if (rd_kafka_produce(m.rkt, partition, RD_KAFKA_MSG_F_COPY, line_.data(), line_.size(),
+                           key_field_ < 0 ? nullptr : line_.data() + key_at, key_end - key_at,
                            transactions_ ? nullptr : &pending_) == 0)
         break;
       const rd_kafka_resp_err_t err = rd_kafka_last_error();

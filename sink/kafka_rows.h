@@ -85,7 +85,11 @@ class KafkaRows {
   std::vector<FieldRef> fields_;
   int key_field_ = -1;  // index in fields_ of kafka_key; -1: none
   int32_t partitions_ = 1;
-  std::string line_;  // one row's text, reused
+  struct RowSpan {
+    size_t at, end, key_at, key_end;  // in text_
+  };
+  std::string text_;             // an event's rows' text, reused
+  std::vector<RowSpan> spans_;   // each row's place in it
   std::array<uint64_t, kMaxStreams> next_event_{};       // per stream: past the last event produced
   std::array<uint64_t, kMaxStreams> committed_event_{};  // restored: rows before these are in Kafka
   std::mutex mu_;  // checkpoint() from the process thread against event() on the send thread

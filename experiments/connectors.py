@@ -8,15 +8,34 @@ is moved to another topic by
   kafka-consumer-perf  Kafka's own ConsumerPerformance reading the input
                        topic alone: the broker's ceiling for a reader here
   kcat-pipe            kcat -C -t in -e | kcat -P -t out (Debian's kcat)
+  kcat-pipe-prefetch   the same, its consumer's prefetch queue as large as
+                       sluice's source's (-X queued.min.messages=2000000
+                       -X queued.max.messages.kbytes=262144): librdkafka
+                       2.0 stops fetching for up to a second each time the
+                       default 100,000 records fill it, which makes the
+                       default pipe's rate swing between runs
   sluice               a Kafka source (one stream per partition) -> a node
                        with a filter that keeps every record -> a sink
-                       producing each row to the output topic, exactly once
-                       (acks, restart, snapshots, transactions)
+                       producing each row to the output topic (4
+                       partitions, stream s to partition s), under the
+                       project's default guarantee, exactly-once (acks,
+                       restart, snapshots every 50 ms at most, Kafka
+                       transactions; a read_committed reader counts)
   sluice-killed        the same, its node killed with SIGKILL mid-run and
                        restarted
+  sluice-GUARANTEE     with --guarantees: the same as sluice under
+                       guarantee: at-least-once (no transactions: the
+                       producer flushed before each snapshot) or none (no
+                       acks, no snapshots)
 
 on the same broker (scripts/kafka.sh up, on ports of its own, stopped at
-the end), each writing a topic of its own.
+the end), each writing a topic of its own. Before the rounds, one small
+sluice run makes the broker's internal topics (__consumer_offsets,
+__transaction_state: ~2 s on a fresh broker), which the first run that
+commits offsets or a transaction would otherwise pay for. Each Kafka row
+carries broker_cpu_s, the broker's CPU time over the row (it shares the
+machine's cores with what it serves), and sluice's rows cpu_s, each
+process's.
 
 File rows: esper.yaml's query (filter node, group-by node) over N tuples
 
@@ -35,7 +54,8 @@ it); records_out is what a read_committed reader finds in the output topic;
 lost is records_in - records_out. Ratios are against kcat-pipe, and each
 against kafka-consumer-perf, measured in the same run.
 
-  python3 experiments/connectors.py [--only kafka|file] [--records N] [--tuples N] [--rounds R] [--json]
+  python3 experiments/connectors.py [--only kafka|file] [--records N] [--tuples N] [--rounds R]
+                                    [--guarantees at-least-once,none] [--json]
 
 Run it under `flock -x /tmp/cpu.lock` on a shared machine. Needs the build
 (build/) and, for the Kafka rows, scripts/setup.sh's packages (kcat, the
@@ -101,6 +121,15 @@ class Broker:
         self.jars = os.path.join(os.environ.get("SLUICE_KAFKA_CACHE") or os.path.join(
             os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "sluice", "kafka-4.1.1"), "lib")
 
+    def cpu_s(self):
+        """The broker's CPU time so far (user + system, every thread)."""
+        try:
+            pid = open(os.path.join(self.dir, "pid")).read().strip()
+            f = open("/proc/%s/stat" % pid).read().rsplit(")", 1)[1].split()
+            return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return 0.0
+
     def topic(self, name, partitions):
         subprocess.run([KAFKA_SH, "topic", name, str(partitions)], env=self.env, check=True, capture_output=True)
 
@@ -142,9 +171,13 @@ def kafka_consumer_perf(broker, n):
     return r
 
 
-def kcat_pipe(broker, n, out_topic):
+KCAT_PREFETCH = ["-X", "queued.min.messages=2000000", "-X", "queued.max.messages.kbytes=262144"]
+
+
+def kcat_pipe(broker, n, out_topic, name="kcat-pipe", consumer_args=()):
     t0 = time.monotonic()
-    c = subprocess.Popen(["kcat", "-C", "-b", broker.bootstrap, "-t", IN_TOPIC, "-e", "-q"], stdout=subprocess.PIPE)
+    c = subprocess.Popen(["kcat", "-C", "-b", broker.bootstrap, "-t", IN_TOPIC, "-e", "-q"] + list(consumer_args),
+                         stdout=subprocess.PIPE)
     p = subprocess.Popen(["kcat", "-P", "-b", broker.bootstrap, "-t", out_topic], stdin=c.stdout)
     c.stdout.close()
     c.wait()
@@ -152,15 +185,18 @@ def kcat_pipe(broker, n, out_topic):
     wall = time.monotonic() - t0
     if c.returncode or p.returncode:
         raise RuntimeError("kcat pipe failed: %s %s" % (c.returncode, p.returncode))
-    return row("kcat-pipe", n, count_committed(broker, out_topic), wall)
+    return row(name, n, count_committed(broker, out_topic), wall)
 
 
-def sluice(broker, n, out_topic, yaml_path, kill_node=False, name="sluice"):
+def sluice(broker, n, out_topic, yaml_path, kill_node=False, name="sluice", guarantee="exactly-once",
+           in_topic=None):
     run_dir = tempfile.mkdtemp(prefix="sluice-connectors-run-")
     cmd = [DEPLOY, "run", yaml_path, "--json", "--run-dir", run_dir, "--set", "kafka_bootstrap=" + broker.bootstrap,
-           "--set", "tuples=%d" % n, "--set", "progress_s=0", "--set", "processes.2.kafka_topic=" + out_topic, "--set", "processes.0.kafka_topic=" + IN_TOPIC,
-           "--set", "acks=on", "--set", "restart=on-failure", "--set", "restart_backoff_ms=200",
-           "--set", "checkpoint_interval_ms=50", "--set", "kafka_group=connectors-%s" % out_topic]
+           "--set", "tuples=%d" % n, "--set", "progress_s=0", "--set", "processes.2.kafka_topic=" + out_topic,
+           "--set", "processes.0.kafka_topic=" + (in_topic or IN_TOPIC), "--set", "guarantee=" + guarantee,
+           "--set", "kafka_group=connectors-%s" % out_topic]
+    if guarantee != "none":
+        cmd += ["--set", "restart_backoff_ms=200", "--set", "checkpoint_interval_ms=50"]
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = False
@@ -189,9 +225,22 @@ def sluice(broker, n, out_topic, yaml_path, kill_node=False, name="sluice"):
         raise RuntimeError("%s: sluice-deploy exited %d:\n%s" % (name, proc.returncode, err[-2000:]))
     rep = json.loads(out)
     restarts = sum(p.get("restarts", 0) for p in rep.get("processes", []))
+    cpu = {p["name"]: round(p.get("user_s", 0) + p.get("sys_s", 0), 3) for p in rep.get("processes", [])}
     shutil.rmtree(run_dir, ignore_errors=True)
     return row(name, n, count_committed(broker, out_topic), wall, killed=killed, restarts=restarts,
-               pipeline_tuples_per_s=round(rep.get("tuples_per_s", 0)))
+               guarantee=guarantee, pipeline_tuples_per_s=round(rep.get("tuples_per_s", 0)), cpu_s=cpu)
+
+
+def warm_up(broker, yaml_path):
+    """One small exactly-once run: the broker makes its internal topics
+    (__consumer_offsets, __transaction_state) now, not in a measured row."""
+    topic = "connectors-warm-%d" % random.randrange(1 << 30)
+    broker.topic(topic, 4)
+    broker.topic(topic + "-out", 4)
+    rng = random.Random(1)
+    p = subprocess.run(["kcat", "-P", "-b", broker.bootstrap, "-t", topic],
+                       input="".join(record(rng) + "\n" for _ in range(4000)), text=True, check=True)
+    sluice(broker, 4000, topic + "-out", yaml_path, name="warm-up", in_topic=topic)
 
 
 def deploy_json(example, run_dir, sets, port):
@@ -271,6 +320,8 @@ def main():
     ap.add_argument("--only", choices=("kafka", "file"), help="only the Kafka rows, or only the file rows")
     ap.add_argument("--tuples", type=int, default=20000000, help="tuples of the file rows (default 20,000,000)")
     ap.add_argument("--event-bytes", type=int, default=32768, help="event_bytes of the file rows' pipelines")
+    ap.add_argument("--guarantees", default="", help="also sluice under these guarantees (at-least-once,none), "
+                    "a row sluice-GUARANTEE each")
     a = ap.parse_args()
     rows = []
     if a.only != "kafka":
@@ -304,19 +355,27 @@ def kafka_rows(a):
         yaml_path = os.path.join(yaml_dir, "kafka_filter.yaml")
         with open(yaml_path, "w") as f:
             f.write(KAFKA_YAML)
+        warm_up(broker, yaml_path)
+        extra = ["sluice-" + g for g in a.guarantees.split(",") if g]
         for r in range(a.rounds):
-            for what in ("kafka-consumer-perf", "kcat-pipe", "sluice", "sluice-killed"):
+            for what in ["kafka-consumer-perf", "kcat-pipe", "kcat-pipe-prefetch", "sluice", "sluice-killed"] + extra:
                 topic = "%s-out-%s-%d" % (IN_TOPIC, what, r)
                 if what != "kafka-consumer-perf":
                     broker.topic(topic, 4)
                 print("round %d: %s" % (r + 1, what), file=sys.stderr)
+                cpu0 = broker.cpu_s()
                 if what == "kafka-consumer-perf":
                     rows.append(kafka_consumer_perf(broker, n))
                 elif what == "kcat-pipe":
                     rows.append(kcat_pipe(broker, n, topic))
+                elif what == "kcat-pipe-prefetch":
+                    rows.append(kcat_pipe(broker, n, topic, name=what, consumer_args=KCAT_PREFETCH))
+                elif what in extra:
+                    rows.append(sluice(broker, n, topic, yaml_path, name=what, guarantee=what[len("sluice-"):]))
                 else:
                     rows.append(sluice(broker, n, topic, yaml_path, kill_node=what == "sluice-killed", name=what))
                 rows[-1]["round"] = r + 1
+                rows[-1]["broker_cpu_s"] = round(broker.cpu_s() - cpu0, 2)
     finally:
         broker.down()
         if yaml_dir:
@@ -345,13 +404,16 @@ def report(rows, as_json):
                  all(r["ok"] for r in rows if r["name"] in ("generator-esper", "file-csv-esper"))))
     if not any(r["name"] == "kcat-pipe" for r in rows):
         return
-    kcat, ceiling = best("kcat-pipe"), best("kafka-consumer-perf")
+    kcat, ceiling, tuned = best("kcat-pipe"), best("kafka-consumer-perf"), best("kcat-pipe-prefetch")
     own = max([r.get("own_records_per_s", 0) for r in rows if r["name"] == "kafka-consumer-perf"] or [0])
-    for name in ("sluice", "sluice-killed", "kcat-pipe"):
+    names = ["sluice", "sluice-killed"] + sorted({r["name"] for r in rows if r["name"].startswith("sluice-")} -
+                                                 {"sluice-killed"}) + ["kcat-pipe", "kcat-pipe-prefetch"]
+    for name in names:
         b = best(name)
-        print("%-14s best %9d records/s: %.2fx kcat-pipe, %.2f of kafka-consumer-perf's %d (wall), "
-              "%.2f of its own clock's %d" % (name, b, b / kcat if kcat else 0, b / ceiling if ceiling else 0,
-                                              ceiling, b / own if own else 0, own))
+        print("%-14s best %9d records/s: %.2fx kcat-pipe (%.2fx kcat-pipe-prefetch), %.2f of kafka-consumer-perf's "
+              "%d (wall), %.2f of its own clock's %d" % (name, b, b / kcat if kcat else 0, b / tuned if tuned else 0,
+                                                        b / ceiling if ceiling else 0, ceiling, b / own if own else 0,
+                                                        own))
 
 
 if __name__ == "__main__":

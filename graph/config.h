@@ -147,6 +147,10 @@ struct ProcessConfig {
   // value maps to a tuple of the stream's schema.
   std::string source = "generator";  // generator | kafka | file
   std::string kafka_topic;
+  // A sink's kafka_topic: the field whose value keys each record (records
+  // partitioned by its murmur2 hash, as Kafka's Java producer does); "": no
+  // key, the rows of input stream s go to partition s % partitions.
+  std::string kafka_key;
   std::string record_format = "csv";  // csv | jsonl | binary (codec/record.h)
   std::string results_format = "csv";      // csv | jsonl | binary (codec/record.h)
   std::vector<std::string> results_fields;  // the columns, by name; empty: seq and every field

@@ -633,6 +633,10 @@ const std::vector<SectionKey>& process_keys() {
                               "the partitions) or file (read from source_file)"},
       {"kafka_topic", "none", "a loadgen with source: kafka reads this topic; a sink produces every "
                               "row it receives to it (no header), beside or instead of results"},
+      {"kafka_key", "none", "a sink with kafka_topic: the field of its rows whose value keys each record, "
+                            "which goes to the partition of the key's murmur2 hash (as Kafka's Java "
+                            "producer partitions); without it the rows of input stream s go to "
+                            "partition s % partitions, each stream's rows in order"},
       {"record_format", "csv", "how a record of a Kafka topic or a file maps to a tuple (codec/record.h): "
                                "csv (comma-separated; a file's header line names the columns, a Kafka "
                                "record holds the schema's fields after seq in order), jsonl (a JSON "

@@ -227,5 +227,23 @@ TEST(Config, TheGuaranteeSetsItsKeysAndRefusesOneThatBreaksIt) {
   }
 }
 
+// kafka_key: a field of what the sink writes, on a sink with kafka_topic;
+// anything else is refused, naming the process.
+TEST(Config, KafkaKeyIsAFieldOfASinksKafkaRows) {
+  std::vector<std::string> keyed = {"kafka_bootstrap=127.0.0.1:9092", "processes.2.kafka_topic=out"};
+  keyed.push_back("processes.2.kafka_key=key");
+  const Deployment kd = parse_ok(kChain, keyed);
+  EXPECT_EQ(kd.processes[2].kafka_key, "key");
+  expect_same(kd, parse_ok(dump_deployment(kd)));
+  keyed.back() = "processes.2.kafka_key=nope";
+  EXPECT_HAS(parse_err(kChain, keyed), "process 'sink': kafka_key names 'nope', no field the sink writes (key)");
+  EXPECT_HAS(parse_err(kChain, {"processes.2.kafka_key=key"}),
+             "process 'sink': kafka_key keys the records a sink with kafka_topic writes");
+  EXPECT_HAS(parse_err(kChain, {"processes.1.kafka_key=key"}),
+             "process 'node-a': kafka_key keys the records a sink with kafka_topic writes");
+  EXPECT_HAS(parse_err(kChain, {"processes.0.kafka_key=key"}),
+             "process 'loadgen': kafka_key keys the records a sink with kafka_topic writes; a loadgen has none");
+}
+
 }  // namespace
 }  // namespace sluice

@@ -310,6 +310,8 @@ Status parse_process(const Reader& r, const YAML::Node& n, size_t i, const std::
       st = r.get_enum(v, kpath, kSources, &p->source);
     } else if (key == "kafka_topic") {
       st = r.get_string(v, kpath, false, &p->kafka_topic);
+    } else if (key == "kafka_key") {
+      st = r.get_string(v, kpath, false, &p->kafka_key);
     } else if (key == "record_format") {
       st = r.get_enum(v, kpath, kRecordFormats, &p->record_format);
     } else if (key == "results_format") {

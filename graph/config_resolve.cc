@@ -77,6 +77,10 @@ Status resolve_schemas(Deployment* d, const Places& at) {
       if (p.role == Role::kPublisher && p.source != "generator")
         return Status::Error(fmt::format("{}: process '{}': a publisher's tuples are its application's; "
                                          "source: {} is a loadgen's", p.source_line, p.name, p.source));
+      if (!p.kafka_key.empty())
+        return Status::Error(fmt::format("{}: process '{}': kafka_key keys the records a sink with "
+                                         "kafka_topic writes; a {} has none",
+                                         p.source_line, p.name, role_name(p.role)));
       if (p.source == "kafka" && p.kafka_topic.empty())
         return Status::Error(fmt::format("{}: process '{}': source: kafka reads kafka_topic; set it",
                                          p.source_line, p.name));
@@ -163,6 +167,22 @@ Status resolve_schemas(Deployment* d, const Places& at) {
         return Status::Error(fmt::format("{}: process '{}': results_fields names '{}', no field of what "
                                          "it receives ({})",
                                          p.source_line, p.name, f, have));
+      }
+    }
+    // The key of a sink's records: a field of what it writes.
+    if (!p.kafka_key.empty()) {
+      FieldRef ref;
+      if (p.role != Role::kSink || p.kafka_topic.empty())
+        return Status::Error(fmt::format("{}: process '{}': kafka_key keys the records a sink with "
+                                         "kafka_topic writes; set kafka_topic, or leave the key out",
+                                         p.source_line, p.name));
+      if (!p.out_schema.find(p.kafka_key, &ref) || p.kafka_key == "seq" || ref.type == FieldType::kBytes) {
+        std::string have;
+        for (const auto& fs : p.out_schema.fields())
+          if (fs.name != "seq" && fs.type != FieldType::kBytes) have += (have.empty() ? "" : ", ") + fs.name;
+        return Status::Error(fmt::format("{}: process '{}': kafka_key names '{}', no field the sink writes "
+                                         "({})",
+                                         p.source_line, p.name, p.kafka_key, have));
       }
     }
   }

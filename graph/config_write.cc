@@ -101,6 +101,7 @@ std::string dump_deployment(const Deployment& d) {
     if (p.source != "generator") e << YAML::Key << "source" << YAML::Value << p.source;
     if (!p.kafka_topic.empty())
       e << YAML::Key << "kafka_topic" << YAML::Value << YAML::DoubleQuoted << p.kafka_topic;
+    if (!p.kafka_key.empty()) e << YAML::Key << "kafka_key" << YAML::Value << p.kafka_key;
     if (p.record_format != "csv") e << YAML::Key << "record_format" << YAML::Value << p.record_format;
     if (!p.restart.empty()) e << YAML::Key << "restart" << YAML::Value << p.restart;
     if (!p.threads.empty()) e << YAML::Key << "threads" << YAML::Value << p.threads;

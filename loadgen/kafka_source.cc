@@ -27,6 +27,8 @@ constexpr uint64_t kShortAfterNs = 2'000'000;  // an event goes out short after 
 constexpr int kPollMs = 100;                    // a poll with nothing open: wake now and then for stop()
 constexpr size_t kBatch = 256;                  // records taken from librdkafka at once
 constexpr size_t kSentPerLink = 16384;          // events handed on and not yet committed, per link
+constexpr int kQueuedRecords = 2'000'000;       // records librdkafka prefetches, at most (start())
+constexpr int kQueuedKiB = 256 * 1024;          // and their bytes
 constexpr char kEndsMagic[8] = {'S', 'L', 'K', 'E', 'N', 'D', 'S', '1'};
 
 // One event's end as the ring file keeps it.
@@ -283,8 +285,17 @@ Status KafkaSource::start() {
       .set("auto.offset.reset", "earliest")
       .set("isolation.level", "read_committed")
       .set("enable.partition.eof", "false")
-      // Bounded: what librdkafka prefetches is this, at most.
-      .set("queued.max.messages.kbytes", "65536");
+      // The prefetch queue, bounded: at most kQueuedRecords records and
+      // kQueuedKiB of them (the partitions' queues are forwarded to one, so
+      // both bound them all). Large because of how librdkafka 2.0 (Debian
+      // 12's) fetches: a queue over either bound takes its partitions off
+      // the fetch list, and the broker thread decides again only when it
+      // next wakes, up to a second later (fetch.queue.backoff.ms came in
+      // 2.3). A queue that holds less than a second of the pipeline's rate
+      // runs dry in that second: at librdkafka's default of 100,000
+      // records, connectors.py's topic moved at a third of the rate.
+      .set("queued.min.messages", std::to_string(kQueuedRecords))
+      .set("queued.max.messages.kbytes", std::to_string(kQueuedKiB));
   m.rk = conf.make(RD_KAFKA_CONSUMER, m.what, &st);
   if (!m.rk) return st;
   int32_t parts = 0;

@@ -32,7 +32,8 @@
 //
 // Memory: the pool (its events, and with acks every event until it is
 // acknowledged: a replay sends the slot again), librdkafka's fetch queue
-// (queued.max.messages.kbytes), and the ring of events not yet committed.
+// (at most 2,000,000 records and 256 MiB: a second of the pipeline's rate,
+// see start()), and the ring of events not yet committed.
 // A full pool stops reading: back pressure reaches the broker as a consumer
 // that does not fetch.
 #pragma once

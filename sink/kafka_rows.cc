@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 
@@ -12,6 +14,7 @@ namespace sluice {
 
 namespace {
 constexpr int kTxnTimeoutMs = 120000;  // a commit waits this long for a broker that is away
+constexpr int kQueuedRows = 200000;     // rows waiting in librdkafka, at most
 void die(const std::string& why) {
   // Before the snapshot is written, so nothing Kafka lacks is acknowledged
   // upstream: the supervisor restarts the sink from its last snapshot.
@@ -26,6 +29,7 @@ struct KafkaRows::Impl {
   std::string bootstrap;
   kafka::Handle rk;
   rd_kafka_topic_t* rkt = nullptr;
+  std::vector<rd_kafka_message_t> msgs;  // an event's batch, reused
   uint32_t restarted = 0;
   std::atomic<uint64_t> failed{0};
   std::string first_failure;
@@ -56,7 +60,12 @@ std::unique_ptr<KafkaRows> KafkaRows::make(const Deployment& d, size_t index, ui
     if (fs[i].type == FieldType::kBytes) continue;
     FieldRef r;
     schema.find(fs[i].name, &r);
+    if (fs[i].name == pc.kafka_key) k->key_field_ = static_cast<int>(k->fields_.size());
     k->fields_.push_back(r);
+  }
+  if (!pc.kafka_key.empty() && k->key_field_ < 0) {
+    *st = Status::Error(fmt::format("{}: kafka_key '{}' is no numeric field of its rows", m.what, pc.kafka_key));
+    return nullptr;
   }
   if (k->fields_.empty()) {
     *st = Status::Error(m.what + ": the rows have no numeric field to write");
@@ -88,10 +97,13 @@ Status KafkaRows::start() {
       .set("acks", "all")
       .set("linger.ms", "5")
       // Bounded: at most this much waits in librdkafka; a full queue is back pressure.
-      .set("queue.buffering.max.kbytes", "32768")
-      .set("queue.buffering.max.messages", "200000")
+      // (rows, not bytes: a row's text is bounded by its schema).
+      .set("queue.buffering.max.kbytes", "2097151")
+      .set("queue.buffering.max.messages", std::to_string(kQueuedRows))
       .set("batch.size", "1000000")
-      .set("message.timeout.ms", "300000");
+      .set("message.timeout.ms", "300000")
+      // A keyed record's partition (kafka_key), as the Java producer's.
+      .set("partitioner", "murmur2_random");
   if (transactions_) conf.set("transactional.id", m.txn_id).set("transaction.timeout.ms", "300000");
   // Each delivery report: a failure counted in the handle's opaque, and
   // (without transactions) the row's count of pending rows taken down.
@@ -102,6 +114,7 @@ Status KafkaRows::start() {
   if (!m.rkt) return kafka::error("rd_kafka_topic_new", m.what, rd_kafka_last_error());
   int32_t parts = 0;
   if (st = kafka::partition_count(m.rk.get(), m.topic, 30000, &parts); !st) return Status::Error(m.what + ": " + st.message());
+  partitions_ = std::max<int32_t>(1, parts);
   if (!transactions_) return {};
   if (kafka::Error e = kafka::retry_txn([&] { return rd_kafka_init_transactions(m.rk.get(), kTxnTimeoutMs); },
                                         kTxnTimeoutMs))
@@ -147,31 +160,77 @@ Status KafkaRows::event(const std::byte* p, const EventHeader& h) {
     skipped_ += h.tuple_count;  // an earlier life committed these rows
     return {};
   }
+  // The event's rows as text, back to back (buffers reused: they grow to
+  // the largest event once), then one rd_kafka_produce_batch for them all.
+  const uint32_t n = h.tuple_count;
+  text_.clear();
+  spans_.resize(n);
   const std::byte* t = p + kEventHeaderBytes;
-  for (uint32_t i = 0; i < h.tuple_count; ++i, t += h.tuple_bytes) {
-    line_.clear();
+  for (uint32_t i = 0; i < n; ++i, t += h.tuple_bytes) {
+    RowSpan& sp = spans_[i];
+    sp.at = text_.size();
     for (size_t f = 0; f < fields_.size(); ++f) {
       const FieldRef& r = fields_[f];
-      if (f) line_.push_back(',');
-      if (r.type == FieldType::kF64) fmt::format_to(std::back_inserter(line_), "{}", load_f64(t, r));
-      else if (r.type == FieldType::kU64 || r.type == FieldType::kTimestamp)
-        fmt::format_to(std::back_inserter(line_), "{}", static_cast<uint64_t>(load_i64(t, r)));
-      else fmt::format_to(std::back_inserter(line_), "{}", load_i64(t, r));
-    }
-    pending_.fetch_add(1, std::memory_order_acq_rel);
-    for (;;) {
-      if (rd_kafka_produce(m.rkt, 0, RD_KAFKA_MSG_F_COPY, line_.data(), line_.size(), nullptr, 0,
-                           transactions_ ? nullptr : &pending_) == 0)
-        break;
-      const rd_kafka_resp_err_t err = rd_kafka_last_error();
-      if (err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-        pending_.fetch_sub(1, std::memory_order_acq_rel);
-        return kafka::error("rd_kafka_produce", m.what, err);
+      if (f) text_.push_back(',');
+      if (static_cast<int>(f) == key_field_) sp.key_at = text_.size();
+      char num[32];
+      std::to_chars_result e{};
+      if (r.type == FieldType::kF64) {
+        fmt::format_to(std::back_inserter(text_), "{}", load_f64(t, r));
+        e.ptr = num;
+      } else if (r.type == FieldType::kU64 || r.type == FieldType::kTimestamp) {
+        e = std::to_chars(num, num + sizeof num, static_cast<uint64_t>(load_i64(t, r)));
+      } else {
+        e = std::to_chars(num, num + sizeof num, load_i64(t, r));
       }
-      rd_kafka_poll(m.rk.get(), 10);  // back pressure: wait for deliveries
+      text_.append(num, e.ptr);
+      if (static_cast<int>(f) == key_field_) sp.key_end = text_.size();
     }
-    ++rows_;
-    ++in_txn_;
+    sp.end = text_.size();
+  }
+  // Unkeyed: the stream's partition; keyed: the key's (the partitioner's).
+  const int32_t partition = key_field_ < 0 ? static_cast<int32_t>(h.stream % static_cast<uint32_t>(partitions_))
+                                           : RD_KAFKA_PARTITION_UA;
+  m.msgs.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    rd_kafka_message_t& msg = m.msgs[i];
+    msg = rd_kafka_message_t{};
+    msg.partition = partition;
+    msg.payload = text_.data() + spans_[i].at;
+    msg.len = spans_[i].end - spans_[i].at;
+    if (key_field_ >= 0) {
+      msg.key = text_.data() + spans_[i].key_at;
+      msg.key_len = spans_[i].key_end - spans_[i].key_at;
+    }
+    msg._private = transactions_ ? nullptr : &pending_;
+  }
+  // Room for them all first: a batch refused in part could be enqueued out
+  // of order (a later row taken once deliveries made room). Only this
+  // thread produces, so the room found stays.
+  for (size_t room_for = std::min<size_t>(n, kQueuedRows);
+       rd_kafka_outq_len(m.rk.get()) + room_for > static_cast<size_t>(kQueuedRows);)
+    rd_kafka_poll(m.rk.get(), 10);  // back pressure: wait for deliveries
+  pending_.fetch_add(n, std::memory_order_acq_rel);
+  for (uint32_t done = 0; done < n;) {
+    for (uint32_t i = done; i < n; ++i) m.msgs[i].err = RD_KAFKA_RESP_ERR_NO_ERROR;
+    const int got = rd_kafka_produce_batch(m.rkt, partition, RD_KAFKA_MSG_F_COPY | RD_KAFKA_MSG_F_PARTITION,
+                                           m.msgs.data() + done, static_cast<int>(n - done));
+    uint32_t ok = 0;
+    while (done + ok < n && m.msgs[done + ok].err == RD_KAFKA_RESP_ERR_NO_ERROR) ++ok;
+    if (ok < n - done && m.msgs[done + ok].err != RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+      pending_.fetch_sub(n - done - static_cast<uint32_t>(got), std::memory_order_acq_rel);
+      return kafka::error("rd_kafka_produce_batch", m.what, m.msgs[done + ok].err);
+    }
+    if (static_cast<uint32_t>(got) != ok) {
+      // Some taken past a refused one: their order is lost. Cannot happen
+      // with the room made above; said rather than written out of order.
+      pending_.fetch_sub(n - done - static_cast<uint32_t>(got), std::memory_order_acq_rel);
+      return Status::Error(m.what + ": librdkafka's queue refused rows of an event in part");
+    }
+    done += ok;
+    rows_ += ok;
+    in_txn_ += ok;
+    if (done < n) rd_kafka_poll(m.rk.get(), 10);
   }
   next_event_[stream] = h.event_seq + 1;
   rd_kafka_poll(m.rk.get(), 0);

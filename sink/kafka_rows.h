@@ -6,6 +6,14 @@
 // with librdkafka's idempotent producer (no duplicates from its own
 // retries, order kept per partition).
 //
+// Partitions: with `kafka_key`, a record's key is that field's text and
+// its partition the key's murmur2 hash (librdkafka's murmur2_random, the
+// Java producer's default: a reader keyed the same way agrees); without
+// it, the rows of input stream s go to partition s % the topic's
+// partitions (one stream's rows stay in order in one partition). Under
+// transactions, librdkafka adds each partition to the open transaction as
+// it is first written, and the commit covers them all.
+//
 // Delivery, in the terms of the `guarantee` key (docs/DESIGN.md, "Kafka"):
 //   - without snapshots: rows are produced as they come and flushed at END;
 //     a killed node loses none (its upstream replays, the sink drops what it
@@ -75,7 +83,13 @@ class KafkaRows {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::vector<FieldRef> fields_;
-  std::string line_;  // one row's text, reused
+  int key_field_ = -1;  // index in fields_ of kafka_key; -1: none
+  int32_t partitions_ = 1;
+  struct RowSpan {
+    size_t at, end, key_at, key_end;  // in text_
+  };
+  std::string text_;             // an event's rows' text, reused
+  std::vector<RowSpan> spans_;   // each row's place in it
   std::array<uint64_t, kMaxStreams> next_event_{};       // per stream: past the last event produced
   std::array<uint64_t, kMaxStreams> committed_event_{};  // restored: rows before these are in Kafka
   std::mutex mu_;  // checkpoint() from the process thread against event() on the send thread

@@ -6,8 +6,12 @@
 // the four processes killed mid-run (restart, acks, snapshots) leaves the
 // output topic, read with read_committed, exactly as a run without the
 // fault; a broker stopped for 5 s mid-run holds the run and loses nothing;
-// a record that does not decode is an error naming topic, partition and
-// offset, or (bad_records: reject) a counted rejection. No timing is asserted.
+// the same tuples as JSON lines or binary records give the same rows; a
+// record that does not decode (in each format) is an error naming topic,
+// partition and offset, or (bad_records: reject) a counted rejection; with
+// kafka_key the rows spread over the output's partitions by key, each key's
+// in one partition in order, exactly once with the sink killed. No timing
+// is asserted.
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
@@ -16,6 +20,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <chrono>
+#include <cstring>
+#include <map>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -94,6 +100,31 @@ void create_topic(const std::string& name, int partitions) {
   rd_kafka_destroy(rk);
 }
 
+// The esper schema's tuples seq 0..n-1 as the load generator makes them,
+// as records of `format` (csv "p0,p1", jsonl, or binary: p0 and p1 as
+// little-endian i64).
+std::vector<std::string> esper_records(uint64_t n, const std::string& format) {
+  sluice::Deployment d;
+  EXPECT_TRUE(sluice::load_deployment(kEsperYaml, {}, &d).ok());
+  sluice::FieldFiller fill(*d.loadgen_schema(0));
+  std::vector<std::string> records;
+  records.reserve(n);
+  for (uint64_t seq = 0; seq < n; ++seq) {
+    const int64_t p0 = static_cast<int64_t>(fill.value(0, seq)), p1 = static_cast<int64_t>(fill.value(1, seq));
+    if (format == "jsonl") {
+      records.push_back("{\"p1\": " + std::to_string(p1) + ", \"p0\": " + std::to_string(p0) + "}");
+    } else if (format == "binary") {
+      std::string r(16, '\0');
+      std::memcpy(r.data(), &p0, 8);  // the machine is little-endian, as the format
+      std::memcpy(r.data() + 8, &p1, 8);
+      records.push_back(std::move(r));
+    } else {
+      records.push_back(std::to_string(p0) + "," + std::to_string(p1));
+    }
+  }
+  return records;
+}
+
 void produce(const std::string& topic, const std::vector<std::string>& records) {
   rd_kafka_t* rk = client(RD_KAFKA_PRODUCER, {{"linger.ms", "20"}, {"queue.buffering.max.messages", "1000000"}});
   for (const std::string& r : records) {
@@ -115,14 +146,33 @@ int64_t records_in(const std::string& topic) {
   return e ? 0 : high;
 }
 
-// Every record of partition 0 of `topic`, as a read_committed reader sees it.
-std::vector<std::string> read_committed(const std::string& topic) {
+// Waits until `topic` holds a record (committed or not) in any of its
+// `partitions`: the run is under way, its first rows written (a window's
+// end, some way into the stream), and not yet over.
+void wait_for_rows(const std::string& topic, int32_t partitions = 1) {
+  rd_kafka_t* rk = client(RD_KAFKA_PRODUCER, {});
+  for (int i = 0; i < 6000; ++i) {
+    int64_t any = 0;
+    for (int32_t p = 0; p < partitions; ++p) {
+      int64_t low = 0, high = 0;
+      if (rd_kafka_query_watermark_offsets(rk, topic.c_str(), p, &low, &high, 1000) == 0) any += high;
+    }
+    if (any > 0) break;
+    std::this_thread::sleep_for(5ms);
+  }
+  rd_kafka_destroy(rk);
+}
+
+// Every record of a partition of `topic`, as a read_committed reader sees
+// it; with `keys`, each record's key too.
+std::vector<std::string> read_committed(const std::string& topic, int32_t partition = 0,
+                                        std::vector<std::string>* keys = nullptr) {
   rd_kafka_t* rk = client(RD_KAFKA_CONSUMER, {{"group.id", "kafka-test-reader"},
                                               {"isolation.level", "read_committed"},
                                               {"enable.partition.eof", "true"},
                                               {"enable.auto.commit", "false"}});
   rd_kafka_topic_partition_list_t* l = rd_kafka_topic_partition_list_new(1);
-  rd_kafka_topic_partition_list_add(l, topic.c_str(), 0)->offset = RD_KAFKA_OFFSET_BEGINNING;
+  rd_kafka_topic_partition_list_add(l, topic.c_str(), partition)->offset = RD_KAFKA_OFFSET_BEGINNING;
   rd_kafka_assign(rk, l);
   rd_kafka_topic_partition_list_destroy(l);
   std::vector<std::string> rows;
@@ -134,6 +184,7 @@ std::vector<std::string> read_committed(const std::string& topic) {
     }
     const bool eof = m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF;
     if (!m->err) rows.emplace_back(static_cast<const char*>(m->payload), m->len);
+    if (!m->err && keys) keys->emplace_back(static_cast<const char*>(m->key), m->key_len);
     rd_kafka_message_destroy(m);
     if (eof) break;
   }
@@ -215,13 +266,7 @@ class KafkaPipeline : public ::testing::Test {
   static void SetUpTestSuite() {
     ASSERT_TRUE(fs::exists(fs::path(kBrokerDir) / "port"))
         << "no broker in " << kBrokerDir << ": these tests need the kafka_broker fixture (ctest starts it)";
-    sluice::Deployment d;
-    ASSERT_TRUE(sluice::load_deployment(kEsperYaml, {}, &d).ok());
-    sluice::FieldFiller fill(*d.loadgen_schema(0));
-    std::vector<std::string> records;
-    records.reserve(kTuples);
-    for (uint64_t seq = 0; seq < kTuples; ++seq)
-      records.push_back(std::to_string(fill.value(0, seq)) + "," + std::to_string(fill.value(1, seq)));
+    const std::vector<std::string> records = esper_records(kTuples, "csv");
     // Each test is a process of its own (gtest_discover_tests): the
     // first makes the topic, the others find it.
     create_topic("in", 1);
@@ -277,7 +322,7 @@ TEST_F(KafkaPipeline, EachProcessKilledMidRunLeavesTheRowsOfARunWithoutTheFault)
     RunResult r = run(std::string("kill-") + victim, kKafkaYaml,
                 "--set tuples=" + std::to_string(kTuples) + kSafe + " --set processes.3.kafka_topic=" + topic,
                 [&](const std::string& dir) {
-                  std::this_thread::sleep_for(600ms);
+                  wait_for_rows(topic);
                   const pid_t v = find_process(dir, victim);
                   ASSERT_GT(v, 0);
                   kill(v, SIGKILL);
@@ -299,7 +344,7 @@ TEST_F(KafkaPipeline, ABrokerStoppedForFiveSecondsHoldsTheRunAndLosesNothing) {
   RunResult r = run("stopped", kKafkaYaml,
               "--set tuples=" + std::to_string(kTuples) + kSafe + " --set processes.3.kafka_topic=out-stopped",
               [&](const std::string&) {
-                std::this_thread::sleep_for(500ms);
+                wait_for_rows("out-stopped");
                 kill(broker, SIGSTOP);
                 std::this_thread::sleep_for(5s);
                 kill(broker, SIGCONT);
@@ -331,6 +376,119 @@ TEST_F(KafkaPipeline, ARecordThatDoesNotDecodeIsAnErrorWithItsPlaceOrACountedRej
   EXPECT_EQ(src["rejected"].as<uint64_t>(), 2u);
   EXPECT_EQ(src["tuples_out"].as<uint64_t>(), 3u);
   EXPECT_EQ(reject.report["lost"].as<uint64_t>(), 0u);
+}
+
+// The same tuples as JSON lines (fields in another order) or as binary
+// records: the same rows as the CSV records give.
+TEST_F(KafkaPipeline, JsonlAndBinaryRecordsGiveTheRowsOfTheSameTuplesAsCsv) {
+  const std::vector<std::string>& ref = reference();
+  ASSERT_FALSE(ref.empty());
+  for (const char* format : {"jsonl", "binary"}) {
+    SCOPED_TRACE(format);
+    const std::string in = std::string("in-") + format, out = std::string("out-") + format;
+    create_topic(in, 1);
+    create_topic(out, 1);
+    if (records_in(in) == 0) produce(in, esper_records(kTuples, format));
+    ASSERT_EQ(records_in(in), static_cast<int64_t>(kTuples));
+    RunResult r = run(std::string("format-") + format, kKafkaYaml,
+                      "--set tuples=" + std::to_string(kTuples) + " --set processes.0.record_format=" + format +
+                          " --set processes.0.kafka_topic=" + in + " --set processes.3.kafka_topic=" + out);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.process("source")["tuples_out"].as<uint64_t>(), kTuples);
+    EXPECT_TRUE(same_rows(read_committed(out), ref));
+  }
+}
+
+// In each format, records 1 and 3 do not decode (jsonl: a field missing,
+// then a value that is no number; binary: a record a byte short, then one
+// a byte long): fail names the first with its topic, partition and offset;
+// reject counts both and passes the others on.
+TEST_F(KafkaPipeline, AJsonlOrBinaryRecordThatDoesNotDecodeIsAnErrorWithItsPlaceOrACountedRejection) {
+  std::vector<std::string> bin = esper_records(5, "binary");
+  bin[1].pop_back();
+  bin[3].push_back('\0');
+  struct Case {
+    const char* format;
+    std::vector<std::string> records;
+    std::vector<std::string> first_error;  // each in the message
+  } cases[] = {
+      {"jsonl",
+       {R"({"p0": 1, "p1": 200})", R"({"p0": 2})", R"({"p0": 3, "p1": 300})", R"({"p0": 4, "p1": true})",
+        R"({"p0": 5, "p1": 500})"},
+       {"the record does not decode: topic bad-jsonl partition 0 offset 1:", "no field 'p1' in the object"}},
+      {"binary", bin, {"the record does not decode: topic bad-binary partition 0 offset 1: a record of 15 bytes, not 16"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.format);
+    const std::string in = std::string("bad-") + c.format, out = std::string("out-bad-") + c.format;
+    create_topic(in, 1);
+    create_topic(out, 1);
+    if (records_in(in) == 0) produce(in, c.records);
+    const std::string sets = std::string("--set tuples=3 --set processes.0.record_format=") + c.format +
+                             " --set processes.0.kafka_topic=" + in + " --set processes.3.kafka_topic=" + out;
+    RunResult fail = run(std::string("bad-fail-") + c.format, kKafkaYaml, sets);
+    EXPECT_EQ(fail.code, 1) << fail.err;
+    const std::string source_err = fail.process("source")["error"].as<std::string>("");
+    for (const std::string& part : c.first_error) EXPECT_NE(source_err.find(part), std::string::npos) << source_err;
+
+    RunResult reject = run(std::string("bad-reject-") + c.format, kKafkaYaml, sets + " --set bad_records=reject");
+    ASSERT_EQ(reject.code, 0) << reject.err;
+    const YAML::Node src = reject.process("source");
+    EXPECT_EQ(src["rejected"].as<uint64_t>(), 2u);
+    EXPECT_EQ(src["tuples_out"].as<uint64_t>(), 3u);
+    EXPECT_EQ(reject.report["lost"].as<uint64_t>(), 0u);
+  }
+}
+
+// kafka_key: each row, keyed by its group key, goes to that key's
+// partition of a 4-partition topic. With the sink killed mid-run
+// (transactions over several partitions), a read_committed reader finds
+// each key's rows in one partition, in order, and they are the rows of a
+// run without the fault.
+TEST_F(KafkaPipeline, KeyedRowsSpreadOverThePartitionsByKeyExactlyOnce) {
+  const std::vector<std::string>& ref = reference();
+  ASSERT_FALSE(ref.empty());
+  create_topic("out-keyed", 4);
+  RunResult r = run("keyed", kKafkaYaml,
+                    "--set tuples=" + std::to_string(kTuples) + kSafe +
+                        " --set processes.3.kafka_topic=out-keyed --set processes.3.kafka_key=key",
+                    [&](const std::string& dir) {
+                      wait_for_rows("out-keyed", 4);
+                      const pid_t v = find_process(dir, "sink");
+                      ASSERT_GT(v, 0);
+                      kill(v, SIGKILL);
+                    });
+  ASSERT_EQ(r.code, 0) << r.err;
+  int restarts = 0;
+  for (const auto& p : r.report["processes"]) restarts += p["restarts"].as<int>(0);
+  EXPECT_EQ(restarts, 1) << "the kill came after the run had ended";
+  // A row is "window_end,key,sum_p1".
+  auto key_of = [](const std::string& row) {
+    const size_t a = row.find(','), b = row.rfind(',');
+    return row.substr(a + 1, b - a - 1);
+  };
+  std::map<std::string, std::vector<std::string>> want, got;
+  for (const std::string& row : ref) want[key_of(row)].push_back(row);
+  std::map<std::string, int32_t> partition_of;
+  int used = 0;
+  for (int32_t p = 0; p < 4; ++p) {
+    std::vector<std::string> keys;
+    const std::vector<std::string> rows = read_committed("out-keyed", p, &keys);
+    used += rows.empty() ? 0 : 1;
+    ASSERT_EQ(keys.size(), rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      EXPECT_EQ(keys[i], key_of(rows[i])) << rows[i];
+      const auto at = partition_of.emplace(keys[i], p).first;
+      EXPECT_EQ(at->second, p) << "key " << keys[i] << " in partitions " << at->second << " and " << p;
+      got[keys[i]].push_back(rows[i]);
+    }
+  }
+  EXPECT_GT(used, 1) << "every key in one partition";
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [key, rows] : want) {
+    SCOPED_TRACE("key " + key);
+    EXPECT_TRUE(same_rows(got[key], rows));
+  }
 }
 
 }  // namespace

@@ -104,7 +104,7 @@ class Reader(threading.Thread):
 
 class TestInProcess(unittest.TestCase):
     def test_dtype_is_the_schema_and_a_round_trip_keeps_every_value(self):
-        p = Pair(self, 38100)
+        p = Pair(self, 12100)
         sub = p.subscriber()
         pub = p.publisher()
         dt = pub.dtype
@@ -135,7 +135,7 @@ class TestInProcess(unittest.TestCase):
         sub.close()
 
     def test_claim_writes_in_the_slot_and_views_are_read_only(self):
-        p = Pair(self, 38120)
+        p = Pair(self, 12120)
         sub = p.subscriber()
         pub = p.publisher()
         got, kept, flags, refused = [], [], [], []
@@ -185,7 +185,7 @@ class TestInProcess(unittest.TestCase):
         sub.close()
 
     def test_waits_release_the_gil(self):
-        p = Pair(self, 38140)
+        p = Pair(self, 12140)
         sub = p.subscriber()
         pub = p.publisher()
         polled = []
@@ -205,7 +205,7 @@ class TestInProcess(unittest.TestCase):
         sub.close()
 
     def test_a_poll_that_waited_hands_every_event_with_the_gil(self):
-        p = Pair(self, 38160)
+        p = Pair(self, 12160)
         sub = p.subscriber()
         pub = p.publisher()
         seen, events = [], []
@@ -250,7 +250,7 @@ class TestInProcess(unittest.TestCase):
 
 class TestBadInput(unittest.TestCase):
     def test_an_array_of_another_dtype_is_refused_naming_both(self):
-        p = Pair(self, 38200)
+        p = Pair(self, 12200)
         sub = p.subscriber()
         pub = p.publisher()
         packed = np.zeros(10, [("seq", "<u8"), ("key", "<u4"), ("price", "<f8"), ("size", "<i4"),
@@ -278,7 +278,7 @@ class TestBadInput(unittest.TestCase):
     def test_a_dtype_once_accepted_is_still_checked(self):
         # send knows an equal dtype by identity after the first array of it:
         # another dtype after it, or the same one renamed in place, is refused.
-        p = Pair(self, 38300)
+        p = Pair(self, 12300)
         sub = p.subscriber()
         pub = p.publisher()
         twin = pickle.loads(pickle.dumps(pub.dtype))  # equal, another object
@@ -309,7 +309,7 @@ class TestBadInput(unittest.TestCase):
         sub.close()
 
     def test_a_declared_dtype_of_another_schema_is_refused_at_the_handshake(self):
-        p = Pair(self, 38220)
+        p = Pair(self, 12220)
         sub = p.subscriber()
         wrong = np.dtype([("seq", "<u8"), ("price", "<f8")])
         with self.assertRaises(sluice.Error) as e:
@@ -336,7 +336,7 @@ class TestBadInput(unittest.TestCase):
         sub.close()
 
     def test_bad_calls_raise_with_the_library_words(self):
-        p = Pair(self, 38240)
+        p = Pair(self, 12240)
         with self.assertRaises(sluice.Error) as e:
             sluice.Publisher(deployment=p.file, process="sub")
         self.assertEqual(str(e.exception), f"process 'sub' in {p.file} is a subscriber, not a publisher")
@@ -367,7 +367,7 @@ class TestBadInput(unittest.TestCase):
             sub.poll(lambda a, e: None)
 
     def test_no_credit_is_back_pressure_then_everything_comes_once(self):
-        p = Pair(self, 38260)
+        p = Pair(self, 12260)
         sub = p.subscriber()
         pub = p.publisher()
         batch = quotes(pub.dtype, 0, pub.max_tuples)
@@ -393,7 +393,7 @@ class TestBadInput(unittest.TestCase):
         sub.close()
 
     def test_a_handler_that_raises_leaves_poll_and_loses_nothing(self):
-        p = Pair(self, 38280)
+        p = Pair(self, 12280)
         sub = p.subscriber()
         pub = p.publisher()
         for i in range(5):
@@ -406,8 +406,15 @@ class TestBadInput(unittest.TestCase):
             if event.event_seq == 1:
                 raise KeyError("the application's own error")
 
-        with self.assertRaises(KeyError):
-            sub.poll(failing, timeout=10)
+        # The events may come to one poll together or to several: polls
+        # until the handler's error comes out of one.
+        raised = False
+        while not raised and len(seen) < 5:
+            try:
+                sub.poll(failing, timeout=10)
+            except KeyError:
+                raised = True
+        self.assertTrue(raised, f"the handler's KeyError did not leave poll (handled {seen})")
         self.assertEqual(seen, [0, 1])
         while not sub.ended:
             sub.poll(failing, timeout=10)
@@ -462,7 +469,7 @@ class Deploy:
 
 class TestThroughApp(unittest.TestCase):
     def test_python_publisher_to_nodes_to_python_subscriber(self):
-        d = Deploy(self, 38600)
+        d = Deploy(self, 12600)
         try:
             sub = sluice.Subscriber(d.run, "subscriber")
             pub = sluice.Publisher(d.run, "publisher")
@@ -507,7 +514,7 @@ def node_a(run):
 
 class TestFaults(unittest.TestCase):
     def test_killing_node_a_with_acks_loses_and_repeats_nothing(self):
-        d = Deploy(self, 39100, "acks=on", "restart=on-failure")
+        d = Deploy(self, 13700, "acks=on", "restart=on-failure")
         try:
             sub = sluice.Subscriber(d.run, "subscriber")
             pub = sluice.Publisher(d.run, "publisher")

@@ -67,7 +67,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 from repro.run import CpuLock, find_deploy, git_commit  # noqa: E402
-from sweep import find_binary, free_ports, kill_group, tail  # noqa: E402
+from sweep import find_binary, free_ports, kill_group, reap, tail  # noqa: E402
 
 PIPELINE = REPO / "deploy/examples/pipeline.yaml"
 FRAME_HEADER = 16   # tcp carrier frame header (transport/event.h FrameHeader)
@@ -125,19 +125,7 @@ def run_plain(relay, variant, tuple_bytes, rate, duration, raw, tag):
                     time.sleep(0.05)  # listening before its upstream connects (connect retries anyway)
             # Reaped with wait4 for each one's CPU time (rusage of its whole life:
             # set-up is a few syscalls, the rest is moving messages).
-            deadline = time.monotonic() + duration + 30
-            while len(codes) < len(procs):
-                for name, p in procs.items():
-                    if name in codes:
-                        continue
-                    pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-                    if pid:
-                        codes[name] = os.waitstatus_to_exitcode(status)
-                        p.returncode = codes[name]
-                        usage[name] = ru.ru_utime + ru.ru_stime
-                if any(c != 0 for c in codes.values()) or time.monotonic() > deadline:
-                    break
-                time.sleep(0.02)
+            codes, usage = reap(procs, time.monotonic() + duration + 30)
             sink_out = procs["sink"].stdout.read().decode() if "sink" in codes else ""
         finally:
             for p in procs.values():
@@ -155,7 +143,7 @@ def run_plain(relay, variant, tuple_bytes, rate, duration, raw, tag):
     except (ValueError, IndexError):
         row["error"] = f"plain sink printed no JSON: {sink_out!r}"
         return row
-    res["cpu_s"] = {n: usage.get(n) for n in PLAIN_NAMES}
+    res["cpu_s"] = {n: usage[n].ru_utime + usage[n].ru_stime if n in usage else None for n in PLAIN_NAMES}
     (raw / f"{tag}.json").write_text(json.dumps(res, sort_keys=True) + "\n")
     secs = res.get("seconds") or 0
     lat = res.get("latency_us") or {}
@@ -164,7 +152,7 @@ def run_plain(relay, variant, tuple_bytes, rate, duration, raw, tag):
     # CPU over the sink's measured interval (first message to end of stream),
     # the interval sluice's processes measure theirs over.
     for h, n in zip(HOPS, PLAIN_NAMES):
-        row[f"cpu_pct_{h}"] = f"{100 * usage[n] / secs:.2f}" if secs > 0 else ""
+        row[f"cpu_pct_{h}"] = f"{100 * res['cpu_s'][n] / secs:.2f}" if secs > 0 else ""
     if res.get("out_of_order"):
         row.update(ok="false", error=f"{res['out_of_order']} messages out of order")
     return row

@@ -56,7 +56,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
-from sweep import find_binary, free_ports, kill_group, tail  # noqa: E402
+from sweep import find_binary, free_ports, kill_group, reap, tail  # noqa: E402
 from repro.run import CpuLock  # noqa: E402  (one run under /tmp/cpu.lock)
 
 PIPELINE = REPO / "deploy/examples/pipeline.yaml"
@@ -161,7 +161,7 @@ def run_plain(relay, duration, raw, tag, perf):
         ("relay1", [str(relay), "relay", "--listen", str(p1), "--connect", f"127.0.0.1:{p2}"] + common),
         ("source", [str(relay), "source", "--connect", f"127.0.0.1:{p1}", "--duration", f"{duration:g}"] + common),
     ]
-    procs, usage, codes, perfs = {}, {}, {}, {}
+    procs, usage, codes, perfs = {}, {}, {}, {}  # usage: rusage by name (reap)
     errlog = raw / f"{tag}.stderr"
     with open(errlog, "w") as err:
         try:
@@ -174,19 +174,7 @@ def run_plain(relay, duration, raw, tag, perf):
                     perfs[name] = perf.attach(procs[name].pid, raw / f"{tag}.{name}.perf")
                 if name != "source":
                     time.sleep(0.05)
-            deadline = time.monotonic() + duration + 30
-            while len(codes) < len(procs):
-                for name, p in procs.items():
-                    if name in codes:
-                        continue
-                    pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-                    if pid:
-                        codes[name] = os.waitstatus_to_exitcode(status)
-                        p.returncode = codes[name]
-                        usage[name] = ru
-                if any(c != 0 for c in codes.values()) or time.monotonic() > deadline:
-                    break
-                time.sleep(0.02)
+            codes, usage = reap(procs, time.monotonic() + duration + 30)
             out = procs["sink"].stdout.read().decode() if "sink" in codes else ""
         finally:
             for p in procs.values():

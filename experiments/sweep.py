@@ -80,6 +80,27 @@ def kill_group(proc):
             continue
 
 
+def reap(procs, deadline):
+    """Waits for the processes of procs ({name: Popen}) with wait4, for the
+    rusage of each one's whole life, until all have exited, one failed, or
+    time.monotonic() passes deadline: ({name: exit code}, {name: rusage}) of
+    those that exited (their returncode set, so kill_group leaves them)."""
+    codes, usage = {}, {}
+    while len(codes) < len(procs):
+        for name, p in procs.items():
+            if name in codes:
+                continue
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                codes[name] = os.waitstatus_to_exitcode(status)
+                p.returncode = codes[name]
+                usage[name] = ru
+        if any(c != 0 for c in codes.values()) or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    return codes, usage
+
+
 def free_ports(n):
     """n distinct ports the kernel says are free right now."""
     socks, ports = [], []

@@ -1,15 +1,21 @@
-// The C++ twin of api_ends.py's sluice ends, for experiments/api_bench.py's
-// cpp-batch row: the same work as the Python ends, in C++, so that the
-// Python module's cost is what the python row adds to it.
+// C++ ends on the client library for experiments/api_bench.py: the work of
+// the built-in ends (cpp row) and of the Python ends (cpp-batch row), so
+// that what a row adds to loadgen -> sink, or python to cpp-batch, is the
+// library's or the module's own cost, not its application's.
 //
-//   sluice-api-ends pub RUN_DIR SECONDS TUPLES_PER_EVENT
+//   sluice-api-ends pub RUN_DIR SECONDS TUPLES_PER_EVENT [offer|claim]
 //   sluice-api-ends sub RUN_DIR
 //
-// pub: one batch of app.yaml's quotes, filled once; per batch, key += n over
-// it (api_ends.py's one vectorised op) and offer() (one copy into a slot, as
-// Publisher.send). sub: polls 256 events at a time and counts their tuples.
-// Each prints one JSON line, as api_ends.py's; pub with its own thread's
-// CPU time per event (claim, copy, checksum, commit, and the pass over key).
+// pub offer (the default; api_ends.py's work): one batch of app.yaml's
+// quotes, filled once; per batch, key += n over it (api_ends.py's one
+// vectorised op) and offer() (one copy into a slot, as Publisher.send).
+// pub claim (the load generator's work): per event, claim() room in a
+// slot, write each tuple's key (the generator writes its seq and key; here
+// the library writes seq), commit(). sub: polls 256 events at a time and
+// counts their tuples (the library checks each event's checksum and seq,
+// as the sink does). Each prints one JSON line, as api_ends.py's; pub with
+// its own thread's CPU time per event (claim, copy or writes, checksum,
+// commit).
 #include <sluice/publisher.h>
 #include <sluice/subscriber.h>
 #include <sys/resource.h>
@@ -39,7 +45,7 @@ double peak_rss_mib() {
   return u.ru_maxrss / 1024.0;
 }
 
-int pub(const char* run_dir, double seconds, uint32_t per_event) {
+int pub(const char* run_dir, double seconds, uint32_t per_event, bool claim) {
   sluice::Connect where;
   where.run_dir = run_dir;
   where.process = "publisher";
@@ -68,7 +74,23 @@ int pub(const char* run_dir, double seconds, uint32_t per_event) {
   const auto t0 = Clock::now();
   const double c0 = thread_cpu_s();
   while (Clock::now() - t0 < std::chrono::duration<double>(seconds)) {
-    for (int b = 0; b < 64; ++b) {
+    for (int b = 0; claim && b < 64; ++b) {
+      sluice::Claim room;
+      sluice::Code c;
+      while ((c = p->claim(per_event, &room, 1000ms)) == sluice::Code::kBackPressured) {
+      }
+      if (c != sluice::Code::kOk) {
+        std::fprintf(stderr, "claim: %s\n", p->error().c_str());
+        return 1;
+      }
+      for (uint32_t i = 0; i < per_event; ++i) room.tuple(i).set(key, uint32_t(sent + i) & 1023);
+      if (p->commit(room) != sluice::Code::kOk) {
+        std::fprintf(stderr, "commit: %s\n", p->error().c_str());
+        return 1;
+      }
+      sent += per_event;
+    }
+    for (int b = 0; !claim && b < 64; ++b) {
       for (uint32_t i = 0; i < per_event; ++i) tuple(i).set(key, tuple(i).get(key) + per_event);
       sluice::Code c;
       while ((c = p->offer(batch, 1000ms)) == sluice::Code::kBackPressured) {
@@ -124,9 +146,11 @@ int sub(const char* run_dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 5 && std::strcmp(argv[1], "pub") == 0)
-    return pub(argv[2], std::strtod(argv[3], nullptr), static_cast<uint32_t>(std::strtoul(argv[4], nullptr, 10)));
+  const bool claim = argc == 6 && std::strcmp(argv[5], "claim") == 0;
+  if ((argc == 5 || (argc == 6 && (claim || std::strcmp(argv[5], "offer") == 0))) && std::strcmp(argv[1], "pub") == 0)
+    return pub(argv[2], std::strtod(argv[3], nullptr), static_cast<uint32_t>(std::strtoul(argv[4], nullptr, 10)),
+               claim);
   if (argc == 3 && std::strcmp(argv[1], "sub") == 0) return sub(argv[2]);
-  std::fprintf(stderr, "usage: %s pub RUN_DIR SECONDS TUPLES_PER_EVENT | sub RUN_DIR\n", argv[0]);
+  std::fprintf(stderr, "usage: %s pub RUN_DIR SECONDS TUPLES_PER_EVENT [offer|claim] | sub RUN_DIR\n", argv[0]);
   return 2;
 }

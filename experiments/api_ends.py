@@ -51,7 +51,8 @@ def peak_rss_mib():
 
 
 def say(**kw):
-    print(json.dumps(dict(kw, peak_rss_mib=peak_rss_mib())), flush=True)
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps(dict(kw, peak_rss_mib=peak_rss_mib(), user_s=u.ru_utime, sys_s=u.ru_stime)), flush=True)
 
 
 def batch_of(n):

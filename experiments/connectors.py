@@ -29,8 +29,8 @@ is moved to another topic by
                        acks, no snapshots)
 
 on the same broker (scripts/kafka.sh up, on ports of its own, stopped at
-the end), each writing a topic of its own. Before the rounds, one small
-sluice run makes the broker's internal topics (__consumer_offsets,
+the end), each writing a topic of its own. Before the rounds, a sluice run
+of 100,000 records makes the broker's internal topics (__consumer_offsets,
 __transaction_state: ~2 s on a fresh broker), which the first run that
 commits offsets or a transaction would otherwise pay for. Each Kafka row
 carries broker_cpu_s, the broker's CPU time over the row (it shares the
@@ -48,11 +48,22 @@ File rows: esper.yaml's query (filter node, group-by node) over N tuples
 alternated, each once per round. Their records_per_s is the load generator
 process's own: tuples sent over its wall time, first event to END (the
 file source's includes reading and parsing the file); pipeline_tuples_per_s
-is the run report's. records_per_s is records over
-the wall time of the whole command (start-up included, as a user waits for
-it); records_out is what a read_committed reader finds in the output topic;
-lost is records_in - records_out. Ratios are against kcat-pipe, and each
-against kafka-consumer-perf, measured in the same run.
+is the run report's.
+
+A Kafka row's records_per_s is records over the time from its first record
+out to its last, by the timestamps the producer (kcat's or sluice's sink)
+gave them as it took them (CreateTime, ms), the same rule for every row:
+what the pipeline moves, not its start-up (processes, JVM, connections,
+init_transactions), which on 1 M records is a fifth to a half of a kcat
+pipe's or sluice's wall time; kafka-consumer-perf's is its own clock's,
+from its first fetch. wall_records_per_s is records over the whole
+command's wall time (start-up included, as a user waits for it).
+records_out is what a read_committed reader finds in the output topic; lost
+is records_in - records_out. Each round runs the rows in another order
+(rotated by one a round): the broker's JVM compiles its code paths as they
+are first used (transactions, fetches), so a row run first pays for that.
+The summary gives each row's median over the rounds and, per round, each
+sluice row against that round's kcat-pipe.
 
   python3 experiments/connectors.py [--only kafka|file] [--records N] [--tuples N] [--rounds R]
                                     [--guarantees at-least-once,none] [--json]
@@ -79,6 +90,7 @@ KAFKA_SH = os.path.join(ROOT, "scripts", "kafka.sh")
 RECORD_BYTES = 128
 IN_TOPIC = "in"  # main() names one per run
 FIELDS = 8
+WARM_RECORDS = 100000  # the warm-up run's: enough for the broker's JVM to compile its transaction paths
 
 KAFKA_YAML = """\
 # experiments/connectors.py: a Kafka topic through a filter to a Kafka topic.
@@ -139,19 +151,34 @@ class Broker:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def read_committed(broker, topic):
+    """What a read_committed reader finds in `topic` (every partition): its
+    records, and the first and last of their timestamps (ms)."""
+    p = subprocess.run(["kcat", "-C", "-b", broker.bootstrap, "-t", topic, "-e", "-q", "-f", "%T\\n",
+                        "-X", "isolation.level=read_committed"], capture_output=True, check=True, text=True)
+    ts = [int(t) for t in p.stdout.split()]
+    return len(ts), (min(ts) if ts else 0), (max(ts) if ts else 0)
+
+
 def count_committed(broker, topic):
-    """Records a read_committed reader finds in `topic` (every partition)."""
-    p = subprocess.run(["kcat", "-C", "-b", broker.bootstrap, "-t", topic, "-e", "-q", "-f", "x",
-                        "-X", "isolation.level=read_committed"], capture_output=True, check=True)
-    return len(p.stdout)
+    return read_committed(broker, topic)[0]
 
 
-def row(name, records_in, records_out, seconds, **extra):
-    r = {"name": name, "records_per_s": round(records_in / seconds) if seconds > 0 else 0,
+def row(name, records_in, records_out, seconds, span_s=None, **extra):
+    """span_s: first record out to last; None: the wall time (seconds)."""
+    span = seconds if span_s is None else span_s
+    r = {"name": name, "records_per_s": round(records_in / span) if span > 0 else 0,
          "records_in": records_in, "records_out": records_out, "lost": records_in - records_out,
-         "seconds": round(seconds, 3)}
+         "seconds": round(seconds, 3), "span_s": round(span, 3),
+         "wall_records_per_s": round(records_in / seconds) if seconds > 0 else 0}
     r.update(extra)
     return r
+
+
+def output_row(name, broker, n, topic, wall, **extra):
+    """A row that wrote `topic`: timed from its first record out to its last."""
+    got, first_ms, last_ms = read_committed(broker, topic)
+    return row(name, n, got, wall, span_s=(last_ms - first_ms) / 1000.0, **extra)
 
 
 def kafka_consumer_perf(broker, n):
@@ -166,9 +193,8 @@ def kafka_consumer_perf(broker, n):
     line = [l for l in out.splitlines() if re.match(r"^\d{4}-", l)][-1]
     cols = [c.strip() for c in line.split(",")]
     got = int(cols[4])
-    r = row("kafka-consumer-perf", n, got, wall)
-    r["own_records_per_s"] = round(float(cols[5]))  # its own clock: from its first fetch, no JVM start
-    return r
+    own = float(cols[5])  # its own clock: from its first fetch, no JVM start
+    return row("kafka-consumer-perf", n, got, wall, span_s=n / own if own > 0 else wall)
 
 
 KCAT_PREFETCH = ["-X", "queued.min.messages=2000000", "-X", "queued.max.messages.kbytes=262144"]
@@ -185,7 +211,7 @@ def kcat_pipe(broker, n, out_topic, name="kcat-pipe", consumer_args=()):
     wall = time.monotonic() - t0
     if c.returncode or p.returncode:
         raise RuntimeError("kcat pipe failed: %s %s" % (c.returncode, p.returncode))
-    return row(name, n, count_committed(broker, out_topic), wall)
+    return output_row(name, broker, n, out_topic, wall)
 
 
 def sluice(broker, n, out_topic, yaml_path, kill_node=False, name="sluice", guarantee="exactly-once",
@@ -227,20 +253,21 @@ def sluice(broker, n, out_topic, yaml_path, kill_node=False, name="sluice", guar
     restarts = sum(p.get("restarts", 0) for p in rep.get("processes", []))
     cpu = {p["name"]: round(p.get("user_s", 0) + p.get("sys_s", 0), 3) for p in rep.get("processes", [])}
     shutil.rmtree(run_dir, ignore_errors=True)
-    return row(name, n, count_committed(broker, out_topic), wall, killed=killed, restarts=restarts,
-               guarantee=guarantee, pipeline_tuples_per_s=round(rep.get("tuples_per_s", 0)), cpu_s=cpu)
+    return output_row(name, broker, n, out_topic, wall, killed=killed, restarts=restarts, guarantee=guarantee,
+                      pipeline_tuples_per_s=round(rep.get("tuples_per_s", 0)), cpu_s=cpu)
 
 
 def warm_up(broker, yaml_path):
-    """One small exactly-once run: the broker makes its internal topics
-    (__consumer_offsets, __transaction_state) now, not in a measured row."""
+    """One exactly-once run of WARM_RECORDS: the broker makes its internal
+    topics (__consumer_offsets, __transaction_state) and its JVM compiles
+    its transaction paths now, not in a measured row."""
     topic = "connectors-warm-%d" % random.randrange(1 << 30)
     broker.topic(topic, 4)
     broker.topic(topic + "-out", 4)
     rng = random.Random(1)
     p = subprocess.run(["kcat", "-P", "-b", broker.bootstrap, "-t", topic],
-                       input="".join(record(rng) + "\n" for _ in range(4000)), text=True, check=True)
-    sluice(broker, 4000, topic + "-out", yaml_path, name="warm-up", in_topic=topic)
+                       input="".join(record(rng) + "\n" for _ in range(WARM_RECORDS)), text=True, check=True)
+    sluice(broker, WARM_RECORDS, topic + "-out", yaml_path, name="warm-up", in_topic=topic)
 
 
 def deploy_json(example, run_dir, sets, port):
@@ -357,8 +384,10 @@ def kafka_rows(a):
             f.write(KAFKA_YAML)
         warm_up(broker, yaml_path)
         extra = ["sluice-" + g for g in a.guarantees.split(",") if g]
+        order = ["kafka-consumer-perf", "kcat-pipe", "kcat-pipe-prefetch", "sluice", "sluice-killed"] + extra
         for r in range(a.rounds):
-            for what in ["kafka-consumer-perf", "kcat-pipe", "kcat-pipe-prefetch", "sluice", "sluice-killed"] + extra:
+            k = r % len(order)
+            for what in order[k:] + order[:k]:
                 topic = "%s-out-%s-%d" % (IN_TOPIC, what, r)
                 if what != "kafka-consumer-perf":
                     broker.topic(topic, 4)
@@ -383,15 +412,22 @@ def kafka_rows(a):
     return rows
 
 
+def median(v):
+    v = sorted(v)
+    return (v[len(v) // 2] + v[(len(v) - 1) // 2]) / 2 if v else 0
+
+
 def report(rows, as_json):
     if as_json:
         print(json.dumps(rows, indent=1))
         return
-    print("%-20s %6s %14s %11s %11s %6s %8s" % ("name", "round", "records/s", "records in", "records out", "lost",
-                                               "seconds"))
+    print("%-20s %6s %14s %14s %11s %11s %6s %8s" % ("name", "round", "records/s", "wall rec/s", "records in",
+                                                    "records out", "lost", "seconds"))
     for r in rows:
-        print("%-20s %6d %14d %11d %11d %6d %8.2f" % (r["name"], r["round"], r["records_per_s"], r["records_in"],
-                                                     r["records_out"], r["lost"], r["seconds"]))
+        print("%-20s %6d %14d %14d %11d %11d %6d %8.2f" % (r["name"], r["round"], r["records_per_s"],
+                                                          r.get("wall_records_per_s", r["records_per_s"]),
+                                                          r["records_in"], r["records_out"], r["lost"],
+                                                          r["seconds"]))
 
     def best(name):
         v = [r["records_per_s"] for r in rows if r["name"] == name]
@@ -404,16 +440,26 @@ def report(rows, as_json):
                  all(r["ok"] for r in rows if r["name"] in ("generator-esper", "file-csv-esper"))))
     if not any(r["name"] == "kcat-pipe" for r in rows):
         return
-    kcat, ceiling, tuned = best("kcat-pipe"), best("kafka-consumer-perf"), best("kcat-pipe-prefetch")
-    own = max([r.get("own_records_per_s", 0) for r in rows if r["name"] == "kafka-consumer-perf"] or [0])
+
+    def rate(name, rnd):
+        return next((r["records_per_s"] for r in rows if r["name"] == name and r["round"] == rnd), 0)
+
+    rounds = sorted({r["round"] for r in rows if r["name"] == "kcat-pipe"})
     names = ["sluice", "sluice-killed"] + sorted({r["name"] for r in rows if r["name"].startswith("sluice-")} -
-                                                 {"sluice-killed"}) + ["kcat-pipe", "kcat-pipe-prefetch"]
+                                                 {"sluice-killed"}) + ["kcat-pipe-prefetch"]
+    ceiling = median([rate("kafka-consumer-perf", k) for k in rounds])
+    print("first record out to last; median over %d round(s); per round x that round's kcat-pipe:" % len(rounds))
+    print("%-20s %10s  %s" % ("kcat-pipe", "%d" % median([rate("kcat-pipe", k) for k in rounds]),
+                              "  ".join("r%d %d" % (k, rate("kcat-pipe", k)) for k in rounds)))
     for name in names:
-        b = best(name)
-        print("%-14s best %9d records/s: %.2fx kcat-pipe (%.2fx kcat-pipe-prefetch), %.2f of kafka-consumer-perf's "
-              "%d (wall), %.2f of its own clock's %d" % (name, b, b / kcat if kcat else 0, b / tuned if tuned else 0,
-                                                        b / ceiling if ceiling else 0, ceiling, b / own if own else 0,
-                                                        own))
+        per = [(k, rate(name, k), rate("kcat-pipe", k)) for k in rounds]
+        ratios = [a / b for _, a, b in per if a and b]
+        if not ratios:
+            continue
+        med = median([a for _, a, _ in per])
+        print("%-20s %10d  %s; median %.2fx kcat-pipe, %.2f of kafka-consumer-perf's %d"
+              % (name, med, "  ".join("r%d %.2fx" % (k, a / b) for k, a, b in per if a and b), median(ratios),
+                 med / ceiling if ceiling else 0, ceiling))
 
 
 if __name__ == "__main__":

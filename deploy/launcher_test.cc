@@ -461,7 +461,9 @@ TEST_F(Launcher, TimeoutStopsEverything) {
 // While nothing is due the supervisor sleeps: a child's exit (its pidfd), a
 // signal or the next deadline wakes it, not a poll. Counted as the calling
 // thread's voluntary context switches over a 2 s run of processes that hang
-// (a 50 ms poll made 40 and more; now about 4 a second at most).
+// (a 50 ms poll made 40 and more on top of starting and stopping them; now
+// about 4 a second at most, and the start and stop of four processes take
+// 10 to 20 more on a loaded machine: 29 in all seen beside a -j2 suite).
 TEST_F(Launcher, TheSupervisorSleepsWhileNothingIsDue) {
   opts_.timeout_s = 2;
   rusage r0{}, r1{};
@@ -470,7 +472,7 @@ TEST_F(Launcher, TheSupervisorSleepsWhileNothingIsDue) {
   getrusage(RUSAGE_THREAD, &r1);
   EXPECT_HAS(r.error, "timed out after 2 s");
   const long wakes = r1.ru_nvcsw - r0.ru_nvcsw;
-  EXPECT_LE(wakes, 25) << "the supervisor woke " << wakes << " times in a 2 s run";
+  EXPECT_LE(wakes, 36) << "the supervisor woke " << wakes << " times in a 2 s run";
   expect_nothing_left(r);
 }
 

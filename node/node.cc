@@ -518,18 +518,34 @@ void Instance::process_loop() {
       // the send stage, which may be busy with what came before. A cut at
       // everything held (at most one each checkpoint_idle_gap_ns), then a look
       // every 50 us until it is written.
+      const uint64_t first = cuts_first_;
       ok = ck_complete();
       if (!ok || held_.empty()) continue;
       const uint64_t gap = std::min<uint64_t>(cfg_.checkpoint_idle_gap_ns, uint64_t{cfg_.checkpoint_ms} * 1000000);
       const uint64_t t = mono_ns();
       if (ck_uncut() > 0 && t >= last_ck_ns_ + gap) {
+        // Again at once only if a cut went out or one was written: with
+        // kCuts on their way (a send stage busy for milliseconds, a Kafka
+        // sink committing its transaction) ck_post posts nothing, and
+        // looping back would spin this core against the send stage's.
+        const uint64_t posted = cuts_posted_.load(std::memory_order_relaxed);
         ok = ck_post() && ck_complete();
-        continue;
+        if (!ok || cuts_posted_.load(std::memory_order_relaxed) != posted || cuts_first_ != first) {
+          ck_idle_wait_ns_ = kCkIdleWaitMinNs;
+          continue;
+        }
       }
+      if (cuts_first_ != first) ck_idle_wait_ns_ = kCkIdleWaitMinNs;
       if (ck_on_way() > 0) {
         if (!status().ok()) break;  // the send stage may never get there
-        if (to_process_.closed()) std::this_thread::sleep_for(std::chrono::microseconds(50));
-        else wait_input_until(t + 50000);
+        // The send stage's capture wakes this wait (ck_capture notifies);
+        // the timeout only covers the send stage stopping idle exactly at
+        // a cut while this thread's try of its lock failed, so it grows
+        // while nothing is written: 50 us, doubling up to 1 ms.
+        const uint64_t wait = ck_idle_wait_ns_;
+        ck_idle_wait_ns_ = std::min(ck_idle_wait_ns_ * 2, kCkIdleWaitMaxNs);
+        if (to_process_.closed()) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+        else wait_input_until(t + wait);
       } else {
         wait_input_until(last_ck_ns_ + gap);
       }

@@ -630,6 +630,10 @@ class Instance {
     return cuts_posted_.load(std::memory_order_relaxed) - cuts_first_;
   }
   bool release_held_to(uint64_t held);  // process thread: the held slots before `held`
+  // process thread: how long an idle wait for a cut on its way lasts (grows
+  // while nothing is written, back to the least once something is).
+  static constexpr uint64_t kCkIdleWaitMinNs = 50000, kCkIdleWaitMaxNs = 1000000;
+  uint64_t ck_idle_wait_ns_ = kCkIdleWaitMinNs;
   mutable std::mutex mu_;
   Status error_;
   std::thread threads_[3];

@@ -538,14 +538,15 @@ void Instance::process_loop() {
       if (cuts_first_ != first) ck_idle_wait_ns_ = kCkIdleWaitMinNs;
       if (ck_on_way() > 0) {
         if (!status().ok()) break;  // the send stage may never get there
-        // The send stage's capture wakes this wait (ck_capture notifies);
-        // the timeout only covers the send stage stopping idle exactly at
-        // a cut while this thread's try of its lock failed, so it grows
+        // The send stage's capture wakes this wait (ck_capture notifies;
+        // one made before the wait began keeps it from sleeping); the
+        // timeout only covers the send stage stopping idle exactly at a
+        // cut while this thread's try of its lock failed, so it grows
         // while nothing is written: 50 us, doubling up to 1 ms.
         const uint64_t wait = ck_idle_wait_ns_;
         ck_idle_wait_ns_ = std::min(ck_idle_wait_ns_ * 2, kCkIdleWaitMaxNs);
-        if (to_process_.closed()) std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
-        else wait_input_until(t + wait);
+        if (to_process_.closed()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+        else wait_input_until(t + wait, &ck_captured_);
       } else {
         wait_input_until(last_ck_ns_ + gap);
       }
@@ -611,11 +612,11 @@ namespace {
 // Sleeps on a ring's eventfd (enabled) until it has something, closes, or
 // left_ns pass. True: it rang.
 template <class R>
-bool sleep_on_ring(R& ring, uint64_t left_ns) {
+bool sleep_on_ring(R& ring, uint64_t left_ns, const std::atomic<uint64_t>* unless = nullptr) {
   EventCount& ready = ring.not_empty();
   ready.prepare_fd_wait();
   bool rang = false;
-  if (ring.size() == 0 && !ring.closed()) {
+  if (ring.size() == 0 && !ring.closed() && !(unless && unless->load(std::memory_order_acquire))) {
     pollfd p{ready.fd(), POLLIN, 0};
     const timespec ts{static_cast<time_t>(left_ns / 1000000000), static_cast<long>(left_ns % 1000000000)};
     rang = ::ppoll(&p, 1, &ts, nullptr) > 0;
@@ -625,7 +626,7 @@ bool sleep_on_ring(R& ring, uint64_t left_ns) {
 }
 }  // namespace
 
-bool Instance::wait_input_until(uint64_t deadline_ns) {
+bool Instance::wait_input_until(uint64_t deadline_ns, const std::atomic<uint64_t>* unless) {
   EventCount& ready = to_process_.not_empty();
   if (!ready.enable_fd()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -633,7 +634,7 @@ bool Instance::wait_input_until(uint64_t deadline_ns) {
   }
   const uint64_t now = mono_ns();
   if (now >= deadline_ns) return false;
-  return sleep_on_ring(to_process_, deadline_ns - now);
+  return sleep_on_ring(to_process_, deadline_ns - now, unless);
 }
 
 // Run to completion's send half: the calling thread consumes d itself when

@@ -568,7 +568,10 @@ class Instance {
   bool write_snapshot(const CheckpointState& st);
   bool release_held();                 // all of held_
   bool hold(const Descriptor& d);      // false: the instance failed
-  bool wait_input_until(uint64_t deadline_ns);
+  // Sleeps until input arrives, the ring closes or the deadline passes; with
+  // `unless`, not at all if it is nonzero once the wait is armed (so a
+  // notify that came just before is not slept through).
+  bool wait_input_until(uint64_t deadline_ns, const std::atomic<uint64_t>* unless = nullptr);
   // An input frame whose effect no snapshot holds yet: its slot, held (one
   // holder more), or, with cfg_.input_ledger, its claim (the slot went on).
   struct Held {

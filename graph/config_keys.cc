@@ -326,7 +326,8 @@ const std::vector<LinkKey>& link_keys() {
                 "copy stays with the sender)"),
       link_uint("spin_us", "fabric|ucx", +[](LinkOptions& l) -> uint32_t& { return l.msg.spin_us; },
                 "how long a link that found nothing polls before it sleeps on its wait fd (or, "
-                "fabric shm, rings its peer's doorbell), in microseconds"),
+                "fabric shm, at most: its doorbell's poll shortens while waits outlast it), in "
+                "microseconds"),
       {"token", nullptr, "string", "a shared secret both ends of a link must give at the handshake; "
        "empty: none",
        [](const Reader& r, const YAML::Node& n, const std::string& path, LinkOptions* l) {

@@ -21,7 +21,9 @@
 //      is seen even where the endpoint would not say (UCX's error mode NONE).
 //   5. An endpoint that cannot sleep on an fd (libfabric shm) gets a doorbell:
 //      a page of shared memory with one "sleeping" flag per side. A side that
-//      found nothing to do spins for spin_us, sets its flag, looks once more,
+//      found nothing to do polls for its window (at most spin_us, shorter
+//      while what it waited for came later than that: spin.h), yielding its
+//      core between two looks, sets its flag, looks once more,
 //      and sleeps on the control connection; the peer, after anything that
 //      gives it work (a message sent, a message consumed), clears the flag and
 //      writes one byte. An idle link costs nothing; a busy one no syscall.

@@ -31,9 +31,10 @@ struct MsgOptions {
   // into the slot the receiver named next (TxCarrier::room); off: into its
   // own pool, and the send copies it. Never with acks.
   bool in_place = true;
-  // A link whose provider cannot sleep on an fd (fabric shm) polls this long
-  // before it rings its peer's doorbell and sleeps; others use it as a short
-  // spin before arming their wait fd.
+  // A link whose provider cannot sleep on an fd (fabric shm) polls at most
+  // this long before it rings its peer's doorbell and sleeps (less while its
+  // waits outlast it: spin.h); others use it as a short spin before arming
+  // their wait fd.
   uint32_t spin_us = 50;
 };
 

@@ -25,7 +25,8 @@ alternated round by round (the order rotating); each round holds
             ratio, and whether the rows (the groups of every window) are the
             same.
   fabric    fabric-opt over shm against tcp-opt, tuples/s, at each tuple size
-            with one tuple per event and in --event-bytes events.
+            with one tuple per event and in --event-bytes events; with
+            --before, fabric shm run by that build too (fabric-shm@before).
 
   python3 experiments/scaling.py [--build build] [--rounds 3] [--duration 3]
       [--parts hop,parallel,esper] [--tuple-bytes 128,4096] [--event-bytes 32768]
@@ -575,32 +576,37 @@ def part_esper(args, deploy, raw, out):
     return "\n".join(txt) + "\n"
 
 
-def part_fabric(args, deploy, raw, out):
+def part_fabric(args, deploy, before, raw, out):
     """fabric-opt over shm against tcp-opt: tuples/s at each tuple size, one
-    tuple per event and in --event-bytes events."""
-    systems = [("tcp-opt", ["preset=tcp-opt"]), ("fabric-shm", ["preset=fabric-opt", "fabric_provider=shm"]),
-               ("fabric-shm/adaptive", ["preset=fabric-opt", "fabric_provider=shm", "threads=adaptive"]),
-               ("fabric-shm/rma", ["preset=fabric-opt", "fabric_provider=shm", "rma=on"])]
+    tuple per event and in --event-bytes events (and fabric shm by the
+    --before build)."""
+    shm = ["preset=fabric-opt", "fabric_provider=shm"]
+    # (name, sets, sluice-deploy, deployment file)
+    systems = [("tcp-opt", ["preset=tcp-opt"], deploy, PIPELINE), ("fabric-shm", shm, deploy, PIPELINE),
+               ("fabric-shm/adaptive", shm + ["threads=adaptive"], deploy, PIPELINE),
+               ("fabric-shm/rma", shm + ["rma=on"], deploy, PIPELINE)]
+    if before:
+        systems.append(("fabric-shm@before", shm, before[0], before[1]))
     cells = [(t, e) for t in args.tuple_bytes for e in (0, args.event_bytes)]
-    got = {(c, n): [] for c in cells for n, _ in systems}
+    got = {(c, n): [] for c in cells for n, *_ in systems}
     for r in range(args.rounds):
         with CpuLock():  # a round at a time: its runs back to back, none beside them
             for t, e in cells:
                 k = r % len(systems)
-                for name, sets in systems[k:] + systems[:k]:
-                    tag = f"fabric-{name.replace('/', '-')}-t{t}-e{e}-r{r}"
-                    rep = run_sluice(deploy, PIPELINE, sets + [f"tuple_bytes={t}", f"event_bytes={e}"] + args.set,
+                for name, sets, prog, yaml in systems[k:] + systems[:k]:
+                    tag = f"fabric-{name.replace('/', '-').replace('@', '-')}-t{t}-e{e}-r{r}"
+                    rep = run_sluice(prog, yaml, sets + [f"tuple_bytes={t}", f"event_bytes={e}"] + args.set,
                                      args.duration, raw, tag, Perf("off"))
                     if not rep.get("ok"):
                         log(f"  {tag}: FAILED: {rep.get('error')}")
                     got[((t, e), name)].append(rep.get("tuples_per_s") if rep.get("ok") else None)
                 log(f"  round {r + 1} {t} B x {e or 'one tuple'}: " + "; ".join(
-                    f"{n} {(got[((t, e), n)][-1] or 0) / 1e6:.2f} Mt/s" for n, _ in systems))
+                    f"{n} {(got[((t, e), n)][-1] or 0) / 1e6:.2f} Mt/s" for n, *_ in systems))
     res = {}
-    others = [n for n, _ in systems[1:]]
+    others = [n for n, *_ in systems[1:]]
     txt = [f"## fabric shm against tcp-opt, tuples/s (medians of {args.rounds} rounds; fabric shm runs "
            "its processes' stages on one thread each (threads: auto), /adaptive on three; /rma writes "
-           "each frame into the receiver's slot)", "",
+           "each frame into the receiver's slot; @before: the --before build's)", "",
            "| tuple | event | tcp-opt | " + " | ".join(f"{n} | x tcp-opt (range)" for n in others) + " |",
            "|---|---|---|" + "---|---|" * len(others)]
     for t, e in cells:
@@ -622,7 +628,8 @@ def part_fabric(args, deploy, raw, out):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
-    ap.add_argument("--before", help="another build: the pipeline again with its programs (tcp-opt@before)")
+    ap.add_argument("--before", help="another build: the pipeline again with its programs (tcp-opt@before; "
+                    "the fabric part: fabric-shm@before)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--duration", type=float, default=3)
     ap.add_argument("--parts", default="hop,parallel,esper")
@@ -680,7 +687,7 @@ def main():
     if "esper" in parts:
         text.append(part_esper(args, deploy, raw, out))
     if "fabric" in parts:
-        text.append(part_fabric(args, deploy, raw, out))
+        text.append(part_fabric(args, deploy, before, raw, out))
     report = "\n".join(text)
     (out_dir / "scaling.md").write_text(report + "\n")
     (out_dir / "scaling.json").write_text(json.dumps(out, indent=1) + "\n")

@@ -137,6 +137,7 @@ class End {
         me_(me),
         spin_(std::chrono::microseconds(opts.msg.spin_us)),
         window_(spin_),
+        yield_(!opts.acks),
         link_(std::move(link)),
         stash_(stash) {
     epfd_ = Fd(epoll_create1(EPOLL_CLOEXEC));
@@ -195,8 +196,12 @@ class End {
   // away between two looks (sched_yield): where processes outnumber the
   // cores, the process that would give it work is often waiting for this
   // very core. A poll that kept it took it from them: four processes on
-  // two cores then moved 0.6-0.8x tcp-opt's tuples/s, 1.2-1.6x yielding.
+  // two cores then moved 0.7-0.8x tcp-opt's tuples/s, 1.1-1.2x yielding.
   // Where nothing else is runnable on the core the yield returns at once.
+  // Not on a link with acks: under exactly-once (acks, and the processes'
+  // checkpoints) the yielding poll moved 0.2-0.5x the tuples/s of the one
+  // that keeps its core at 128 B one tuple per event, the processes idle
+  // most of the time; acks alone, without checkpoints, did not.
   Status idle(Completion* out, size_t max, size_t* n, bool peer_owes) {
     *n = 0;
     if (!page_.p) {
@@ -238,7 +243,7 @@ class End {
       Status st = reap(out, max, n);
       if (!st || *n) return st;
       if (Clock::now() >= until) break;
-      sched_yield();
+      if (yield_) sched_yield();
     }
     page_.p->sleeping[me_].store(1, std::memory_order_seq_cst);
     if (!peer_owes) {
@@ -410,6 +415,7 @@ class End {
   const int me_;
   const std::chrono::microseconds spin_;
   SpinWindow window_;                // doorbell: how long idle() polls (spin.h)
+  const bool yield_;                 // doorbell: idle() yields its core between two looks
   Clock::time_point idle_since_{};   // doorbell: when the last poll that found nothing began ...
   bool judging_ = false;             // ... and the wait after it is not over yet
   std::string link_;

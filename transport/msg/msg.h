@@ -22,8 +22,8 @@
 //   5. An endpoint that cannot sleep on an fd (libfabric shm) gets a doorbell:
 //      a page of shared memory with one "sleeping" flag per side. A side that
 //      found nothing to do polls for its window (at most spin_us, shorter
-//      while what it waited for came later than that: spin.h), yielding its
-//      core between two looks, sets its flag, looks once more,
+//      while what it waited for came later than that: spin.h), without acks
+//      yielding its core between two looks, sets its flag, looks once more,
 //      and sleeps on the control connection; the peer, after anything that
 //      gives it work (a message sent, a message consumed), clears the flag and
 //      writes one byte. An idle link costs nothing; a busy one no syscall.

@@ -516,8 +516,8 @@ void Instance::process_loop() {
     if (n == 0 && ck_async_ && !held_.empty() && !saw_end_) {
       // Idle with input held: as below, but the snapshot's state comes from
       // the send stage, which may be busy with what came before. A cut at
-      // everything held (at most one each checkpoint_idle_gap_ns), then a look
-      // every 50 us until it is written.
+      // everything held (at most one each checkpoint_idle_gap_ns), then a
+      // wait for the send stage's capture until it is written.
       const uint64_t first = cuts_first_;
       ok = ck_complete();
       if (!ok || held_.empty()) continue;

@@ -126,6 +126,9 @@ std::unique_ptr<PrometheusServer> PrometheusServer::start(const std::string& run
     return nullptr;
   }
   std::unique_ptr<PrometheusServer> p(new PrometheusServer);
+  // A run directory used again keeps the earlier runs' samples, under the
+  // same process names: figures() reads only this run's.
+  p->since_ = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   const fs::path dir = fs::path(run_dir) / "prometheus";
   std::error_code ec;
   fs::create_directories(dir / "data", ec);
@@ -298,16 +301,23 @@ Status PrometheusServer::figures(std::map<std::string, PrometheusFigures>* out) 
     }
     for (const auto& v : r["values"]) {
       const double t = v[0].as<double>();
+      if (t < since_) continue;  // an earlier run's, in a run directory used again
       const double x = std::stod(v[1].as<std::string>());
       if (name == "sluice_clock_hertz") s.clock_hz = x;
       else if (into) (*into)[t] += x;
     }
   }
   for (const auto& [process, s] : by) {
-    // The span: from the first scrape that saw an event to the last scrape.
+    // The span: from the first scrape that saw an event to the last one
+    // taken while events still came, so that both ends lie inside the
+    // stream: a scrape after the stream ended (a process drains, writes its
+    // summary, waits for its peers) would add idle seconds to the Gb/s.
+    // A process seen only at rest spans to its last scrape.
     auto first = std::find_if(s.events.begin(), s.events.end(), [](const auto& e) { return e.second > 0; });
     if (first == s.events.end() || s.clock_hz <= 0) continue;
-    auto last = std::prev(s.events.end());
+    const double total = std::prev(s.events.end())->second;
+    auto last = std::find_if(first, s.events.end(), [&](const auto& e) { return e.second >= total; });
+    if (last != first && std::prev(last) != first) --last;
     PrometheusFigures f;
     f.samples = static_cast<int>(std::distance(first, s.events.end()));
     f.seconds = last->first - first->first;

@@ -14,11 +14,12 @@
 //      static targets on a 5 s tick: a run with --prometheus starts up to
 //      5 s later).
 //   3. At the end of the run, figures() reads the samples Prometheus holds
-//      for each process and computes CPE_p, CPE_s and Gb/s over them: from
-//      the first scrape that saw an event to the last one. Each process
-//      exits when its stream ends, so up to a scrape interval (1 s) at each
-//      end of the run is not in them; the JSON summary's figures cover the
-//      whole measured window.
+//      for each process in this run (a run directory used again keeps the
+//      earlier runs' samples; they are left out) and computes CPE_p, CPE_s
+//      and Gb/s over them: from the first scrape that saw an event to the
+//      last one taken while events still came. Up to a scrape interval (1 s)
+//      at each end of the stream is not in them; the JSON summary's figures
+//      cover the whole measured window.
 //   4. The destructor stops the server (SIGTERM, SIGKILL after 5 s).
 #pragma once
 
@@ -36,7 +37,7 @@ namespace sluice {
 // What Prometheus recorded for one process over the run.
 struct PrometheusFigures {
   double cpe_p = 0, cpe_s = 0, gbps = 0;
-  double seconds = 0;  // between the first scrape that saw an event and the last
+  double seconds = 0;  // between the first scrape that saw an event and the last while they came
   int samples = 0;     // scrapes in that span
 };
 
@@ -66,6 +67,7 @@ class PrometheusServer {
   std::string dir_;
   uint16_t port_ = 0;
   pid_t pid_ = -1;
+  double since_ = 0;  // when start() began, in seconds since the epoch
 };
 
 // `n` consecutive TCP ports free on `address` now, the first returned (0:

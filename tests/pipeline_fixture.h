@@ -70,10 +70,12 @@ inline std::string scratch(const std::string& name) {
   return d;
 }
 
+// `run_dir`: where the run keeps its files ("" = DIR/run in its scratch folder).
 inline RunResult deploy(const std::string& name, int port, const std::vector<std::string>& sets,
-           const std::string& file = kExample, const std::string& flags = "") {
+           const std::string& file = kExample, const std::string& flags = "",
+           const std::string& run_dir = "") {
   std::string dir = scratch(name);
-  std::string cmd = kDeploy + " run " + file + " --json --run-dir " + dir + "/run" +
+  std::string cmd = kDeploy + " run " + file + " --json --run-dir " + (run_dir.empty() ? dir + "/run" : run_dir) +
                     " --set base_port=" + std::to_string(port) + " --set progress_s=0";
   for (const auto& s : sets) cmd += " --set " + s;
   cmd += flags + " >" + dir + "/out 2>" + dir + "/err";

@@ -177,10 +177,16 @@ TEST(PipelineMetrics, PrometheusRecordsWhatTheSummarySays) {
       const double cpe_p = p["cpe_p"].as<double>();
       const double gbps = std::max(p["bytes_in"].as<double>(), p["bytes_out"].as<double>()) * 8 /
                           p["wall_s"].as<double>() / 1e9;
-      // Within 25%: Prometheus's rate over the middle of the stream against
-      // the whole run's average, on a machine shared with other tests. A
-      // unit wrong (bits for bytes, a thousand) is far outside either way.
-      EXPECT_NEAR(f["cpe_p"].as<double>(), cpe_p, 0.25 * cpe_p) << name;
+      // Prometheus's figures over the middle of the stream against the
+      // whole run's: Gb/s within 25% (with two busy loops beside the run,
+      // 0.95-1.05x); cycles per event within a factor of 2, since what a
+      // node spends per event swings from second to second on a machine
+      // shared with other tests (0.67-1.52x with the two loops). A unit
+      // wrong (bits for bytes, a thousand, hertz for gigahertz) is 8x or
+      // more off either way.
+      const double cpe_ratio = f["cpe_p"].as<double>() / cpe_p;
+      EXPECT_GT(cpe_ratio, 0.5) << name << ": " << f["cpe_p"].as<double>() << " against " << cpe_p;
+      EXPECT_LT(cpe_ratio, 2.0) << name << ": " << f["cpe_p"].as<double>() << " against " << cpe_p;
       EXPECT_NEAR(f["gbps"].as<double>(), gbps, 0.25 * gbps) << name;
     }
     EXPECT_EQ(nodes, 2);

@@ -145,11 +145,19 @@ EOF
   echo "$port" >"$DIR/port"
   : >"$DIR/server.log"
   # setsid: its own session, so the shell or test that started it can end
-  # without taking it along; it stops with `down` only.
-  setsid java -Xmx"$HEAP" -Xms"$HEAP" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
-    -Dlog4j.configuration="file:$DIR/log4j.properties" \
-    -cp "$cp" kafka.Kafka "$DIR/server.properties" \
-    >"$DIR/stdout.log" 2>&1 </dev/null &
+  # without taking it along; it stops with `down` only. With no descriptor
+  # but 0, 1 and 2: one it inherited would stay open as long as it runs (the
+  # lock of `flock -x LOCK scripts/kafka.sh up`, held by a broker that runs
+  # on, kept every other holder of LOCK waiting).
+  (
+    for fd in /proc/$BASHPID/fd/*; do
+      fd=${fd##*/}
+      if ((fd > 2)); then eval "exec $fd>&-" 2>/dev/null || true; fi
+    done
+    exec setsid java -Xmx"$HEAP" -Xms"$HEAP" -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+      -Dlog4j.configuration="file:$DIR/log4j.properties" \
+      -cp "$cp" kafka.Kafka "$DIR/server.properties"
+  ) >"$DIR/stdout.log" 2>&1 </dev/null &
   local pid=$!
   echo "$pid" >"$DIR/pid"
   local t0=$SECONDS

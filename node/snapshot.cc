@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <bitset>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -57,17 +58,26 @@ Status Instance::restore() {
 // Drops the events of d that the operators already saw: those an upstream
 // sends again after a break (replay) whose effect a snapshot, or this run,
 // already holds. Per stream, events come in event_seq order on one path, so
-// they are a prefix of d. False: all of d was seen (its slot is released).
+// each stream's seen events come before its new ones; but a descriptor
+// carries several streams, and one stream's replayed events may follow
+// another's new ones (a restarted Kafka source, one stream per partition,
+// replays some partitions further back than others). A prefix of seen
+// events is skipped in place; seen events after a new one leave a gap that
+// the new events after them close (moved down in the slot, on a replay
+// only). False: all of d was seen (its slot is released).
 bool Instance::trim_replayed(Descriptor& d) {
-  const std::byte* base = work_pool_->slot(d.slot) + d.offset;
-  uint32_t off = 0, seen = 0, seen_tuples = 0, skip = 0;
-  bool fresh = false;
+  std::byte* base = work_pool_->slot(d.slot) + d.offset;
+  uint32_t off = 0, start = 0, to = 0, seen = 0, seen_tuples = 0;
+  bool kept_any = false;
+  std::bitset<kMaxStreams> fresh;  // streams with a new event in d so far
   for (uint32_t e = 0; e < d.events; ++e) {
     EventHeader h;
     std::memcpy(&h, base + off, sizeof h);
-    uint64_t& next = ck_.next_seq[h.stream < kMaxStreams ? h.stream : kMaxStreams - 1];
+    const uint32_t stream = h.stream < kMaxStreams ? h.stream : kMaxStreams - 1;
+    const uint32_t bytes = static_cast<uint32_t>(h.wire_bytes());
+    uint64_t& next = ck_.next_seq[stream];
     if (h.event_seq < next) {
-      if (fresh) {  // an old event after a new one: not a replay
+      if (fresh[stream]) {  // an old event after a new one of its stream: not a replay
         fail(Status::Error(fmt::format(
             "instance {}: event {} of stream {} came after event {} of the same stream: a node "
             "that checkpoints needs each stream in order on one path",
@@ -76,13 +86,16 @@ bool Instance::trim_replayed(Descriptor& d) {
       }
       ++seen;
       seen_tuples += h.tuple_count;
-      off += h.wire_bytes();
+      off += bytes;
+      if (!kept_any) start = to = off;  // still the prefix
       continue;
     }
-    if (!fresh) skip = off;  // the seen events are a prefix: the new ones start here
-    fresh = true;
+    fresh[stream] = true;
+    kept_any = true;
     next = h.event_seq + 1;
-    off += h.wire_bytes();
+    if (to != off) std::memmove(base + to, base + off, bytes);
+    to += bytes;
+    off += bytes;
   }
   if (seen == 0) return true;
   ck_dropped_ += seen_tuples;
@@ -90,8 +103,8 @@ bool Instance::trim_replayed(Descriptor& d) {
     if (Status st = work_pool_->release(d.slot); !st) fail(st);
     return false;
   }
-  d.offset += skip;
-  d.bytes -= skip;
+  d.offset += start;
+  d.bytes -= off - (to - start);
   d.events -= seen;
   d.tuples -= seen_tuples;
   return true;

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,13 +43,17 @@ Deployment two_streams() {
 
 // A generator's events copied into a pool of its own (with a reserve), that
 // sends some of them twice as an upstream's replay would: every 7th
-// descriptor again whole after it, and every 11th glued before the next
-// one in a single slot (a frame that holds seen and new events, as a
-// restarted upstream's sender may pack them).
+// descriptor again whole after it, every 11th glued before the next one in
+// a single slot (a frame that holds seen and new events, as a restarted
+// upstream's sender may pack them), and every 13th, where it and the next
+// are one event each of different streams, glued after the next one and
+// before the one after (a stream's seen event after another stream's new
+// one and before its own next, as a restarted Kafka source replays one
+// partition further back than the others).
 class ReplayingSource final : public Source {
  public:
   ReplayingSource(const Deployment& d, size_t reserved)
-      : gen_(d, 0), pool_(16 + reserved, 2 * gen_.pool().slot_bytes(), reserved) {}
+      : gen_(d, 0), pool_(16 + reserved, 3 * gen_.pool().slot_bytes(), reserved) {}
   Status next(std::span<Descriptor> out, size_t* n) override {
     *n = 0;
     const uint32_t mine = pool_.acquire(Wait::kBlock);
@@ -64,13 +69,48 @@ class ReplayingSource final : public Source {
       return {};
     }
     size_t got = 0;
-    Status st = gen_.next(out.subspan(0, 1), &got);
-    if (!st || got == 0) {
+    if (pending_) {
+      out[0] = *pending_;
+      pending_.reset();
+      got = 1;
+    } else if (Status st = gen_.next(out.subspan(0, 1), &got); !st || got == 0) {
       (void)pool_.release(mine);
       return st;
     }
     Descriptor g = out[0];
     uint32_t off = 0, events = 0, tuples = 0;
+    if (count_ % 13 == 0 && !last_.empty() && !(g.flags & kDescEnd) && g.events == 1 && last_events_ == 1 &&
+        stream_of(gen_.pool().slot(g.slot) + g.offset) != stream_of(last_.data())) {  // new + seen in one
+      std::memcpy(dst, gen_.pool().slot(g.slot) + g.offset, g.bytes);
+      std::memcpy(dst + g.bytes, last_.data(), last_.size());
+      (void)gen_.pool().release(g.slot);
+      uint32_t bytes = uint32_t(g.bytes + last_.size()), ev = 2, tu = g.tuples + last_tuples_;
+      sent_twice_ += last_tuples_;
+      ++seen_after_new_;
+      last_.assign(dst, dst + g.bytes);
+      last_tuples_ = g.tuples;
+      // And the generator's next event after them when it is one event of
+      // the seen one's stream, not END: the gap it leaves is closed.
+      size_t got2 = 0;
+      if (gen_.next(out.subspan(0, 1), &got2).ok() && got2 == 1) {
+        const Descriptor g2 = out[0];
+        if (!(g2.flags & kDescEnd) && g2.events == 1 && bytes + g2.bytes <= pool_.slot_bytes()) {
+          std::memcpy(dst + bytes, gen_.pool().slot(g2.slot) + g2.offset, g2.bytes);
+          last_.assign(dst + bytes, dst + bytes + g2.bytes);
+          last_tuples_ = g2.tuples;
+          bytes += g2.bytes;
+          ++ev;
+          tu += g2.tuples;
+          ++gaps_;
+          (void)gen_.pool().release(g2.slot);
+        } else {
+          pending_ = g2;  // handed on by the next call
+        }
+      }
+      out[0] = {mine, 0, bytes, ev, tu, 0};
+      *n = 1;
+      return {};
+    }
     if (count_ % 11 == 0 && !last_.empty() && !(g.flags & kDescEnd)) {  // seen + new in one
       std::memcpy(dst, last_.data(), last_.size());
       off = uint32_t(last_.size());
@@ -95,17 +135,26 @@ class ReplayingSource final : public Source {
     pool_.close();
   }
   uint64_t sent_twice() const { return sent_twice_; }
+  uint64_t seen_after_new() const { return seen_after_new_; }
+  uint64_t gaps() const { return gaps_; }  // of those, with a new event after the seen one
 
  private:
+  static uint32_t stream_of(const std::byte* event) {
+    EventHeader h;
+    std::memcpy(&h, event, sizeof h);
+    return h.stream;
+  }
   Generator gen_;
   SlotPool pool_;
-  uint64_t count_ = 0, sent_twice_ = 0;
+  uint64_t count_ = 0, sent_twice_ = 0, seen_after_new_ = 0, gaps_ = 0;
+  std::optional<Descriptor> pending_;  // the generator's, taken early (the 13th's)
   std::vector<std::byte> last_;
   uint32_t last_events_ = 0, last_tuples_ = 0;
 };
 
 // A node that checkpoints drops the events it already saw when they come
-// again (whole descriptors, and the seen head of a mixed one) by their
+// again (whole descriptors, the seen head of a mixed one, and a stream's
+// seen event after another stream's new one) by their
 // event_seq: its moving average emits one row per input tuple, exactly, and
 // counts what it dropped. Its snapshots are written while it runs (the held
 // input slots come back each time: with 16 slots and 6,000 events it would
@@ -148,6 +197,8 @@ TEST(Snapshots, ANodeDropsReplayedEventsItAlreadyHoldsAndReleasesItsHeldSlots) {
   ProcessSummary s;
   in.report(s);
   EXPECT_GT(rs->sent_twice(), 100u);
+  EXPECT_GT(rs->seen_after_new(), 10u);
+  EXPECT_GT(rs->gaps(), 10u);
   EXPECT_EQ(s.deduplicated, rs->sent_twice());
   EXPECT_GT(s.checkpoints, 1u);
   EXPECT_GT(s.snapshot_bytes, 0u);
@@ -252,6 +303,7 @@ TEST(Snapshots, ASinkCopiesItsStateOutAtTheCutEvenWhileItsSendStageIsBehind) {
   ProcessSummary s;
   in.report(s);
   EXPECT_GT(rs->sent_twice(), 100u);
+  EXPECT_GT(rs->gaps(), 10u);  // a seen event between two new ones: the new one moved down
   EXPECT_EQ(s.deduplicated, rs->sent_twice());
   ASSERT_GT(k->saves_.size(), 10u);
   // Each copy was written, but for one that END's drain may have overtaken.

@@ -10,8 +10,9 @@
 // record that does not decode (in each format) is an error naming topic,
 // partition and offset, or (bad_records: reject) a counted rejection; with
 // kafka_key the rows spread over the output's partitions by key, each key's
-// in one partition in order, exactly once with the sink killed. No timing
-// is asserted.
+// in one partition in order, exactly once with the sink killed; a topic of
+// three partitions is read as three streams, every record once, with the
+// source killed too. No timing is asserted.
 #include <gtest/gtest.h>
 #include <librdkafka/rdkafka.h>
 #include <signal.h>
@@ -19,6 +20,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -125,10 +127,13 @@ std::vector<std::string> esper_records(uint64_t n, const std::string& format) {
   return records;
 }
 
-void produce(const std::string& topic, const std::vector<std::string>& records) {
+// Record i goes to partition i % partitions.
+void produce(const std::string& topic, const std::vector<std::string>& records, int32_t partitions = 1) {
   rd_kafka_t* rk = client(RD_KAFKA_PRODUCER, {{"linger.ms", "20"}, {"queue.buffering.max.messages", "1000000"}});
-  for (const std::string& r : records) {
-    while (rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(0),
+  for (size_t i = 0; i < records.size(); ++i) {
+    const std::string& r = records[i];
+    const int32_t partition = static_cast<int32_t>(i % static_cast<size_t>(partitions));
+    while (rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(topic.c_str()), RD_KAFKA_V_PARTITION(partition),
                              RD_KAFKA_V_VALUE(const_cast<char*>(r.data()), r.size()),
                              RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_END) == RD_KAFKA_RESP_ERR__QUEUE_FULL)
       rd_kafka_poll(rk, 10);
@@ -137,11 +142,11 @@ void produce(const std::string& topic, const std::vector<std::string>& records) 
   rd_kafka_destroy(rk);
 }
 
-// The records in partition 0 of `topic` (its high watermark).
-int64_t records_in(const std::string& topic) {
+// The records in a partition of `topic` (its high watermark).
+int64_t records_in(const std::string& topic, int32_t partition = 0) {
   rd_kafka_t* rk = client(RD_KAFKA_PRODUCER, {});
   int64_t low = 0, high = 0;
-  const rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(rk, topic.c_str(), 0, &low, &high, 10000);
+  const rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(rk, topic.c_str(), partition, &low, &high, 10000);
   rd_kafka_destroy(rk);
   return e ? 0 : high;
 }
@@ -438,6 +443,81 @@ TEST_F(KafkaPipeline, AJsonlOrBinaryRecordThatDoesNotDecodeIsAnErrorWithItsPlace
     EXPECT_EQ(src["tuples_out"].as<uint64_t>(), 3u);
     EXPECT_EQ(reject.report["lost"].as<uint64_t>(), 0u);
   }
+}
+
+// A topic of three partitions, read as a stream per partition (streams: 3)
+// through a filter to a one-partition topic: every record that passes the
+// filter comes out once, in a run without faults and in one whose source is
+// killed mid-run (its snapshots hold an offset per partition, and the
+// restarted source goes on from each), read with read_committed. The
+// streams merge at node-a in arrival order, so the rows are compared as a
+// multiset, and each partition's rows in the order they were produced.
+TEST_F(KafkaPipeline, APartitionedTopicIsReadAsAStreamPerPartitionExactlyOnce) {
+  constexpr uint64_t kRecords = 300000;
+  constexpr int32_t kPartitions = 3;
+  // Record i is "i,p1": each one different (p0 = i), p1 in 0..299 so
+  // that node-a's filter keeps about two thirds.
+  std::vector<std::string> records;
+  for (uint64_t i = 0; i < kRecords; ++i) records.push_back(std::to_string(i) + "," + std::to_string(i * 7919 % 300));
+  create_topic("in-3", kPartitions);
+  if (records_in("in-3") == 0) produce("in-3", records, kPartitions);
+  for (int32_t p = 0; p < kPartitions; ++p)
+    ASSERT_EQ(records_in("in-3", p), static_cast<int64_t>(kRecords / kPartitions)) << "partition " << p;
+  // What passes node-a's filter ("p0,p1", as the sink writes a row), and
+  // each record's partition.
+  std::vector<std::string> want;
+  std::map<std::string, int32_t> partition_of_row;
+  for (size_t i = 0; i < records.size(); ++i) {
+    if (i * 7919 % 300 < 100) continue;
+    want.push_back(records[i]);
+    partition_of_row[records[i]] = static_cast<int32_t>(i % kPartitions);
+  }
+  ASSERT_GT(want.size(), kRecords / 4);
+  const fs::path yaml = fs::temp_directory_path() / ("sluice-kafka-partitions-" + std::to_string(getpid()) + ".yaml");
+  std::ofstream(yaml) << "preset: tcp-opt\nschema: esper\nschemas:\n  esper:\n    fields:\n"
+                         "      - {name: p0, type: i64}\n      - {name: p1, type: i64}\n"
+                         "event_bytes: 0\nstreams: 3\nprocesses:\n"
+                         "  - {name: source, role: loadgen, source: kafka, kafka_topic: in-3, record_format: csv}\n"
+                         "  - {name: node-a, role: node, operators: [{filter: {where: \"p1 >= 100\"}}]}\n"
+                         "  - {name: node-b, role: node}\n"
+                         "  - {name: sink, role: sink}\n";
+  for (const char* victim : {"", "source"}) {
+    SCOPED_TRACE(*victim ? std::string("source killed") : std::string("no fault"));
+    const std::string out = std::string("out-3") + (*victim ? "-killed" : "");
+    create_topic(out, 1);
+    // 100,000 events/s (a tuple each): the run lasts 3 s, the kill comes
+    // once the first rows are out.
+    const std::string sets = "--set tuples=" + std::to_string(kRecords) + " --set rate=100000" + kSafe +
+                             " --set processes.3.kafka_topic=" + out;
+    RunResult r = *victim ? run(std::string("partitions-") + victim, yaml.string(), sets,
+                                [&](const std::string& dir) {
+                                  wait_for_rows(out);
+                                  const pid_t v = find_process(dir, victim);
+                                  ASSERT_GT(v, 0);
+                                  kill(v, SIGKILL);
+                                })
+                          : run("partitions", yaml.string(), sets);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.report["lost"].as<uint64_t>(), 0u);
+    EXPECT_EQ(r.report["duplicated"].as<uint64_t>(), 0u);
+    int restarts = 0;
+    for (const auto& p : r.report["processes"]) restarts += p["restarts"].as<int>(0);
+    EXPECT_EQ(restarts, *victim ? 1 : 0) << "a kill that came after the run had ended";
+    const std::vector<std::string> got = read_committed(out);
+    std::vector<std::string> got_sorted = got, want_sorted = want;
+    std::sort(got_sorted.begin(), got_sorted.end());
+    std::sort(want_sorted.begin(), want_sorted.end());
+    EXPECT_TRUE(same_rows(got_sorted, want_sorted));
+    // Each partition's rows in the order it holds them.
+    std::vector<std::vector<std::string>> by_partition(kPartitions), want_by_partition(kPartitions);
+    for (const std::string& row : want) want_by_partition[partition_of_row[row]].push_back(row);
+    for (const std::string& row : got)
+      if (const auto at = partition_of_row.find(row); at != partition_of_row.end())
+        by_partition[at->second].push_back(row);
+    for (int32_t p = 0; p < kPartitions; ++p)
+      EXPECT_TRUE(same_rows(by_partition[p], want_by_partition[p])) << "partition " << p;
+  }
+  fs::remove(yaml);
 }
 
 // kafka_key: each row, keyed by its group key, goes to that key's

@@ -25,14 +25,24 @@
 #      off, and on) against plain socket relays, ROUNDS17 rounds (default
 #      8); and adaptive with slots: 1024, where a credit message goes once
 #      per 256 frames, not 16, so few events meet one at a hop
+#   5. (only when STEPS names it) reproduce: `reproduce.py --runs-only --only
+#      baseline,sockets,demo`, the runs that REPORT.md's first two sections
+#      read: the plain-socket relays at the start and the end, original and
+#      tcp-opt at 12 B to 4 KiB tuples in one-tuple and 32 KiB events (16
+#      cells), and the demo pipeline as it is; RREPRO repeats (default 3) of
+#      2 s runs (the demo's own 5 s): 48 + 3 + 2 = 53 runs, each its
+#      duration and about 0.1 s more, so about 2 minutes on any core count.
+#      $OUT/runs.csv (about 2 KB a run, 100 KB) is what comes back
 #
 # Output goes to $OUT, or to runs/device-check/. Run directories and raw
 # logs go to runs/device-check-work/, so $OUT stays small enough to copy
-# back. QUICK=1: one round of each (scaling.py's runs 1 s), to try the
-# script here. STEPS=smoke,gaps,acks,scaling,latency (the default: all)
-# runs those only: where one call may run 10 minutes at most, the scaling
+# back. QUICK=1: one round of each (scaling.py's and reproduce's runs 1 s),
+# to try the script here. STEPS=smoke,gaps,acks,scaling,latency (the
+# default: all but reproduce) runs those only: where one call may run 10 minutes at most, the scaling
 # figures take a call of their own (about 5 minutes on 16 cores),
 #   STEPS=smoke,scaling bash experiments/device_check.sh
+# and reproduce runs only when named (about 2 minutes; with smoke, or alone):
+#   STEPS=smoke,reproduce bash experiments/device_check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,10 +60,11 @@ mkdir -p "$out" "$work"
 r15=${ROUNDS15:-12}
 r17=${ROUNDS17:-8}
 rscale=${RSCALE:-3}
-sdur=3 stuples=2000000
-if [[ ${QUICK:-0} == 1 ]]; then r15=1; r17=1; rscale=1; sdur=1; stuples=200000; fi
+rrepro=${RREPRO:-3}
+sdur=3 stuples=2000000 rdur=2
+if [[ ${QUICK:-0} == 1 ]]; then r15=1; r17=1; rscale=1; sdur=1; stuples=200000; rrepro=1; rdur=1; fi
 say() { echo "device_check.sh: $(date +%T) $*" | tee -a "$out/steps.txt"; }
-steps=",${STEPS:-smoke,gaps,acks,scaling,latency},"
+steps=",${STEPS:-smoke,gaps,acks,scaling,latency},"   # reproduce: only when named
 want() { [[ $steps == *",$1,"* ]]; }
 
 {
@@ -115,5 +126,20 @@ python3 experiments/latency.py --build $bundle/build --modes "adaptive,adaptive+
   --no-batched --out "$work/latency" | tee "$out/latency.txt"
 mkdir -p "$out/latency"
 cp "$work"/latency/*.md "$work"/latency/*.csv "$work"/latency/*.png "$work"/latency/*.json "$out/latency/" 2>/dev/null || true
+fi
+if want reproduce; then
+say "reproduce: reproduce.py --runs-only --only baseline,sockets,demo, $rrepro repeat(s) of $rdur s runs"
+# The runs' commit column: the bundle's (the tree here may have no git).
+commit=$(cat $bundle/commit 2>/dev/null || true)
+rm -rf "$work/reproduce"
+if ! SLUICE_COMMIT=$commit python3 experiments/reproduce.py --runs-only --build $bundle/build \
+    --only baseline,sockets,demo --repeat "$rrepro" --duration "$rdur" --out "$work/reproduce" \
+    2>&1 | tee "$work/reproduce.txt"; then
+  say "reproduce.py: a run failed (its error column in runs.csv): $(tail -2 "$work/reproduce.txt")"
+fi
+if [[ -f $work/reproduce/runs.csv ]]; then
+  cp "$work/reproduce/runs.csv" "$out/runs.csv"
+  say "reproduce: $out/runs.csv, $(( $(wc -l < "$out/runs.csv") - 1 )) runs, $(( $(wc -c < "$out/runs.csv") / 1024 )) KiB"
+fi
 fi
 say "done"

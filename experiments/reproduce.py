@@ -5,6 +5,8 @@
   python3 experiments/reproduce.py --quick      # a few minutes: every section, fewer cells; CI
   python3 experiments/reproduce.py --report-only --out DIR   # redraw from DIR/runs.csv
   python3 experiments/reproduce.py --check-only --out DIR    # only re-check DIR's report
+  python3 experiments/reproduce.py --runs-only --only baseline,sockets,demo --out DIR
+      # only DIR/runs.csv, no report (no matplotlib needed): another machine's runs
 
 1. Plans the runs each section needs: the demo pipeline as the README runs
    it, plain-socket relays at the start and the end, and the figures of the
@@ -46,7 +48,7 @@ from pathlib import Path
 
 from repro.checks import check_report
 from repro.common import HERE, log
-from repro.plan import plan
+from repro.plan import SELECTORS, plan
 from repro.report import classify, write_report  # noqa: F401 (classify: reproduce_test.py)
 from repro.run import find_deploy, run_all
 from repro.tables import plt_module
@@ -68,14 +70,23 @@ def main():
                     "experiments/calibration.json, or OUT/calibration.json with --quick)")
     ap.add_argument("--only", type=lambda v: set(v.split(",")),
                     help="run only these groups (comma-separated: baseline, demo, throughput, spin, "
-                    "operators, passthrough, bursts, model)")
+                    "operators, passthrough, bursts, model; sockets: the throughput runs of "
+                    "'The presets against plain sockets' alone)")
     ap.add_argument("--append", action="store_true",
                     help="keep OUT/runs.csv's rows and add the new runs after them")
     ap.add_argument("--report-only", action="store_true",
                     help="no runs: redraw the report from OUT/runs.csv")
     ap.add_argument("--check-only", action="store_true",
                     help="no runs, no drawing: check the report against OUT/runs.csv")
+    ap.add_argument("--runs-only", action="store_true",
+                    help="only the runs: OUT/runs.csv and OUT/raw/, no report, no check "
+                    "(needs no matplotlib: another machine's runs)")
     args = ap.parse_args()
+    if args.only and not args.only <= set(SELECTORS):
+        ap.error(f"--only: no group {', '.join(sorted(args.only - set(SELECTORS)))} "
+                 f"(there are {', '.join(SELECTORS)})")
+    if args.runs_only and (args.report_only or args.check_only):
+        ap.error("--runs-only makes no report: not with --report-only or --check-only")
     if args.duration is None:
         args.duration = 1.0 if args.quick else 2.0
     if args.repeat is None:
@@ -92,7 +103,7 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / "runs.csv"
 
-    if not args.check_only:
+    if not (args.check_only or args.runs_only):
         try:
             plt_module()
         except ImportError as e:
@@ -130,6 +141,9 @@ def main():
                 + (f" (after {len(earlier)} earlier runs)" if earlier else ""))
             rows = run_all(specs, deploy, args, out, earlier)
         failed = sum(1 for r in rows if r["ok"] != "true")
+    if args.runs_only:
+        log(f"wrote {csv_path} ({len(rows)} runs, {failed} failed; --runs-only: no report)")
+        return 1 if failed else 0
     problems = []
     if not args.check_only:
         problems += write_report(rows, out, report, args)

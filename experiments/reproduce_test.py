@@ -142,5 +142,26 @@ class PresetsAgainstPlainSockets(unittest.TestCase):
         self.assertEqual(reproduce.check_report(out / "REPORT.md", out / "runs.csv"), [])
 
 
+class DeviceStep(unittest.TestCase):
+    def test_the_device_step_plans_what_the_two_sections_read(self):
+        """--only baseline,sockets,demo (experiments/device_check.sh): the relays,
+        original and tcp-opt one instance at every tuple size in one-tuple and
+        32 KiB events, the demo; 53 runs at 3 repeats, as its header says."""
+        from types import SimpleNamespace
+        from repro.plan import plan
+        args = SimpleNamespace(quick=False, repeat=3, duration=2.0,
+                               only={"baseline", "sockets", "demo"})
+        specs = plan(args, tempfile.mkdtemp())
+        self.assertEqual(len(specs), 53)
+        thr = [s for s in specs if s.group == "throughput"]
+        cells = {(s.params["preset"], s.params["tuple_bytes"], s.params["event_bytes"],
+                  s.params["instances"]) for s in thr}
+        self.assertEqual(cells, {(p, t, e, 1) for p in ("original", "tcp-opt")
+                                 for t in (12, 128, 1024, 4096) for e in (0, 32768)})
+        self.assertEqual(len(thr), 48)
+        self.assertEqual([s.setup for s in specs if s.group == "baseline"], ["start", "end"])
+        self.assertEqual(sum(1 for s in specs if s.group == "demo"), 3)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -66,6 +66,23 @@ BASELINE = dict(preset="plain-sockets", carrier="", tuple_bytes="", event_bytes=
                 wait="")
 
 
+# What "The presets against plain sockets" reads of the throughput grid
+# (sections.sec_sockets): one instance of these presets at these event sizes.
+SOCKETS_PRESETS = ("original", "tcp-opt")
+SOCKETS_EVENTS = (0, 32768)
+
+# What --only takes: a group, or "sockets", the throughput runs that section
+# reads and no others (another machine's columns; experiments/device_check.sh).
+GROUPS = ("baseline", "demo", "throughput", "spin", "operators", "passthrough", "bursts", "model")
+SELECTORS = GROUPS + ("sockets",)
+
+
+def for_sockets(s):
+    p = s.params
+    return (s.group == "throughput" and p.get("instances") == 1
+            and p.get("preset") in SOCKETS_PRESETS and p.get("event_bytes") in SOCKETS_EVENTS)
+
+
 def fits(t, e):
     return e == 0 or e >= t + EVENT_HEADER
 
@@ -191,7 +208,8 @@ def plan(args, tmp):
     specs = ([Spec("baseline", "start", "", {}, **BASELINE)] + specs
              + [Spec("baseline", "end", "", {}, **BASELINE)])
     if args.only:
-        specs = [s for s in specs if s.group in args.only]
+        specs = [s for s in specs
+                 if s.group in args.only or ("sockets" in args.only and for_sockets(s))]
     return specs
 
 

@@ -96,6 +96,11 @@ class CpuLock:
 
 
 def git_commit():
+    """HEAD (-dirty where tracked files changed), or SLUICE_COMMIT where set: a
+    copy of the tree without git (experiments/device_check.sh sets it to the
+    commit its bundle's programs were built at)."""
+    if os.environ.get("SLUICE_COMMIT"):
+        return os.environ["SLUICE_COMMIT"]
     try:
         head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short=12", "HEAD"],
                               capture_output=True, text=True, check=True).stdout.strip()

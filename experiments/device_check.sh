@@ -32,7 +32,9 @@
 #      cells), and the demo pipeline as it is; RREPRO repeats (default 3) of
 #      2 s runs (the demo's own 5 s): 48 + 3 + 2 = 53 runs, each its
 #      duration and about 0.1 s more, so about 2 minutes on any core count.
-#      $OUT/runs.csv (about 2 KB a run, 100 KB) is what comes back
+#      $OUT/runs.csv (about 2 KB a run, 100 KB) is what comes back: here,
+#      `reproduce.py --report-only --other-machine runs.csv` gives that
+#      machine columns of its own in those two sections
 #
 # Output goes to $OUT, or to runs/device-check/. Run directories and raw
 # logs go to runs/device-check-work/, so $OUT stays small enough to copy

@@ -7,6 +7,8 @@
   python3 experiments/reproduce.py --check-only --out DIR    # only re-check DIR's report
   python3 experiments/reproduce.py --runs-only --only baseline,sockets,demo --out DIR
       # only DIR/runs.csv, no report (no matplotlib needed): another machine's runs
+  python3 experiments/reproduce.py --report-only --other-machine THERE.csv
+      # this machine's report, with columns for that machine's runs
 
 1. Plans the runs each section needs: the demo pipeline as the README runs
    it, plain-socket relays at the start and the end, and the figures of the
@@ -33,6 +35,19 @@
    value is the median of its runs. Exits 1 if a run failed or a check did
    not hold.
 
+Other machines (repro/machines.py): --other-machine CSV (more than once for
+more machines) adds the rows of a runs.csv made elsewhere (`--runs-only`;
+experiments/device_check.sh's reproduce step makes one from a bundle) to
+OUT/runs.csv, with the next free run ids and the column `imported_from` set
+to the file and the run id they had there; each keeps its machine columns
+(host, cores, CPU, kernel, commit). This machine's rows are the rows without
+that mark: every section and figure reads them alone, so no median mixes
+machines. The demo and "The presets against plain sockets" add, per other
+machine (labelled by its cores, with its host and CPU model named beside),
+columns of its own medians, each with its sources like every other number;
+without one, the second says how to get them. Adding the same file again adds nothing; rows that claim this
+machine's cores and CPU are refused.
+
 The parts are in repro/ (repro/__init__.py lists them); the study's
 equations are in model.py, the numbers it reports in repro/tables.py
 (STUDY), each with where the study says it.
@@ -48,9 +63,10 @@ from pathlib import Path
 
 from repro.checks import check_report
 from repro.common import HERE, log
+from repro.machines import add_other_machines, add_to_csv, is_imported, load_other
 from repro.plan import SELECTORS, plan
 from repro.report import classify, write_report  # noqa: F401 (classify: reproduce_test.py)
-from repro.run import find_deploy, run_all
+from repro.run import cpu_model, find_deploy, run_all
 from repro.tables import plt_module
 
 
@@ -80,13 +96,30 @@ def main():
                     help="no runs, no drawing: check the report against OUT/runs.csv")
     ap.add_argument("--runs-only", action="store_true",
                     help="only the runs: OUT/runs.csv and OUT/raw/, no report, no check "
-                    "(needs no matplotlib: another machine's runs)")
+                    "(needs no matplotlib; another machine's runs for --other-machine)")
+    ap.add_argument("--other-machine", action="append", metavar="CSV", default=[],
+                    help="add another machine's runs.csv (reproduce.py --runs-only there) to "
+                    "OUT/runs.csv, with new run ids; the sections that show other machines get "
+                    "columns for it. May be given more than once")
     args = ap.parse_args()
     if args.only and not args.only <= set(SELECTORS):
         ap.error(f"--only: no group {', '.join(sorted(args.only - set(SELECTORS)))} "
                  f"(there are {', '.join(SELECTORS)})")
-    if args.runs_only and (args.report_only or args.check_only):
-        ap.error("--runs-only makes no report: not with --report-only or --check-only")
+    if args.runs_only and (args.report_only or args.check_only or args.other_machine):
+        ap.error("--runs-only makes no report: not with --report-only, --check-only or "
+                 "--other-machine")
+    if args.check_only and args.other_machine:
+        ap.error("--other-machine adds rows to draw from: use it with --report-only, not "
+                 "--check-only")
+    others = []
+    try:
+        for p in args.other_machine:
+            others.append((p, load_other(p)))
+        if others and not args.report_only:
+            # Refused now rather than after the runs: rows that claim this machine.
+            add_other_machines([], others, {(str(os.cpu_count()), cpu_model())})
+    except ValueError as e:
+        sys.exit(f"reproduce.py: {e}")
     if args.duration is None:
         args.duration = 1.0 if args.quick else 2.0
     if args.repeat is None:
@@ -140,10 +173,21 @@ def main():
             log(f"reproduce.py: {len(specs)} runs of {args.duration:g} s, results in {out}"
                 + (f" (after {len(earlier)} earlier runs)" if earlier else ""))
             rows = run_all(specs, deploy, args, out, earlier)
-        failed = sum(1 for r in rows if r["ok"] != "true")
+        failed = sum(1 for r in rows if r["ok"] != "true" and not is_imported(r))
     if args.runs_only:
         log(f"wrote {csv_path} ({len(rows)} runs, {failed} failed; --runs-only: no report)")
         return 1 if failed else 0
+    if others:
+        try:
+            added = add_to_csv(csv_path, rows, others)
+        except ValueError as e:
+            sys.exit(f"reproduce.py: {e}")
+        log(f"added {len(added)} runs of other machines to {csv_path}"
+            + (f" ({added[0]['rid']} to {added[-1]['rid']})" if added else
+               " (all were there already)"))
+    if not args.check_only and not any(not is_imported(r) for r in rows):
+        sys.exit(f"reproduce.py: {csv_path} has no runs of this machine (every row is "
+                 "another machine's)")
     problems = []
     if not args.check_only:
         problems += write_report(rows, out, report, args)

@@ -4,6 +4,7 @@ every source holds, and names what is wrong in one that does not."""
 
 import csv
 import os
+import shutil
 import sys
 import tempfile
 import unittest
@@ -142,7 +143,164 @@ class PresetsAgainstPlainSockets(unittest.TestCase):
         self.assertEqual(reproduce.check_report(out / "REPORT.md", out / "runs.csv"), [])
 
 
-class DeviceStep(unittest.TestCase):
+def read_rows(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def cells_of(text, start):
+    """The cells of the first table row of text that starts with start."""
+    line = next(l for l in text.splitlines() if l.startswith(start))
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def section(text, title):
+    return text.split(f"## {title}", 1)[1].split("\n## ", 1)[0]
+
+
+class OtherMachines(unittest.TestCase):
+    """--other-machine: another machine's rows join runs.csv with new run ids,
+    its columns appear in the sections that show it, and every median of
+    this machine stays this machine's alone."""
+
+    def machine_rows(self, host, cores, cpu, scale):
+        """The runs the two sections read: the relays, original and tcp-opt
+        at 128 B tuples in one-tuple and 32 KiB events, two demo runs."""
+        base = dict(ok="true", host=host, host_cores=str(cores), cpu_model=cpu, commit="c0ffee",
+                    kernel="6.1", clock_ghz="2.5", foreign_cores="0", instances="1",
+                    setup="chain", duration_s="2", started_utc="2026-01-01T00:00:00Z")
+        rows = [
+            dict(group="baseline", setup="start", gbps=8 * scale),
+            dict(group="baseline", setup="end", gbps=12 * scale),
+            dict(group="throughput", preset="original", tuple_bytes=128, event_bytes=32768,
+                 tuples_per_s=1000 * scale, gbps=2 * scale, node_cpe_p=500),
+            dict(group="throughput", preset="tcp-opt", tuple_bytes=128, event_bytes=32768,
+                 tuples_per_s=4000 * scale, gbps=7.5 * scale, node_cpe_p=100),
+            dict(group="throughput", preset="original", tuple_bytes=128, event_bytes=0,
+                 tuples_per_s=100 * scale, gbps=0.1 * scale, node_cpe_p=50),
+            dict(group="throughput", preset="tcp-opt", tuple_bytes=128, event_bytes=0,
+                 tuples_per_s=300 * scale, gbps=0.3 * scale, node_cpe_p=10),
+            dict(group="demo", setup="pipeline.yaml", tuples_per_s=2000 * scale, gbps=3 * scale,
+                 node_cpe_p=900, latency_p50_us=40, latency_p99_us=90),
+            dict(group="demo", setup="pipeline.yaml", tuples_per_s=2200 * scale, gbps=3.3 * scale,
+                 node_cpe_p=950, latency_p50_us=44, latency_p99_us=99),
+        ]
+        return [dict(base, rid=f"r{i}", **{k: str(v) for k, v in r.items()})
+                for i, r in enumerate(rows, 1)]
+
+    def write(self, path, rows):
+        from repro.run import CSV_FIELDS
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=CSV_FIELDS, restval="")
+            w.writeheader()
+            w.writerows(rows)
+
+    def report(self, out, other=None):
+        """What reproduce.py --report-only [--other-machine OTHER] does, with
+        only the two sections that show other machines."""
+        from types import SimpleNamespace
+        from repro.machines import add_to_csv, load_other
+        from repro.sections import SECTIONS
+        csv_path = out / "runs.csv"
+        rows = read_rows(csv_path)
+        added = add_to_csv(csv_path, rows, [(str(other), load_other(other))]) if other else []
+        args = SimpleNamespace(quick=False, duration=2.0, repeat=2, calibration=None,
+                               build="build")
+        problems = reproduce.write_report(rows, out, out / "REPORT.md", args, parts=SECTIONS)
+        self.assertEqual(problems, [])
+        self.assertEqual(reproduce.check_report(out / "REPORT.md", csv_path), [])
+        return (out / "REPORT.md").read_text(), added
+
+    def setUp(self):
+        self.here = Path(tempfile.mkdtemp())
+        self.write(self.here / "runs.csv", self.machine_rows("small", 2, "AMD EPYC", 1))
+        # The other machine: its own run ids (the same as here's), other figures.
+        self.other = Path(tempfile.mkdtemp()) / "runs.csv"
+        self.write(self.other, self.machine_rows("big", 16, "Intel Xeon Gold", 10))
+
+    def test_columns_of_the_other_machine_and_this_machines_figures_unchanged(self):
+        alone, _ = self.report(self.here)
+        both, added = self.report(self.here, self.other)
+
+        # The rows came in with the next run ids and their mark.
+        rows = {r["rid"]: r for r in read_rows(self.here / "runs.csv")}
+        self.assertEqual([r["rid"] for r in added], [f"r{i}" for i in range(9, 17)])
+        self.assertEqual(rows["r12"]["host"], "big")
+        self.assertEqual(rows["r12"]["imported_from"], f"{self.other}:r4")
+        self.assertEqual(rows["r4"]["imported_from"], "")
+
+        # Without an import: no other machine's columns, and how to get them.
+        sock = section(alone, "The presets against plain sockets")
+        self.assertNotIn("16 cores", alone)
+        self.assertIn("--other-machine", sock)
+        self.assertEqual(cells_of(sock, "| tuple |")[-1], "source")
+
+        # With it: its columns, from its runs (r12: tcp-opt 40000 tuples/s,
+        # 75 Gb/s; its relays r9 and r10, median 100 Gb/s).
+        sock = section(both, "The presets against plain sockets")
+        head = cells_of(sock, "| tuple |")
+        for col in ("original tuples/s (16 cores)", "tcp-opt tuples/s (16 cores)",
+                    "of plain sockets (16 cores)"):
+            self.assertIn(col, head)
+        row = dict(zip(head, cells_of(sock, "| 128 B | 32 KiB")))
+        self.assertEqual(row["tcp-opt tuples/s (16 cores)"], "40 k")
+        self.assertEqual(row["original tuples/s (16 cores)"], "10 k")
+        self.assertEqual(row["of plain sockets (16 cores)"], "0.75")
+        self.assertIn("16 cores: tuples_per_s=10000 <- median r11; tuples_per_s=40000 <- median "
+                      "r12; gbps=75 <- median r12; gbps=100 <- median r9 r10", row["source"])
+        self.assertIn("Intel Xeon Gold", sock)
+        relays = dict(zip(cells_of(sock, "| plain sockets |"), cells_of(sock, "| Gb/s at the end")))
+        self.assertEqual(relays["16 cores"], "120")
+        demo = section(both, "The demo pipeline")
+        row = dict(zip(cells_of(demo, "| figure |"), cells_of(demo, "| tuples/s at the sink")))
+        self.assertEqual(row["16 cores"], "21 k")
+        self.assertIn("tuples_per_s=21000 <- median r15 r16", row["source"])
+
+        # This machine's cells and sources are those of the report without
+        # the import: no median mixes the machines' runs.
+        for title, start, n in (("The presets against plain sockets", "| 128 B | 32 KiB", 9),
+                                ("The presets against plain sockets", "| 128 B | 1 tuple", 9),
+                                ("The presets against plain sockets", "| Gb/s at the start", 2),
+                                ("The demo pipeline", "| latency p99", 2)):
+            a, b = cells_of(section(alone, title), start), cells_of(section(both, title), start)
+            self.assertEqual(a[:n], b[:n], start)
+            self.assertTrue(b[-1].startswith(a[-1] + "; 16 cores: "), (a[-1], b[-1]))
+        self.assertIn("gbps=10 <- median r1 r2", sock)
+        # The header counts this machine's runs, and says what else the CSV holds.
+        self.assertIn("8 runs (8 passed)", both)
+        self.assertIn("The CSV also holds 8 runs of other machines (16 cores", both)
+
+        # Added once: the same runs again, from a copy elsewhere, add nothing.
+        copy = Path(tempfile.mkdtemp()) / "copy.csv"
+        shutil.copyfile(self.other, copy)
+        _, again = self.report(self.here, copy)
+        self.assertEqual(again, [])
+        self.assertEqual(len(read_rows(self.here / "runs.csv")), 16)
+
+    def test_two_machines_of_one_core_count_each_get_their_columns(self):
+        from repro.machines import add_to_csv, load_other
+        third = Path(tempfile.mkdtemp()) / "runs.csv"
+        self.write(third, self.machine_rows("huge", 16, "AMD EPYC 9654", 100))
+        rows = read_rows(self.here / "runs.csv")
+        add_to_csv(self.here / "runs.csv", rows,
+                   [(str(self.other), load_other(self.other)), (str(third), load_other(third))])
+        text, _ = self.report(self.here)
+        sock = section(text, "The presets against plain sockets")
+        row = dict(zip(cells_of(sock, "| tuple |"), cells_of(sock, "| 128 B | 32 KiB")))
+        self.assertEqual(row["tcp-opt tuples/s (16 cores, Intel Xeon Gold)"], "40 k")
+        self.assertEqual(row["tcp-opt tuples/s (16 cores, AMD EPYC 9654)"], "400 k")
+        self.assertEqual(row["sluice tcp-opt tuples/s"], "4 k")
+
+    def test_rows_of_this_machine_are_refused(self):
+        from repro.machines import add_to_csv, load_other
+        rows = read_rows(self.here / "runs.csv")
+        with self.assertRaisesRegex(ValueError, "r1 ran on small .2 cores, AMD EPYC.*--append"):
+            add_to_csv(self.here / "runs.csv", rows, [("x.csv", load_other(self.here / "runs.csv"))])
+        bad = self.here / "bad.csv"
+        bad.write_text("rid,ok,group,host,host_cores,cpu_model\nr1,true,demo,h,many,x\n")
+        with self.assertRaisesRegex(ValueError, "line 2 .r1.: host_cores 'many'"):
+            load_other(bad)
+
     def test_the_device_step_plans_what_the_two_sections_read(self):
         """--only baseline,sockets,demo (experiments/device_check.sh): the relays,
         original and tcp-opt one instance at every tuple size in one-tuple and

@@ -28,6 +28,7 @@ CSV_FIELDS = [
     "burst_ms", "burst_events", "bursts", "burst_processing_p50_us", "burst_processing_max_us",
     "burst_head_p50_us", "burst_tail_p50_us", "threads",
     "file", "sets", "procs", "raw",
+    "imported_from",   # another machine's row (--other-machine): its file and run id there
 ]
 
 

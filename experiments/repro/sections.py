@@ -3,6 +3,7 @@ runs it, and the two presets against plain sockets on the same machine."""
 
 from pathlib import Path
 
+from repro.plan import SOCKETS_EVENTS
 from repro.tables import Val, event_label, fmt, ratio, select, si, srcs, table
 
 
@@ -17,48 +18,83 @@ def demo_run_text(rep, rows):
     return best, txt.read_text() if txt.is_file() else None
 
 
+def other_machines_text(shown):
+    """The paragraph naming the other machines whose columns a section shows."""
+    return "\n\n" + "\n".join(f"- {m.describe()}" for m in shown) + "\n"
+
+
+def shown_srcs(label, vals):
+    """An other machine's sources, after this machine's in a source cell."""
+    vals = [v for v in vals if v]
+    return f"; {label}: {srcs(*vals)}" if vals else ""
+
+
 def sec_demo(rep):
     rows = select(rep.rows, group="demo")
+    shown = [(m, select(m.rows, group="demo")) for m in rep.others]
+    shown = [(m, r) for m, r in shown if r]
     lines = []
     for col, what in (("tuples_per_s", "tuples/s at the sink"), ("gbps", "Gb/s at the sink"),
                       ("node_cpe_p", "CPE_p of a node (mean of node-a and node-b)"),
                       ("latency_p50_us", "latency p50 (us)"), ("latency_p99_us", "latency p99 (us)")):
+        show = si if col == "tuples_per_s" else (lambda x: fmt(x, ".4g"))
         v = Val(rows, col)
-        lines.append([what, si(v.v) if col in ("tuples_per_s",) else fmt(v.v, ".4g"), srcs(v)])
+        theirs = [Val(r, col) for _, r in shown]
+        lines.append([what, show(v.v)] + [show(t.v) for t in theirs] +
+                     [srcs(v) + "".join(shown_srcs(m.label, [t])
+                                        for (m, _), t in zip(shown, theirs))])
     best, text = demo_run_text(rep, rows)
-    shown = ""
+    text_shown = ""
     if text:
         # The run directory was a temporary one, removed since.
         text = "\n".join("ok; logs and summaries in RUN_DIR" if l.startswith("ok; logs and summaries in")
                          else l for l in text.rstrip().splitlines())
-        shown = (f"\n\nWhat `sluice-deploy run` printed for run {best['rid']} (the one nearest the "
-                 "median tuples/s):\n\n```\n" + text + "\n```\n")
+        text_shown = (f"\n\nWhat `sluice-deploy run` printed for run {best['rid']} (the one "
+                      "nearest the median tuples/s):\n\n```\n" + text + "\n```\n")
     duration = rows[0]["duration_s"] if rows else "?"
+    others = ":"
+    if shown:
+        others = (", and in a column each, the medians over another machine's runs of the "
+                  "same:" + other_machines_text([m for m, _ in shown]))
     rep.figure(
         "The demo pipeline", None,
         "`build/deploy/sluice-deploy run deploy/examples/pipeline.yaml`, as the README's first "
         f"command runs it (`loadgen -> node-a -> node-b -> sink`, tcp-opt, 128 B tuples in "
         f"32 KiB events, every process on this machine), for {duration} s; the medians over "
-        f"{len(rows)} run(s):" + shown,
-        [table(["figure", "sluice", "source"], lines)])
+        f"{len(rows)} run(s)" + others + text_shown,
+        [table(["figure", "sluice"] + [m.label for m, _ in shown] + ["source"], lines)])
+
+
+def sockets_runs(rows):
+    """One machine's runs for the section: its one-instance throughput runs,
+    its relays, and their median Gb/s."""
+    thr = [r for r in rows if r["group"] == "throughput" and str(r["instances"]) == "1"]
+    base = select(rows, group="baseline")
+    return thr, base, Val(base, "gbps")
 
 
 def sec_sockets(rep):
     """tcp-opt and original from the throughput grid (one instance), against
-    four plain-socket processes relaying 32 KiB chunks in the same run."""
+    four plain-socket processes relaying 32 KiB chunks in the same run; and
+    where other machines' runs were added, the same from theirs."""
     plt = None
     try:
         from repro.tables import plt_module
         plt = plt_module()
     except ImportError:
         pass
-    rows = [r for r in rep.rows if r["group"] == "throughput" and str(r["instances"]) == "1"]
-    base = select(rep.rows, group="baseline")
+    rows, base, plain = sockets_runs(rep.rows)
     start, end = Val(select(base, setup="start"), "gbps"), Val(select(base, setup="end"), "gbps")
-    plain = Val(base, "gbps")
+    # Other machines with runs of this section: columns of their own.
+    shown = []
+    for m in rep.others:
+        thr, mbase, mplain = sockets_runs(m.rows)
+        if select(thr) or mbase:
+            shown.append((m, thr, mbase, mplain))
     tuples = sorted({int(r["tuple_bytes"]) for r in rows})
     lines, xs, ys = [], [], []
-    for e in (0, 32768):
+    theirs_xy = {m.label: ([], []) for m, *_ in shown}
+    for e in SOCKETS_EVENTS:
         for t in tuples:
             o = Val(select(rows, preset="original", tuple_bytes=t, event_bytes=e), "tuples_per_s")
             p = Val(select(rows, preset="tcp-opt", tuple_bytes=t, event_bytes=e), "tuples_per_s")
@@ -74,12 +110,29 @@ def sec_sockets(rep):
                 vals.append(plain)
                 xs.append(t)
                 ys.append(ratio(g.v, plain.v))
+            cells, their_srcs = [], ""
+            for m, thr, _, mplain in shown:
+                mo = Val(select(thr, preset="original", tuple_bytes=t, event_bytes=e),
+                         "tuples_per_s")
+                mp = Val(select(thr, preset="tcp-opt", tuple_bytes=t, event_bytes=e),
+                         "tuples_per_s")
+                mg = Val(select(thr, preset="tcp-opt", tuple_bytes=t, event_bytes=e), "gbps")
+                mfrac = ratio(mg.v, mplain.v) if e == 32768 else None
+                cells += [si(mo.v), si(mp.v), fmt(mfrac, ".2f")]
+                their_srcs += shown_srcs(m.label, [mo, mp] + ([mg, mplain] if mfrac is not None else []))
+                if mfrac is not None:
+                    theirs_xy[m.label][0].append(t)
+                    theirs_xy[m.label][1].append(mfrac)
             lines.append([f"{t} B", event_label(e), si(o.v), si(p.v), fmt(ratio(p.v, o.v), ".2f"),
-                          fmt(g.v, ".3g"), frac, si(co.v), si(cp.v), srcs(*vals)])
+                          fmt(g.v, ".3g"), frac, si(co.v), si(cp.v)] + cells +
+                         [srcs(*vals) + their_srcs])
     plot = None
     if plt is not None:
         fig, ax = plt.subplots(figsize=(6, 4))
         ax.plot(xs, ys, marker="o", label="tcp-opt Gb/s / plain sockets' Gb/s")
+        for label, (mx, my) in theirs_xy.items():
+            if mx:
+                ax.plot(mx, my, marker="s", linestyle="--", label=f"the same, {label}")
         ax.axhline(1.0, color="grey", lw=0.8)
         ax.set(xscale="log", xlabel="tuple bytes (32 KiB events)", ylabel="fraction of plain sockets",
                title="tcp-opt against plain sockets")
@@ -89,6 +142,22 @@ def sec_sockets(rep):
         ax.legend()
         plot = "fig0_sockets.png"
         rep.save(fig, plot, {"tcp-opt / plain": len(xs)})
+    if shown:
+        others = (" Columns marked with another machine's cores are its own runs of the same "
+                  "cells, read against its own relays (its rows here are this machine's cells):" +
+                  other_machines_text([m for m, *_ in shown]))
+    else:
+        others = ("\n\nAnother machine's runs get columns of their own: "
+                  "`STEPS=reproduce bash experiments/device_check.sh` there writes its runs.csv, "
+                  "and `python3 experiments/reproduce.py --report-only --other-machine RUNS.csv` "
+                  "here adds them.")
+    relays = []
+    for what, setup in (("Gb/s at the start", "start"), ("Gb/s at the end", "end")):
+        mine = start if setup == "start" else end
+        theirs = [Val(select(mbase, setup=setup), "gbps") for _, _, mbase, _ in shown]
+        relays.append([what, fmt(mine.v, ".3g")] + [fmt(v.v, ".3g") for v in theirs] +
+                      [srcs(mine) + "".join(shown_srcs(m.label, [v])
+                                            for (m, *_), v in zip(shown, theirs))])
     rep.figure(
         "The presets against plain sockets", plot,
         "The throughput grid's one-instance runs of `original` and `tcp-opt` (the demo chain, "
@@ -102,13 +171,14 @@ def sec_sockets(rep):
         "own. *of plain sockets* is tcp-opt's Gb/s over the relays' median, for 32 KiB "
         "events, where sluice's sends are the size of the relays' chunks. CPE_p is the mean over the two "
         "nodes. (`experiments/sweep.py` runs the same comparison on its own, with more "
-        "options.)",
+        "options.)" + others,
         [table(["tuple", "event", "sluice original tuples/s", "sluice tcp-opt tuples/s",
                 "tcp-opt/original", "sluice tcp-opt Gb/s", "of plain sockets",
-                "sluice node CPE_p original", "sluice node CPE_p tcp-opt", "source"], lines),
-         table(["plain sockets", "sluice", "source"],
-               [["Gb/s at the start", fmt(start.v, ".3g"), srcs(start)],
-                ["Gb/s at the end", fmt(end.v, ".3g"), srcs(end)]])])
+                "sluice node CPE_p original", "sluice node CPE_p tcp-opt"] +
+               [f"{c} ({m.label})" for m, *_ in shown
+                for c in ("original tuples/s", "tcp-opt tuples/s", "of plain sockets")] +
+               ["source"], lines),
+         table(["plain sockets", "sluice"] + [m.label for m, *_ in shown] + ["source"], relays)])
 
 
 SECTIONS = [sec_demo, sec_sockets]

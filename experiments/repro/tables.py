@@ -125,8 +125,13 @@ def table(head, lines):
 
 
 class Report:
-    def __init__(self, rows, out, report_path, args):
+    """What the sections write into. rows: this machine's runs, which every
+    section reads; others: other machines' (repro/machines.py's Machine),
+    which only the sections that show them read."""
+
+    def __init__(self, rows, out, report_path, args, others=()):
         self.rows, self.out, self.path, self.args = rows, out, report_path, args
+        self.others = list(others)
         self.plots = out / "plots"
         self.plots.mkdir(parents=True, exist_ok=True)
         self.sections = []

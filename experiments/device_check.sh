@@ -30,8 +30,9 @@
 #      read: the plain-socket relays at the start and the end, original and
 #      tcp-opt at 12 B to 4 KiB tuples in one-tuple and 32 KiB events (16
 #      cells), and the demo pipeline as it is; RREPRO repeats (default 3) of
-#      2 s runs (the demo's own 5 s): 48 + 3 + 2 = 53 runs, each its
-#      duration and about 0.1 s more, so about 2 minutes on any core count.
+#      2 s runs (the demo's own 5 s): 48 + 3 + 2 = 53 runs, each lasting
+#      its duration and about 0.1 s more: 2 minutes on 2 cores, and a run's
+#      length does not grow with the cores.
 #      $OUT/runs.csv (about 2 KB a run, 100 KB) is what comes back: here,
 #      `reproduce.py --report-only --other-machine runs.csv` gives that
 #      machine columns of its own in those two sections
@@ -40,8 +41,9 @@
 # logs go to runs/device-check-work/, so $OUT stays small enough to copy
 # back. QUICK=1: one round of each (scaling.py's and reproduce's runs 1 s),
 # to try the script here. STEPS=smoke,gaps,acks,scaling,latency (the
-# default: all but reproduce) runs those only: where one call may run 10 minutes at most, the scaling
-# figures take a call of their own (about 5 minutes on 16 cores),
+# default: all but reproduce) runs those only: where one call may run 10
+# minutes at most, the scaling figures take a call of their own (about 5
+# minutes on 16 cores),
 #   STEPS=smoke,scaling bash experiments/device_check.sh
 # and reproduce runs only when named (about 2 minutes; with smoke, or alone):
 #   STEPS=smoke,reproduce bash experiments/device_check.sh
